@@ -1,0 +1,427 @@
+// Package doctor checks that a host can build shadow's jail. Every check
+// is tried for real: user namespaces and overlay mounts in a re-executed probe
+// child, the Landlock ABI queried, a seccomp filter loaded. For each problem it
+// gives the exact remedy for the distribution it detects.
+package doctor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/sandbox/confine"
+)
+
+// Status is the outcome of one check.
+type Status string
+
+// The outcomes of a check.
+const (
+	StatusOK       Status = "ok"       // works
+	StatusMissing  Status = "missing"  // does not work
+	StatusDegraded Status = "degraded" // works with less protection or fewer features
+)
+
+// Check is the result of one host check.
+type Check struct {
+	Name     string `json:"name"`             // short name, e.g. "overlay in user namespace"
+	Status   Status `json:"status"`           // ok, missing or degraded
+	Required bool   `json:"required"`         // a missing required check means run cannot work
+	Detail   string `json:"detail"`           // what was found
+	Remedy   string `json:"remedy,omitempty"` // exact commands that fix a problem
+}
+
+// Report is the outcome of all checks.
+type Report struct {
+	Checks []Check `json:"checks"`
+	Distro string  `json:"distro"` // as detected from /etc/os-release, e.g. "debian 12"
+	Kernel string  `json:"kernel"` // uname release
+}
+
+// OK reports whether `shadow run` will work: no required check is missing.
+func (r Report) OK() bool {
+	for _, c := range r.Checks {
+		if c.Required && c.Status == StatusMissing {
+			return false
+		}
+	}
+	return true
+}
+
+// MarshalJSON adds the verdict of OK as "ok" to the report's JSON.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	return json.Marshal(struct {
+		plain
+		OK bool `json:"ok"`
+	}{plain(r), r.OK()})
+}
+
+// AppArmorTemplate is the AppArmor profile doctor prints as the remedy on
+// Ubuntu 24.04 and later, with @SHADOW_PATH@ standing for the path of the
+// shadow binary. The command line sets it from the embedded
+// assets/apparmor/shadow.apparmor before calling Run.
+var AppArmorTemplate string
+
+// Options are the inputs of RunWith; zero fields take the host's defaults.
+type Options struct {
+	ProcSys          string // sysctl tree; default /proc/sys
+	OSRelease        string // default /etc/os-release
+	Exe              string // binary re-executed for probes; default /proc/self/exe
+	ExePath          string // path the AppArmor profile names; default os.Executable()
+	ProbeDir         string // where overlay and devpts probes make temporary directories; default os.TempDir()
+	AppArmorTemplate string // default AppArmorTemplate
+}
+
+func (o Options) withDefaults() Options {
+	if o.ProcSys == "" {
+		o.ProcSys = "/proc/sys"
+	}
+	if o.OSRelease == "" {
+		o.OSRelease = "/etc/os-release"
+	}
+	if o.Exe == "" {
+		o.Exe = "/proc/self/exe"
+	}
+	if o.ExePath == "" {
+		if p, err := os.Executable(); err == nil {
+			o.ExePath = p
+		} else {
+			o.ExePath = "/usr/local/bin/shadow"
+		}
+	}
+	if o.ProbeDir == "" {
+		o.ProbeDir = os.TempDir()
+	}
+	if o.AppArmorTemplate == "" {
+		o.AppArmorTemplate = AppArmorTemplate
+	}
+	return o
+}
+
+// Run checks this host with the default options.
+func Run(ctx context.Context) Report {
+	return RunWith(ctx, Options{})
+}
+
+// RunWith checks this host. The probes re-execute o.Exe, whose main must
+// call ProbeMain when its first argument is ProbeArg.
+func RunWith(ctx context.Context, o Options) Report {
+	o = o.withDefaults()
+	d := readDistro(o.OSRelease)
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	release := unix.ByteSliceToString(uts.Release[:])
+	r := Report{Distro: d.String(), Kernel: release}
+
+	r.Checks = append(r.Checks, kernelCheck(release))
+	usernsErr := runProbe(ctx, o.Exe, true, "userns")
+	r.Checks = append(r.Checks, userNSCheck(usernsErr, readSysctls(o.ProcSys), d, os.Geteuid(), o.AppArmorTemplate, o.ExePath))
+	r.Checks = append(r.Checks, overlayCheck(ctx, o, usernsErr))
+	r.Checks = append(r.Checks, landlockCheck(confine.LandlockABI(), os.Geteuid(), d))
+	r.Checks = append(r.Checks, seccompCheck(runProbe(ctx, o.Exe, false, "seccomp")))
+	r.Checks = append(r.Checks, openat2Check())
+	r.Checks = append(r.Checks, ptyCheck(ctx, o, usernsErr))
+	r.Checks = append(r.Checks, networkCheck(exec.LookPath, d))
+	r.Checks = append(r.Checks, userCheck(os.Geteuid()))
+	return r
+}
+
+// userCheck recommends running shadow as a normal user: as root, the command
+// is root of the jail, held back only by dropped capabilities, Landlock and
+// seccomp.
+func userCheck(euid int) Check {
+	c := Check{Name: "invoking user", Status: StatusOK, Detail: fmt.Sprintf("uid %d", euid)}
+	if euid == 0 {
+		c.Status = StatusDegraded
+		c.Detail = "running as root: the command would be root of the jail, with every capability dropped"
+		c.Remedy = "run shadow as a normal user"
+	}
+	return c
+}
+
+// kernelCheck needs 5.11: unprivileged overlay mounts in user namespaces.
+func kernelCheck(release string) Check {
+	c := Check{Name: "kernel", Required: true}
+	ma, mi, ok := parseVersion(release)
+	switch {
+	case !ok:
+		c.Status, c.Detail = StatusMissing, fmt.Sprintf("cannot read the kernel version %q", release)
+	case ma > 5 || ma == 5 && mi >= 11:
+		c.Status, c.Detail = StatusOK, fmt.Sprintf("Linux %s (5.11 or later needed)", release)
+	default:
+		c.Status, c.Detail = StatusMissing, fmt.Sprintf("Linux %s is older than 5.11, which overlay in a user namespace needs", release)
+		c.Remedy = "upgrade the kernel to 5.11 or later"
+	}
+	return c
+}
+
+// userNSCheck judges unprivileged user namespaces from the probe's result
+// and the sysctls that switch them off, and gives the remedy for distro d.
+// It runs on values only, so that tests can give it any host.
+func userNSCheck(probeErr error, s sysctls, d Distro, euid int, tmpl, exePath string) Check {
+	c := Check{Name: "user namespaces", Required: true}
+	var blocks []string
+	var remedies []string
+	if s.MaxUserNamespaces == 0 {
+		blocks = append(blocks, "user.max_user_namespaces = 0")
+		remedies = append(remedies, sysctlRemedy("user.max_user_namespaces", "15000"))
+	}
+	if s.UnprivUsernsClone == 0 {
+		blocks = append(blocks, "kernel.unprivileged_userns_clone = 0")
+		remedies = append(remedies, sysctlRemedy("kernel.unprivileged_userns_clone", "1"))
+	}
+	if s.AppArmorRestrictUsers == 1 {
+		blocks = append(blocks, "kernel.apparmor_restrict_unprivileged_userns = 1")
+		remedies = append(remedies, appArmorRemedy(d, tmpl, exePath))
+	}
+	switch {
+	case probeErr != nil:
+		c.Status = StatusMissing
+		c.Detail = "cannot create a user namespace: " + probeErr.Error()
+		if len(blocks) > 0 {
+			c.Detail += " (" + strings.Join(blocks, ", ") + ")"
+		}
+		if len(remedies) == 0 {
+			remedies = append(remedies, "enable CONFIG_USER_NS in the kernel, and check that no security module (SELinux, AppArmor, a container runtime's seccomp profile) denies clone(CLONE_NEWUSER)")
+		}
+	case len(blocks) > 0 && euid == 0:
+		// Root can always create user namespaces; unprivileged users, for
+		// whom shadow is meant, cannot.
+		c.Status = StatusDegraded
+		c.Detail = "works for root only: " + strings.Join(blocks, ", ") + "; shadow is best run as a normal user"
+	case len(blocks) > 0:
+		c.Status = StatusOK
+		c.Detail = "created a user namespace, although " + strings.Join(blocks, ", ") + " is set (a profile or exception allows it)"
+		remedies = nil
+	default:
+		c.Status = StatusOK
+		c.Detail = "created a user namespace as an unprivileged-in-namespace root"
+	}
+	if c.Status != StatusOK {
+		c.Remedy = strings.Join(remedies, "\n")
+	}
+	return c
+}
+
+// appArmorRemedy is the profile that lets the shadow binary create user
+// namespaces under Ubuntu's restriction, as the commands that install it.
+func appArmorRemedy(d Distro, tmpl, exePath string) string {
+	if tmpl == "" {
+		return "install an AppArmor profile granting 'userns,' to " + exePath + " (assets/apparmor/shadow.apparmor in shadow's source)"
+	}
+	var b strings.Builder
+	if !d.ubuntuAtLeast(24, 4) && d.ID != "" {
+		fmt.Fprintf(&b, "# %s restricts user namespaces through AppArmor as Ubuntu 24.04 does:\n", d)
+	}
+	b.WriteString("sudo tee /etc/apparmor.d/shadow >/dev/null <<'EOF'\n")
+	b.WriteString(AppArmorProfile(tmpl, exePath))
+	if !strings.HasSuffix(b.String(), "\n") {
+		b.WriteString("\n")
+	}
+	b.WriteString("EOF\nsudo apparmor_parser -r /etc/apparmor.d/shadow")
+	return b.String()
+}
+
+// AppArmorProfile fills the profile template with the path of the shadow
+// binary.
+func AppArmorProfile(tmpl, exePath string) string {
+	return strings.ReplaceAll(tmpl, "@SHADOW_PATH@", exePath)
+}
+
+// overlayCheck mounts a real overlay with userxattr in a probe child.
+func overlayCheck(ctx context.Context, o Options, usernsErr error) Check {
+	c := Check{Name: "overlay in user namespace", Required: true}
+	if usernsErr != nil {
+		c.Status, c.Detail = StatusMissing, "not tried: no user namespace"
+		return c
+	}
+	dir, err := os.MkdirTemp(o.ProbeDir, "shadow-doctor-")
+	if err != nil {
+		c.Status, c.Detail = StatusMissing, fmt.Sprintf("make a probe directory in %s: %v", o.ProbeDir, err)
+		return c
+	}
+	defer os.RemoveAll(dir)
+	if err := runProbe(ctx, o.Exe, true, "overlay", dir); err != nil {
+		c.Status, c.Detail = StatusMissing, err.Error()
+		c.Remedy = "a kernel of 5.11 or later with CONFIG_OVERLAY_FS is needed; the staging directory must be on a filesystem that supports user.* extended attributes (ext4, xfs, btrfs, tmpfs from 6.6)"
+		return c
+	}
+	c.Status = StatusOK
+	c.Detail = "mounted an overlay with userxattr on " + filepath.Dir(dir) + " and wrote through it"
+	return c
+}
+
+// landlockCheck: Landlock is required when shadow runs as root (the jail's
+// root has no other guard on files); for a normal user it is defence in depth.
+func landlockCheck(abi, euid int, d Distro) Check {
+	c := Check{Name: "Landlock", Required: euid == 0}
+	switch {
+	case abi == 0:
+		c.Detail = "the kernel offers no Landlock ABI"
+		if euid == 0 {
+			c.Status = StatusMissing
+			c.Detail += "; shadow refuses to run as root without it"
+		} else {
+			c.Status = StatusDegraded
+			c.Detail += "; the jail relies on namespaces alone for file access"
+		}
+		c.Remedy = landlockRemedy(d)
+	case abi < 2:
+		c.Status = StatusDegraded
+		c.Detail = fmt.Sprintf("ABI %d: renames across directories in the project are refused (REFER needs ABI 2, Linux 5.19)", abi)
+	default:
+		c.Status = StatusOK
+		c.Detail = fmt.Sprintf("ABI %d", abi)
+		if abi < 6 {
+			c.Detail += " (abstract unix socket and signal scoping need ABI 6)"
+		}
+	}
+	return c
+}
+
+func landlockRemedy(d Distro) string {
+	grub := "add lsm=landlock,lockdown,yama,integrity,apparmor,bpf to GRUB_CMDLINE_LINUX in /etc/default/grub (keep the other modules your kernel lists in /sys/kernel/security/lsm), then run "
+	switch {
+	case d.is("debian") || d.is("ubuntu"):
+		return grub + "'sudo update-grub' and reboot"
+	case d.is("fedora") || d.is("rhel"):
+		return grub + "'sudo grub2-mkconfig -o /boot/grub2/grub.cfg' and reboot"
+	}
+	return grub + "your bootloader's update command and reboot (the kernel needs CONFIG_SECURITY_LANDLOCK)"
+}
+
+func seccompCheck(probeErr error) Check {
+	c := Check{Name: "seccomp", Required: true}
+	if probeErr != nil {
+		c.Status, c.Detail = StatusMissing, "loading the jail's filter failed: "+probeErr.Error()
+		c.Remedy = "the kernel needs CONFIG_SECCOMP_FILTER, and libseccomp 2.5 or later must be installed (Debian/Ubuntu: apt install libseccomp2)"
+		return c
+	}
+	c.Status, c.Detail = StatusOK, "loaded the jail's filter in a child; ptrace was denied with EPERM"
+	return c
+}
+
+func openat2Check() Check {
+	c := Check{Name: "openat2", Required: true}
+	fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		c.Status, c.Detail = StatusMissing, "openat2: "+err.Error()
+		c.Remedy = "upgrade the kernel to 5.6 or later"
+		if errors.Is(err, unix.EPERM) {
+			c.Remedy = "a seccomp profile around shadow denies openat2; run shadow outside that container or allow openat2"
+		}
+		return c
+	}
+	unix.Close(fd)
+	c.Status, c.Detail = StatusOK, "openat2 with RESOLVE_NO_SYMLINKS works"
+	return c
+}
+
+// ptyCheck opens a pty from the host's /dev/ptmx and from a new devpts
+// instance in a user namespace, as the jail does.
+func ptyCheck(ctx context.Context, o Options, usernsErr error) Check {
+	c := Check{Name: "pty"}
+	hostErr := openPTY("/dev/ptmx", "/dev/pts")
+	var nsErr error
+	if usernsErr != nil {
+		nsErr = errors.New("no user namespace")
+	} else if dir, err := os.MkdirTemp(o.ProbeDir, "shadow-doctor-pts-"); err != nil {
+		nsErr = err
+	} else {
+		nsErr = runProbe(ctx, o.Exe, true, "devpts", dir)
+		os.RemoveAll(dir)
+	}
+	switch {
+	case nsErr == nil:
+		c.Status, c.Detail = StatusOK, "opened a pty from a new devpts instance"
+		if hostErr != nil {
+			c.Detail += " (the host's /dev/ptmx: " + hostErr.Error() + ")"
+		}
+	default:
+		c.Status = StatusDegraded
+		c.Detail = "a new devpts instance does not work (" + nsErr.Error() + "): commands get pipes, not a terminal"
+		c.Remedy = "the kernel needs CONFIG_UNIX98_PTYS and CONFIG_DEVPTS_MULTIPLE_INSTANCES (always on since 4.7)"
+	}
+	return c
+}
+
+// networkCheck looks for the user-mode network helpers --allow-network uses.
+func networkCheck(lookPath func(string) (string, error), d Distro) Check {
+	c := Check{Name: "pasta/slirp4netns"}
+	var found []string
+	for _, name := range []string{"pasta", "slirp4netns"} {
+		if p, err := lookPath(name); err == nil {
+			found = append(found, p)
+		}
+	}
+	if len(found) > 0 {
+		c.Status, c.Detail = StatusOK, "found "+strings.Join(found, ", ")
+		return c
+	}
+	c.Status = StatusDegraded
+	c.Detail = "neither pasta nor slirp4netns is installed: --allow-network would share the host's network"
+	switch {
+	case d.is("debian") || d.is("ubuntu"):
+		c.Remedy = "sudo apt install passt"
+	case d.is("fedora") || d.is("rhel"):
+		c.Remedy = "sudo dnf install passt"
+	case d.is("arch"):
+		c.Remedy = "sudo pacman -S passt"
+	default:
+		c.Remedy = "install passt (pasta) or slirp4netns from your distribution"
+	}
+	return c
+}
+
+// Text writes the report for a person: one line per check, the remedy of
+// each problem under it, and the verdict. color adds ANSI colours.
+func (r Report) Text(w io.Writer, color bool) {
+	paint := func(code, s string) string {
+		if !color {
+			return s
+		}
+		return "\x1b[" + code + "m" + s + "\x1b[0m"
+	}
+	fmt.Fprintf(w, "shadow doctor: %s, Linux %s\n", r.Distro, r.Kernel)
+	width := 0
+	for _, c := range r.Checks {
+		width = max(width, len(c.Name))
+	}
+	for _, c := range r.Checks {
+		mark := paint("32", "ok      ")
+		switch c.Status {
+		case StatusMissing:
+			mark = paint("31", "missing ")
+		case StatusDegraded:
+			mark = paint("33", "degraded")
+		}
+		opt := ""
+		if !c.Required && c.Status != StatusOK {
+			opt = " (optional)"
+		}
+		fmt.Fprintf(w, "  %s  %-*s  %s%s\n", mark, width, c.Name, c.Detail, opt)
+		if c.Remedy != "" {
+			fmt.Fprintln(w, "      fix:")
+			for _, line := range strings.Split(c.Remedy, "\n") {
+				fmt.Fprintln(w, "        "+line)
+			}
+		}
+	}
+	if r.OK() {
+		fmt.Fprintln(w, paint("32", "shadow run will work on this host."))
+	} else {
+		fmt.Fprintln(w, paint("31", "shadow run will not work on this host: fix the missing checks above."))
+	}
+}

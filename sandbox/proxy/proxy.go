@@ -1,0 +1,418 @@
+// Package proxy is the allow-list HTTP and HTTPS (CONNECT) proxy that gives a
+// jailed command network access to listed hosts only. It runs on the host
+// side, resolves names itself, refuses IP literals that are not listed and,
+// for names matched by a wildcard, addresses on the host or its private
+// network (DNS rebinding). Every request, allowed or denied, is logged as one
+// JSON line.
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Resolver looks up the addresses of a host name; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Config is what a Proxy allows and where it logs.
+type Config struct {
+	Allow    []Rule                                                            // the allow-list; see ParseRules
+	Resolver Resolver                                                          // default net.DefaultResolver
+	Dial     func(ctx context.Context, network, addr string) (net.Conn, error) // dials a resolved "IP:port"; default a net.Dialer
+	Log      io.Writer                                                         // JSON lines, one per request; nil: none
+}
+
+// Entry is one line of the request log.
+type Entry struct {
+	Time     time.Time `json:"time"`
+	Method   string    `json:"method"` // CONNECT, GET, POST, …
+	Host     string    `json:"host"`
+	Port     int       `json:"port"`
+	Allowed  bool      `json:"allowed"`
+	Reason   string    `json:"reason,omitempty"` // why it was denied or failed
+	Status   int       `json:"status"`           // HTTP status sent to the client
+	Up       int64     `json:"bytes_up"`         // bytes from the client to the server
+	Down     int64     `json:"bytes_down"`       // bytes from the server to the client
+	Duration float64   `json:"duration_ms"`
+
+	denied bool // the policy refused the resolved address
+}
+
+// Proxy is an allow-list forward proxy; serve it with Serve.
+type Proxy struct {
+	cfg   Config
+	rp    *httputil.ReverseProxy
+	logMu sync.Mutex
+
+	mu      sync.Mutex
+	srv     *http.Server
+	tunnels map[net.Conn]struct{}
+	closed  bool
+}
+
+// errDenied marks a destination the policy refuses.
+type errDenied struct{ reason string }
+
+func (e errDenied) Error() string { return e.reason }
+
+// New returns a proxy for cfg.
+func New(cfg Config) *Proxy {
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	if cfg.Dial == nil {
+		d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+		cfg.Dial = d.DialContext
+	}
+	p := &Proxy{cfg: cfg, tunnels: map[net.Conn]struct{}{}}
+	transport := &http.Transport{
+		DialContext:           p.dialChecked,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 0,
+		ForceAttemptHTTP2:     false,
+	}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL = pr.In.URL
+			// The Host header is the URL's host: a request cannot name one
+			// host to the allow-list and another to the server.
+			pr.Out.Host = ""
+			pr.Out.Header.Del("Proxy-Authorization")
+			pr.Out.Header.Del("Proxy-Connection")
+		},
+		Transport:     transport,
+		FlushInterval: -1, // stream: server-sent events and chunked replies pass at once
+		ErrorHandler:  p.proxyError,
+	}
+	return p
+}
+
+// Serve accepts connections on l until Close; it returns nil after Close.
+func (p *Proxy) Serve(l net.Listener) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return http.ErrServerClosed
+	}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	srv := p.srv
+	p.mu.Unlock()
+	err := srv.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close stops serving and ends every open tunnel and connection.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	srv := p.srv
+	for c := range p.tunnels {
+		c.Close()
+	}
+	p.mu.Unlock()
+	if srv != nil {
+		return srv.Close()
+	}
+	return nil
+}
+
+// ServeHTTP handles one proxy request: CONNECT host:port, or a request in
+// absolute form (http://host/path).
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	e := &Entry{Time: start.UTC(), Method: r.Method}
+	defer func() {
+		e.Duration = float64(time.Since(start).Microseconds()) / 1000
+		p.log(e)
+	}()
+
+	var hostport string
+	defPort := 80
+	switch {
+	case r.Method == http.MethodConnect:
+		hostport, defPort = r.Host, 443
+	case r.URL.IsAbs() && (r.URL.Scheme == "http" || r.URL.Scheme == "https"):
+		hostport = r.URL.Host
+		if r.URL.Scheme == "https" {
+			defPort = 443
+		}
+	default:
+		e.Reason = "not a proxy request"
+		e.Status = http.StatusBadRequest
+		http.Error(w, "shadow proxy: send requests in absolute form or CONNECT", e.Status)
+		return
+	}
+	host, port, err := splitHostPort(hostport, defPort)
+	if err != nil {
+		e.Reason = err.Error()
+		e.Status = http.StatusBadRequest
+		http.Error(w, "shadow proxy: "+err.Error(), e.Status)
+		return
+	}
+	e.Host, e.Port = host, port
+	if matchRules(p.cfg.Allow, host, port) == noMatch {
+		e.Reason = "not in the allow-list"
+		e.Status = http.StatusForbidden
+		http.Error(w, fmt.Sprintf("shadow proxy: %s is not in the allow-list (--allow-domain)", net.JoinHostPort(host, strconv.Itoa(port))), e.Status)
+		return
+	}
+	if r.Method == http.MethodConnect {
+		p.tunnel(w, r, e)
+		return
+	}
+	p.forward(w, r, e)
+}
+
+// forward relays a plain HTTP request.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, e *Entry) {
+	ctx := context.WithValue(r.Context(), entryKey{}, e)
+	body := &countReader{r: r.Body}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = body
+	}
+	cw := &countWriter{ResponseWriter: w}
+	p.rp.ServeHTTP(cw, r.WithContext(ctx))
+	e.Up, e.Down = body.n.Load(), cw.n
+	if e.Reason != "" {
+		e.Down = 0 // only the proxy's own error page was sent
+	}
+	e.Status = cw.status
+	e.Allowed = !e.denied
+}
+
+type entryKey struct{}
+
+// proxyError answers a request the proxy could not complete: the policy
+// refused its address, or the server could not be reached.
+func (p *Proxy) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	e, _ := r.Context().Value(entryKey{}).(*Entry)
+	status := http.StatusBadGateway
+	var d errDenied
+	if errors.As(err, &d) {
+		status = http.StatusForbidden
+	}
+	if e != nil {
+		e.Reason = err.Error()
+		e.denied = status == http.StatusForbidden
+	}
+	http.Error(w, "shadow proxy: "+err.Error(), status)
+}
+
+// tunnel answers CONNECT: dial, then copy both ways.
+func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request, e *Entry) {
+	upstream, err := p.dialChecked(r.Context(), "tcp", net.JoinHostPort(e.Host, strconv.Itoa(e.Port)))
+	if err != nil {
+		e.Reason = err.Error()
+		e.Status = http.StatusBadGateway
+		var d errDenied
+		if errors.As(err, &d) {
+			e.Status = http.StatusForbidden
+		} else {
+			e.Allowed = true // allowed, but the server could not be reached
+		}
+		http.Error(w, "shadow proxy: "+err.Error(), e.Status)
+		return
+	}
+	rc := http.NewResponseController(w)
+	client, buf, err := rc.Hijack()
+	if err != nil {
+		upstream.Close()
+		e.Reason = "hijack: " + err.Error()
+		e.Status = http.StatusInternalServerError
+		http.Error(w, "shadow proxy: cannot tunnel", e.Status)
+		return
+	}
+	if !p.track(client, upstream) {
+		client.Close()
+		upstream.Close()
+		return
+	}
+	defer p.untrack(client, upstream)
+	e.Allowed, e.Status = true, http.StatusOK
+	if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+		client.Close()
+		upstream.Close()
+		return
+	}
+	var up, down int64
+	done := make(chan struct{})
+	go func() {
+		// Bytes the client sent right after its CONNECT may sit in buf.
+		up, _ = io.Copy(upstream, io.MultiReader(io.LimitReader(buf, int64(buf.Reader.Buffered())), client))
+		closeWrite(upstream)
+		close(done)
+	}()
+	down, _ = io.Copy(client, upstream)
+	closeWrite(client)
+	<-done
+	client.Close()
+	upstream.Close()
+	e.Up, e.Down = up, down
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	} else {
+		c.Close()
+	}
+}
+
+func (p *Proxy) track(cs ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	for _, c := range cs {
+		p.tunnels[c] = struct{}{}
+	}
+	return true
+}
+
+func (p *Proxy) untrack(cs ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cs {
+		delete(p.tunnels, c)
+	}
+}
+
+// dialChecked resolves addr's host itself, drops the addresses the policy
+// refuses, and dials one that remains: the address checked is the address
+// dialed, so a name cannot be rebound in between.
+func (p *Proxy) dialChecked(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	host = normalizeHost(host)
+	port, _ := strconv.Atoi(portStr)
+	m := matchRules(p.cfg.Allow, host, port)
+	if m == noMatch {
+		return nil, errDenied{"not in the allow-list"}
+	}
+	var addrs []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{ip} // listed exactly: matchRules never lets a wildcard match an IP
+	} else {
+		addrs, err = p.cfg.Resolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", host, err)
+		}
+	}
+	var ok []netip.Addr
+	for _, a := range addrs {
+		if m == wildcardMatch && localAddr(a) {
+			continue
+		}
+		ok = append(ok, a.Unmap())
+	}
+	if len(ok) == 0 {
+		return nil, errDenied{fmt.Sprintf("%s matches a wildcard but resolves to a local or private address (%v)", host, addrs)}
+	}
+	var firstErr error
+	for _, a := range ok {
+		c, err := p.cfg.Dial(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
+		if err == nil {
+			return c, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return nil, firstErr
+}
+
+// splitHostPort reads "host[:port]" with a default port; the host comes back
+// normalized.
+func splitHostPort(hp string, defPort int) (string, int, error) {
+	host, port := hp, defPort
+	if h, p, err := net.SplitHostPort(hp); err == nil {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return "", 0, fmt.Errorf("bad port in %q", hp)
+		}
+		host, port = h, n
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(hp, "["), "]")
+	}
+	if host == "" {
+		return "", 0, fmt.Errorf("no host in %q", hp)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip.Unmap().String(), port, nil
+	}
+	return normalizeHost(host), port, nil
+}
+
+func (p *Proxy) log(e *Entry) {
+	if p.cfg.Log == nil {
+		return
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	b = append(b, '\n')
+	p.logMu.Lock()
+	p.cfg.Log.Write(b)
+	p.logMu.Unlock()
+}
+
+type countReader struct {
+	r io.ReadCloser
+	n atomic.Int64
+}
+
+func (c *countReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c *countReader) Close() error { return c.r.Close() }
+
+type countWriter struct {
+	http.ResponseWriter
+	n      int64
+	status int
+}
+
+func (c *countWriter) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	n, err := c.ResponseWriter.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach Flush and Hijack.
+func (c *countWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

@@ -1,0 +1,642 @@
+// Package termfilter filters a jailed program's terminal output before it
+// reaches the user's real terminal. Text, colours, cursor movement and screen
+// modes pass; what lets a program reach beyond its screen is dropped: the
+// clipboard (OSC 52), font changes (OSC 50), sequences that make the terminal
+// answer (device attributes, status and cursor reports, mode and setting
+// queries, colour queries, window reports), whose answers would otherwise be
+// typed into the user's shell after the program ends, and sequences that
+// reprogram keys or move and resize the window.
+//
+// The filter never lets through a sequence it has not seen to its end: an
+// escape sequence split across Write calls is held until it completes, and a
+// sequence longer than a fixed bound is dropped whole while it streams by, so
+// memory stays bounded whatever the program writes.
+package termfilter
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strconv"
+)
+
+// Bounds on what is held while a sequence is incomplete.
+const (
+	maxControlSeq = 256  // CSI and ESC sequences: parameters and intermediates
+	maxStringSeq  = 4096 // OSC, DCS, APC, PM and SOS strings
+)
+
+// ErrClosed is returned by Write after Close.
+var ErrClosed = errors.New("termfilter: write after close")
+
+type state uint8
+
+const (
+	stGround     state = iota
+	stLeadC2           // held 0xC2: may start a UTF-8 encoded C1 control
+	stEscape           // after ESC
+	stEscInter         // ESC followed by intermediates
+	stCSI              // control sequence, collecting parameters
+	stCSIDrop          // over-long control sequence, dropped up to its final byte
+	stString           // OSC/DCS/APC/PM/SOS, collecting
+	stStringEsc        // ESC inside a collected string
+	stDiscard          // string being dropped up to its terminator
+	stDiscardEsc       // ESC inside a dropped string
+	stPass             // string being passed through up to its terminator
+	stPassEsc          // ESC inside a passed string
+)
+
+type strKind uint8
+
+const (
+	kindOSC strKind = iota
+	kindDCS
+	kindOther // APC, PM, SOS: always dropped
+)
+
+// Writer is an io.Writer that forwards a filtered copy of what is written to
+// it. It is not safe for concurrent use.
+type Writer struct {
+	w      io.Writer
+	st     state
+	kind   strKind
+	seq    []byte // the incomplete sequence, as received
+	out    []byte // output of the current Write
+	cont   int    // UTF-8 continuation bytes still expected in ground state
+	prevC2 bool   // last string byte was 0xC2 (a UTF-8 encoded C1 may follow)
+	head   bool   // the head of the string (OSC number, DCS header) was decided on
+	closed bool
+}
+
+// New returns a Writer that writes the filtered stream to w.
+func New(w io.Writer) *Writer {
+	return &Writer{w: w, seq: make([]byte, 0, 64)}
+}
+
+// Write filters p and writes what passes to the underlying writer in one
+// call. It reports len(p) when that write succeeds, whatever was dropped. An
+// incomplete escape sequence at the end of p is held, not written, until a
+// later Write completes it.
+func (f *Writer) Write(p []byte) (int, error) {
+	if f.closed {
+		return 0, ErrClosed
+	}
+	f.out = f.out[:0]
+	for i := 0; i < len(p); {
+		if f.st == stGround && f.cont == 0 {
+			// Fast path: a run of ASCII without ESC passes as is.
+			j := i
+			for j < len(p) && p[j] < 0x80 && p[j] != 0x1b {
+				j++
+			}
+			if j > i {
+				f.out = append(f.out, p[i:j]...)
+				i = j
+				continue
+			}
+		}
+		f.step(p[i])
+		i++
+	}
+	if len(f.out) == 0 {
+		return len(p), nil
+	}
+	if _, err := f.w.Write(f.out); err != nil {
+		return 0, err
+	}
+	if cap(f.out) > 64<<10 {
+		f.out = nil // do not keep a huge buffer after one large write
+	}
+	return len(p), nil
+}
+
+// Flush ends the stream for now: an escape sequence still incomplete is
+// discarded (it was never written and never will be), a held UTF-8 lead byte
+// is written, and the next Write starts in plain text. Call it when the
+// program's output ends, so that a sequence it left open cannot swallow or
+// combine with what is written next.
+func (f *Writer) Flush() error {
+	var tail []byte
+	if f.st == stLeadC2 {
+		tail = []byte{0xC2}
+	}
+	if f.st == stPass || f.st == stPassEsc {
+		// A passed string was already partly written: close it in the
+		// terminal too.
+		tail = []byte("\x1b\\")
+	}
+	f.reset()
+	if len(tail) > 0 {
+		if _, err := f.w.Write(tail); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close flushes (see Flush) and makes later writes fail with ErrClosed. It
+// does not close the underlying writer.
+func (f *Writer) Close() error {
+	err := f.Flush()
+	f.closed = true
+	return err
+}
+
+func (f *Writer) reset() {
+	f.st = stGround
+	f.seq = f.seq[:0]
+	f.cont = 0
+	f.prevC2 = false
+}
+
+func (f *Writer) emit(b ...byte) { f.out = append(f.out, b...) }
+
+// drop forgets the sequence being collected and returns to plain text.
+func (f *Writer) drop() {
+	f.seq = f.seq[:0]
+	f.st = stGround
+}
+
+// startEscape begins a new escape sequence at an ESC byte.
+func (f *Writer) startEscape() {
+	f.seq = append(f.seq[:0], 0x1b)
+	f.st = stEscape
+	f.cont = 0
+}
+
+// isAbort reports whether b cancels a sequence in progress (CAN, SUB).
+func isAbort(b byte) bool { return b == 0x18 || b == 0x1a }
+
+func (f *Writer) step(b byte) {
+	switch f.st {
+	case stGround:
+		f.ground(b)
+	case stLeadC2:
+		f.st = stGround
+		if b >= 0x80 && b <= 0x9f {
+			f.seq = append(f.seq[:0], 0xc2, b)
+			f.c1(b)
+			return
+		}
+		f.emit(0xc2)
+		if b >= 0xa0 && b <= 0xbf {
+			f.emit(b)
+			return
+		}
+		f.ground(b)
+	case stEscape:
+		f.escape(b)
+	case stEscInter:
+		f.escInter(b)
+	case stCSI:
+		f.csi(b)
+	case stCSIDrop:
+		f.csiDrop(b)
+	case stString:
+		f.str(b)
+	case stStringEsc:
+		if b == '\\' {
+			f.seq = append(f.seq, b)
+			f.finishString()
+			return
+		}
+		// An ESC that is not ST aborts the string and starts a new sequence.
+		f.startEscape()
+		f.escape(b)
+	case stDiscard, stPass:
+		f.through(b, f.st == stPass)
+	case stDiscardEsc, stPassEsc:
+		pass := f.st == stPassEsc
+		if b == '\\' {
+			if pass {
+				f.emit(0x1b, '\\')
+			}
+			f.drop()
+			return
+		}
+		if pass {
+			f.emit(0x1b, '\\') // close the passed string in the terminal
+		}
+		f.startEscape()
+		f.escape(b)
+	}
+}
+
+func (f *Writer) ground(b byte) {
+	if f.cont > 0 && b >= 0x80 && b <= 0xbf {
+		f.cont--
+		f.emit(b)
+		return
+	}
+	f.cont = 0
+	switch {
+	case b == 0x1b:
+		f.startEscape()
+	case b == 0xc2:
+		f.st = stLeadC2
+	case b >= 0x80 && b <= 0x9f:
+		// A raw C1 byte that is not part of a UTF-8 character: some
+		// terminals read it as a control.
+		f.seq = append(f.seq[:0], b)
+		f.c1(b)
+	default:
+		switch {
+		case b >= 0xc3 && b <= 0xdf:
+			f.cont = 1
+		case b >= 0xe0 && b <= 0xef:
+			f.cont = 2
+		case b >= 0xf0 && b <= 0xf4:
+			f.cont = 3
+		}
+		f.emit(b)
+	}
+}
+
+// c1 handles a C1 control, 7-bit (after ESC) or 8-bit; f.seq holds its bytes.
+func (f *Writer) c1(b byte) {
+	switch b {
+	case 0x9b: // CSI
+		f.st = stCSI
+	case 0x9d: // OSC
+		f.beginString(kindOSC)
+	case 0x90: // DCS
+		f.beginString(kindDCS)
+	case 0x98, 0x9e, 0x9f: // SOS, PM, APC
+		f.beginString(kindOther)
+	case 0x9a, 0x9c: // DECID (answers like DA1), stray ST
+		f.drop()
+	default:
+		f.emit(f.seq...)
+		f.drop()
+	}
+}
+
+func (f *Writer) beginString(k strKind) {
+	f.kind = k
+	f.prevC2 = false
+	f.head = false
+	if k == kindOther {
+		f.seq = f.seq[:0]
+		f.st = stDiscard
+		return
+	}
+	f.st = stString
+}
+
+func (f *Writer) escape(b byte) {
+	switch {
+	case b == 0x1b:
+		f.startEscape()
+	case isAbort(b):
+		f.drop()
+	case b < 0x20:
+		f.emit(b) // C0 controls act immediately, even inside a sequence
+	case b == 0x7f:
+	case b <= 0x2f:
+		f.seq = append(f.seq, b)
+		f.st = stEscInter
+	case b >= 0x40 && b <= 0x5f:
+		// ESC Fe is the 7-bit form of the C1 control b+0x40.
+		f.seq = append(f.seq, b)
+		f.c1(b + 0x40)
+	case b < 0x7f:
+		f.seq = append(f.seq, b)
+		f.emit(f.seq...)
+		f.drop()
+	default:
+		f.drop()
+		f.ground(b)
+	}
+}
+
+func (f *Writer) escInter(b byte) {
+	switch {
+	case b == 0x1b:
+		f.startEscape()
+	case isAbort(b):
+		f.drop()
+	case b < 0x20:
+		f.emit(b)
+	case b == 0x7f:
+	case b <= 0x2f:
+		if len(f.seq) >= maxControlSeq {
+			f.drop()
+			return
+		}
+		f.seq = append(f.seq, b)
+	case b < 0x7f:
+		f.seq = append(f.seq, b)
+		f.emit(f.seq...)
+		f.drop()
+	default:
+		f.drop()
+		f.ground(b)
+	}
+}
+
+func (f *Writer) csi(b byte) {
+	switch {
+	case b == 0x1b:
+		f.startEscape()
+	case isAbort(b):
+		f.drop()
+	case b < 0x20:
+		f.emit(b)
+	case b == 0x7f:
+	case b <= 0x3f:
+		if len(f.seq) >= maxControlSeq {
+			f.seq = f.seq[:0]
+			f.st = stCSIDrop
+			return
+		}
+		f.seq = append(f.seq, b)
+	case b <= 0x7e:
+		f.seq = append(f.seq, b)
+		if keepCSI(f.seq) {
+			f.emit(f.seq...)
+		}
+		f.drop()
+	default:
+		f.drop()
+		f.ground(b)
+	}
+}
+
+func (f *Writer) csiDrop(b byte) {
+	switch {
+	case b == 0x1b:
+		f.startEscape()
+	case isAbort(b):
+		f.drop()
+	case b < 0x20:
+		f.emit(b)
+	case b >= 0x40 && b <= 0x7e:
+		f.drop()
+	case b >= 0x80:
+		f.drop()
+		f.ground(b)
+	}
+}
+
+// str collects an OSC or DCS string.
+func (f *Writer) str(b byte) {
+	switch {
+	case b == 0x07 && f.kind == kindOSC:
+		f.seq = append(f.seq, b)
+		f.finishString()
+		return
+	case b == 0x1b:
+		f.seq = append(f.seq, b)
+		f.st = stStringEsc
+		return
+	case isAbort(b):
+		f.drop()
+		return
+	case b == 0x9c && f.prevC2:
+		f.seq = append(f.seq, b)
+		f.finishString()
+		return
+	}
+	f.prevC2 = b == 0xc2
+	f.seq = append(f.seq, b)
+	switch {
+	case f.head:
+	case f.kind == kindOSC && b == ';':
+		f.head = true
+		if dropOSCNumber(oscNumber(f.seq)) {
+			f.seq = f.seq[:0]
+			f.st = stDiscard
+			return
+		}
+	case f.kind == kindDCS && b >= 0x40 && b <= 0x7e:
+		f.head = true
+		if h, ok := dcsHeader(f.seq); ok && streamDCS(h) {
+			f.emit(f.seq...)
+			f.seq = f.seq[:0]
+			f.st = stPass
+			return
+		}
+	}
+	if len(f.seq) > maxStringSeq {
+		f.seq = f.seq[:0]
+		f.st = stDiscard
+	}
+}
+
+// finishString decides on a complete OSC or DCS string.
+func (f *Writer) finishString() {
+	if keepString(f.kind, f.seq) {
+		f.emit(f.seq...)
+	}
+	f.drop()
+}
+
+// through consumes a string that is being dropped or passed whole.
+func (f *Writer) through(b byte, pass bool) {
+	if pass {
+		f.emit(b)
+	}
+	switch {
+	case b == 0x07 && f.kind == kindOSC, isAbort(b):
+		f.drop()
+	case b == 0x9c && f.prevC2:
+		f.drop()
+	case b == 0x1b:
+		if pass {
+			f.out = f.out[:len(f.out)-1] // decided on the next byte
+			f.st = stPassEsc
+		} else {
+			f.st = stDiscardEsc
+		}
+	}
+	f.prevC2 = b == 0xc2
+}
+
+// introLen is the length of the introducer at the start of seq: ESC x, or a
+// UTF-8 encoded C1 (0xC2 x), or a raw C1 byte.
+func introLen(seq []byte) int {
+	if len(seq) > 0 && seq[0] != 0x1b && seq[0] != 0xc2 {
+		return 1
+	}
+	return 2
+}
+
+// stringPayload returns the body of a complete string: between introducer
+// and terminator.
+func stringPayload(seq []byte) []byte {
+	p := seq[introLen(seq):]
+	switch {
+	case bytes.HasSuffix(p, []byte("\x1b\\")), bytes.HasSuffix(p, []byte{0xc2, 0x9c}):
+		return p[:len(p)-2]
+	case bytes.HasSuffix(p, []byte{0x07}):
+		return p[:len(p)-1]
+	}
+	return p
+}
+
+// oscNumber returns the command number of an OSC string collected up to and
+// including its first ';', or -1.
+func oscNumber(seq []byte) int {
+	p := seq[introLen(seq):]
+	i := bytes.IndexByte(p, ';')
+	if i < 0 {
+		i = len(p)
+	}
+	n, err := strconv.Atoi(string(p[:i]))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// dropOSCNumber reports whether an OSC command is dropped whatever it holds.
+func dropOSCNumber(n int) bool {
+	switch n {
+	case 50, // set or query the font
+		52,   // clipboard
+		60,   // xterm: query allowed window operations
+		61,   // xterm: query disallowed window operations
+		1337, // iTerm2: file transfer, reports
+		5113, // kitty: file transfer
+		5522: // kitty: extended clipboard
+		return true
+	}
+	return false
+}
+
+func keepString(k strKind, seq []byte) bool {
+	payload := stringPayload(seq)
+	switch k {
+	case kindOSC:
+		return keepOSC(payload)
+	case kindDCS:
+		h, ok := dcsHeader(seq)
+		return ok && keepDCS(h)
+	}
+	return false
+}
+
+// keepOSC decides on an OSC body. Any field that is a lone "?" is a query
+// (OSC 4, 5, 10–19, …): the terminal would answer it.
+func keepOSC(body []byte) bool {
+	fields := bytes.Split(body, []byte(";"))
+	n, err := strconv.Atoi(string(fields[0]))
+	if err != nil {
+		return false
+	}
+	if dropOSCNumber(n) {
+		return false
+	}
+	for _, fl := range fields[1:] {
+		if string(fl) == "?" {
+			return false
+		}
+	}
+	return true
+}
+
+// ctlHeader is the parsed head of a control sequence or a DCS string.
+type ctlHeader struct {
+	prefix byte   // private marker '<', '=', '>', '?' or 0
+	params []byte // parameter bytes after the prefix
+	inter  []byte // intermediate bytes
+	final  byte
+}
+
+// parseControl parses parameter, intermediate and final bytes.
+func parseControl(b []byte) (ctlHeader, bool) {
+	var h ctlHeader
+	i := 0
+	if i < len(b) && b[i] >= 0x3c && b[i] <= 0x3f {
+		h.prefix = b[i]
+		i++
+	}
+	s := i
+	for i < len(b) && b[i] >= 0x30 && b[i] <= 0x3f {
+		i++
+	}
+	h.params = b[s:i]
+	s = i
+	for i < len(b) && b[i] >= 0x20 && b[i] <= 0x2f {
+		i++
+	}
+	h.inter = b[s:i]
+	if i >= len(b) || b[i] < 0x40 || b[i] > 0x7e {
+		return h, false
+	}
+	h.final = b[i]
+	return h, true
+}
+
+// dcsHeader parses the head of a DCS string once its final byte has arrived.
+func dcsHeader(seq []byte) (ctlHeader, bool) {
+	return parseControl(seq[introLen(seq):])
+}
+
+// streamDCS reports whether a DCS string is passed through as it arrives:
+// sixel images, which may be large.
+func streamDCS(h ctlHeader) bool {
+	return h.final == 'q' && len(h.inter) == 0 && h.prefix == 0
+}
+
+// keepDCS allows the DCS strings that only draw: sixel images and the
+// synchronized-update markers (DCS = 1 s, DCS = 2 s). Everything else is
+// dropped: setting queries (DECRQSS "$q", XTGETTCAP "+q"), termcap and
+// function-key programming (XTSETTCAP, DECUDK), tmux passthrough.
+func keepDCS(h ctlHeader) bool {
+	if streamDCS(h) {
+		return true
+	}
+	return h.prefix == '=' && len(h.inter) == 0 && h.final == 's' && (string(h.params) == "1" || string(h.params) == "2")
+}
+
+// keepCSI decides on a complete control sequence.
+func keepCSI(seq []byte) bool {
+	h, ok := parseControl(seq[introLen(seq):])
+	if !ok {
+		return false
+	}
+	inter := string(h.inter) // short: compared, never stored
+	if h.final == 'm' && h.prefix == 0 && inter == "" {
+		return true // SGR, by far the most common
+	}
+	switch {
+	case inter == "" && h.final == 'c': // DA1, DA2 (>), DA3 (=)
+		return false
+	case inter == "" && h.final == 'n': // DSR, CPR and their DEC forms
+		return false
+	case inter == "" && h.final == 'x' && h.prefix == 0: // DECREQTPARM
+		return false
+	case inter == "" && h.final == 'i' && (h.prefix == 0 || h.prefix == '?'): // media copy: printer
+		return false
+	case inter == "" && h.final == 't' && h.prefix == 0:
+		// Window operations: reports (11, 13–21) answer, 1–9 and ≥24 move,
+		// resize or iconify the window. Only the title stack (22, 23) stays.
+		return windowOpKept(h.params)
+	case h.prefix == '>' && inter == "" && h.final == 'q': // XTVERSION
+		return false
+	case h.prefix == '?' && inter == "" && (h.final == 'u' || h.final == 'S' || h.final == 'm'):
+		// kitty keyboard flags query, XTSMGRAPHICS, XTQMODKEYS
+		return false
+	case inter == "$" && (h.final == 'p' || h.final == 'w' || h.final == 'u'): // DECRQM, DECRQPSR, DECRQTSR
+		return false
+	case inter == "#" && h.final == '|': // XTREPORTSGR
+		return false
+	case inter == "'" && h.final == '|': // DECRQLP
+		return false
+	case inter == "*" && h.final == 'y': // DECRQCRA: checksum of screen contents
+		return false
+	}
+	return true
+}
+
+func windowOpKept(params []byte) bool {
+	first := params
+	for i := 0; i < len(params); i++ {
+		if params[i] == ';' || params[i] == ':' {
+			first = params[:i]
+			break
+		}
+	}
+	return string(first) == "22" || string(first) == "23"
+}
