@@ -1,0 +1,129 @@
+package diffview
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// StatEntry is one file's line counts for a diffstat.
+type StatEntry struct {
+	Path           string
+	Added, Deleted int
+	// Binary files are counted in bytes, as git shows them ("Bin 10 -> 12 bytes").
+	Binary           bool
+	OldSize, NewSize int
+}
+
+// StatOf counts the added and deleted lines of a file patch.
+func StatOf(p FilePatch, opts Options) StatEntry {
+	path := p.NewPath
+	if path == "" {
+		path = p.OldPath
+	} else if p.OldPath != "" && p.OldPath != p.NewPath {
+		path = p.OldPath + " => " + p.NewPath
+	}
+	e := StatEntry{Path: path, OldSize: len(p.Old), NewSize: len(p.New)}
+	if p.Binary || IsBinary(p.Old) || IsBinary(p.New) {
+		e.Binary = true
+		return e
+	}
+	fd := Compute(path, p.Old, p.New, opts)
+	e.Added, e.Deleted = fd.Added, fd.Deleted
+	return e
+}
+
+// WriteStat writes a git-style diffstat ("path | 12 +++---" lines and a summary line) fitted to
+// width columns. Paths are shown visibly escaped.
+func WriteStat(w io.Writer, entries []StatEntry, width int) error {
+	if width <= 0 {
+		width = 80
+	}
+	bw := bufio.NewWriter(w)
+	nameW, maxChange, added, deleted := 0, 0, 0, 0
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = Escape(e.Path)
+		nameW = max(nameW, len(names[i]))
+		maxChange = max(maxChange, e.Added+e.Deleted)
+		added += e.Added
+		deleted += e.Deleted
+	}
+	countW := len(fmt.Sprint(maxChange))
+	nameW = min(nameW, max(width/2, 20))
+	barW := max(width-nameW-countW-6, 10)
+	for i, e := range entries {
+		name := names[i]
+		if len(name) > nameW {
+			name = "..." + name[len(name)-nameW+3:]
+		}
+		if e.Binary {
+			fmt.Fprintf(bw, " %-*s | %*s %d -> %d bytes\n", nameW, name, countW, "Bin", e.OldSize, e.NewSize)
+			continue
+		}
+		plus, minus := e.Added, e.Deleted
+		if total := plus + minus; total > barW {
+			plus = (plus*barW + total - 1) / total
+			minus = min(minus*barW/total, barW-plus)
+		}
+		bar := strings.Repeat("+", plus) + strings.Repeat("-", minus)
+		if bar != "" {
+			bar = " " + bar
+		}
+		fmt.Fprintf(bw, " %-*s | %*d%s\n", nameW, name, countW, e.Added+e.Deleted, bar)
+	}
+	files := "files"
+	if len(entries) == 1 {
+		files = "file"
+	}
+	fmt.Fprintf(bw, " %d %s changed", len(entries), files)
+	if added > 0 || deleted == 0 {
+		fmt.Fprintf(bw, ", %d insertion%s(+)", added, plural(added))
+	}
+	if deleted > 0 || added == 0 {
+		fmt.Fprintf(bw, ", %d deletion%s(-)", deleted, plural(deleted))
+	}
+	fmt.Fprintln(bw)
+	return bw.Flush()
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// ColorPatch rewrites git-style patch text for a terminal: every line visibly escaped (so no
+// byte the agent wrote reaches the terminal raw) and coloured by its kind.
+func ColorPatch(w io.Writer, patch []byte, s Styles) error {
+	bw := bufio.NewWriter(w)
+	for len(patch) > 0 {
+		line := patch
+		if i := bytes.IndexByte(patch, '\n'); i >= 0 {
+			line, patch = patch[:i], patch[i+1:]
+		} else {
+			patch = nil
+		}
+		text := Escape(string(line))
+		switch {
+		case bytes.HasPrefix(line, []byte("diff --git ")), bytes.HasPrefix(line, []byte("index ")),
+			bytes.HasPrefix(line, []byte("--- ")), bytes.HasPrefix(line, []byte("+++ ")),
+			bytes.HasPrefix(line, []byte("new file")), bytes.HasPrefix(line, []byte("deleted file")),
+			bytes.HasPrefix(line, []byte("old mode")), bytes.HasPrefix(line, []byte("new mode")),
+			bytes.HasPrefix(line, []byte("rename ")), bytes.HasPrefix(line, []byte("similarity")):
+			text = s.FileHeader.Render(text)
+		case bytes.HasPrefix(line, []byte("@@")):
+			text = s.HunkHeader.Render(text)
+		case len(line) > 0 && line[0] == '+':
+			text = s.Added.Render(text)
+		case len(line) > 0 && line[0] == '-':
+			text = s.Removed.Render(text)
+		}
+		bw.WriteString(text)
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}

@@ -1,0 +1,681 @@
+package diffview
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/lipgloss/v2"
+	"github.com/alecthomas/chroma/v2"
+	"github.com/alecthomas/chroma/v2/lexers"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// minSplitWidth is the narrowest screen that shows tree and diff side by
+// side; below it only the focused pane is shown.
+const minSplitWidth = 60
+
+// showTree reports whether the tree pane is drawn.
+func (m *Model) showTree() bool { return m.width >= minSplitWidth || m.focus == treePane }
+
+// showDiff reports whether the diff pane is drawn.
+func (m *Model) showDiff() bool { return m.width >= minSplitWidth || m.focus == diffPane }
+
+// treeWidth is the width of the tree pane.
+func (m *Model) treeWidth() int {
+	if m.width < minSplitWidth {
+		return m.width
+	}
+	return max(18, min(40, m.width/4))
+}
+
+// diffWidth is the width of the diff pane.
+func (m *Model) diffWidth() int {
+	if !m.showTree() {
+		return m.width
+	}
+	return max(0, m.width-m.treeWidth()-1)
+}
+
+// View draws the browser; only the rows on screen are rendered.
+func (m Model) View() string {
+	if m.width <= 0 || m.height <= 0 {
+		return ""
+	}
+	if m.height < 2 {
+		return m.viewStatus()
+	}
+	h := m.bodyHeight()
+	var left, right []string
+	switch {
+	case !m.loaded:
+		right = []string{m.styles.Note.Render("loading changes…")}
+	case m.mode == modeHelp:
+		right = m.viewHelp()
+	case len(m.files) == 0:
+		right = []string{m.styles.Note.Render("no staged changes")}
+	}
+	if right == nil || m.mode == modeHelp {
+		if m.showTree() && m.mode != modeHelp && len(m.files) > 0 {
+			left = m.viewTree(h)
+		}
+		if right == nil {
+			switch m.mode {
+			case modeConfirmApply:
+				right = m.viewPlan(m.diffWidth())
+			case modeResult:
+				right = m.viewResult(m.diffWidth())
+			case modeConfirmRollback:
+				right = []string{
+					m.styles.DialogTitle.Render("Roll back the last apply?"),
+					"",
+					"Every path it wrote gets its prior content, mode and existence back;",
+					"paths changed again since are refused and named.",
+					"",
+					"y roll back · n/esc cancel",
+				}
+			default:
+				if m.showDiff() {
+					right = m.viewDiff(h)
+				}
+			}
+		}
+	}
+	var b strings.Builder
+	b.Grow(m.width * m.height * 8)
+	tw, dw := m.treeWidth(), m.diffWidth()
+	sep := m.styles.Separator.Render("│")
+	for i := 0; i < h; i++ {
+		switch {
+		case left != nil && m.showDiff() && m.mode != modeHelp:
+			b.WriteString(fit(line(left, i), tw))
+			b.WriteString(sep)
+			b.WriteString(fit(line(right, i), dw))
+		case left != nil:
+			b.WriteString(fit(line(left, i), m.width))
+		default:
+			b.WriteString(fit(line(right, i), m.width))
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString(m.viewStatus())
+	return b.String()
+}
+
+// line is lines[i] or "".
+func line(lines []string, i int) string {
+	if i < len(lines) {
+		return lines[i]
+	}
+	return ""
+}
+
+// fit truncates or pads a styled line to exactly w cells.
+func fit(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	n := ansi.StringWidth(s)
+	if n > w {
+		return ansi.Truncate(s, w, "…")
+	}
+	return s + strings.Repeat(" ", w-n)
+}
+
+// viewTree draws the visible rows of the file tree.
+func (m *Model) viewTree(h int) []string {
+	st := m.styles
+	tw := m.treeWidth()
+	out := make([]string, 0, h)
+	for i := m.treeTop; i < len(m.tree) && len(out) < h; i++ {
+		t := m.tree[i]
+		indent := strings.Repeat(" ", min(t.depth, 6))
+		if t.file < 0 {
+			out = append(out, st.Dir.Render(fit(indent+Escape(t.name), tw)))
+			continue
+		}
+		f := m.files[t.file]
+		acc, rej, und := f.counts()
+		var tags []string
+		if f.Protected {
+			tags = append(tags, st.BadgeAlert.Render("P"))
+		}
+		if f.Conflict != "" {
+			tags = append(tags, st.BadgeAlert.Render("C"))
+		}
+		if len(f.Findings) > 0 {
+			tags = append(tags, st.BadgeAlert.Render("F"))
+		}
+		if f.Ignored {
+			tags = append(tags, st.Badge.Render("I"))
+		}
+		if f.Binary {
+			tags = append(tags, st.Badge.Render("B"))
+		}
+		if f.Symlink() {
+			tags = append(tags, st.Badge.Render("L"))
+		}
+		if f.OldMode != 0 && f.NewMode != 0 && f.OldMode != f.NewMode {
+			tags = append(tags, st.Badge.Render("X"))
+		}
+		if f.Special != "" {
+			tags = append(tags, st.BadgeAlert.Render("S"))
+		}
+		count := st.Count.Render(fmt.Sprintf("%d✓%d✗%d·", acc, rej, und))
+		right := strings.Join(tags, "") + " " + count
+		letter := st.StatusLetter[f.Status].Render(string(f.Status))
+		nameW := max(1, tw-len(indent)-2-ansi.StringWidth(right))
+		name := Escape(t.name)
+		if ansi.StringWidth(name) > nameW {
+			name = ansi.Truncate(name, nameW, "…")
+		}
+		name = fit(name, nameW)
+		nameStyle := st.File
+		switch {
+		case t.file == m.cur && m.focus == treePane:
+			nameStyle = st.FileCursor
+		case t.file == m.cur:
+			nameStyle = st.FileCurrent
+		case f.Ignored:
+			nameStyle = st.FileDimmed
+		}
+		out = append(out, indent+letter+" "+nameStyle.Render(name)+right)
+	}
+	return out
+}
+
+// viewDiff draws the header and the visible rows of the selected file.
+func (m *Model) viewDiff(h int) []string {
+	f := m.file()
+	if f == nil {
+		return nil
+	}
+	st := m.styles
+	dw := m.diffWidth()
+	acc, rej, und := f.counts()
+	title := Escape(f.Path)
+	if f.Status == StatusRenamed {
+		title = Escape(f.OldPath) + " → " + title
+	}
+	view := "unified"
+	if m.sideBySide {
+		view = "side-by-side"
+	}
+	stats := fmt.Sprintf(" +%d -%d  %d✓ %d✗ %d· %s", f.Diff.Added, f.Diff.Deleted, acc, rej, und, view)
+	out := []string{st.FileHeader.Render(fit(title, max(1, dw-ansi.StringWidth(stats)))) + st.Count.Render(stats)}
+	rows := f.rows(m.sideBySide)
+	ctx := &renderCtx{m: m, f: f, width: dw}
+	for i := f.top; i < len(rows) && len(out) < h; i++ {
+		out = append(out, ctx.row(rows[i], i == f.cursor))
+	}
+	return out
+}
+
+// diffHeight is the number of diff rows under the pane's header.
+func (m *Model) diffHeight() int { return max(1, m.bodyHeight()-1) }
+
+// viewPlan draws the apply confirmation: what is written, what is left out.
+func (m *Model) viewPlan(w int) []string {
+	st := m.styles
+	p := m.plan
+	out := []string{st.DialogTitle.Render("Apply to the project?"), ""}
+	if len(p.Write) == 0 {
+		out = append(out, "Nothing to write: no accepted hunk in a file that can be applied.")
+	} else {
+		out = append(out, fmt.Sprintf("Will write %d file(s) (✓ accepted, ✗ rejected, · undecided: left as in the project):", len(p.Write)))
+		for _, f := range p.Write {
+			out = append(out, fmt.Sprintf("  %s  %d✓ %d✗ %d·", Escape(f.Path), f.Accepted, f.Rejected, f.Undecided))
+		}
+	}
+	if len(p.LeftOut) > 0 {
+		out = append(out, "", fmt.Sprintf("Left out (%d):", len(p.LeftOut)))
+		for _, f := range p.LeftOut {
+			out = append(out, "  "+st.BadgeAlert.Render(Escape(f.Path))+"  "+Escape(f.Reason))
+		}
+	}
+	out = append(out, "", "y apply · n/esc cancel")
+	for i := range out {
+		out[i] = fit(out[i], w)
+	}
+	return out
+}
+
+// viewHelp lists every key binding with its help, in as many columns as
+// fit the screen.
+func (m *Model) viewHelp() []string {
+	var entries []string
+	for _, group := range m.keys.FullHelp() {
+		for _, b := range group {
+			if !b.Enabled() {
+				continue
+			}
+			h := b.Help()
+			entries = append(entries, fmt.Sprintf("%-7s %s", h.Key, h.Desc))
+		}
+	}
+	colW := 0
+	for _, e := range entries {
+		colW = max(colW, ansi.StringWidth(e)+3)
+	}
+	cols := max(1, m.width/colW)
+	rows := (len(entries) + cols - 1) / cols
+	out := make([]string, rows)
+	for i, e := range entries {
+		r := i % rows
+		if i/rows < cols-1 {
+			e = fit(e, colW)
+		}
+		out[r] += e
+	}
+	out = append([]string{m.styles.DialogTitle.Render("Keys") + "  (any key closes)"}, out...)
+	return append(out, "",
+		"Tree: A added  M modified  D deleted  R renamed · B binary  L symlink  X mode",
+		"      P protected  C conflict  F audit finding  I ignored  S special",
+		"      hunks: ✓ accepted  ✗ rejected  · undecided")
+}
+
+// viewResult lists what the last apply or rollback wrote and left out.
+func (m *Model) viewResult(w int) []string {
+	st := m.styles
+	out := []string{st.DialogTitle.Render(m.resultTitle), ""}
+	o := m.lastOutcome
+	if o == nil {
+		return out
+	}
+	if o.ApplyID != "" {
+		out = append(out, "apply id: "+Escape(o.ApplyID), "")
+	}
+	out = append(out, fmt.Sprintf("Written (%d):", len(o.Written)))
+	for _, p := range o.Written {
+		out = append(out, "  "+Escape(p))
+	}
+	if len(o.LeftOut) > 0 {
+		out = append(out, "", fmt.Sprintf("Left out (%d):", len(o.LeftOut)))
+		for _, p := range o.LeftOut {
+			out = append(out, "  "+st.BadgeAlert.Render(Escape(p)))
+		}
+	}
+	if o.Message != "" {
+		out = append(out, "", Escape(o.Message))
+	}
+	out = append(out, "", "any key continues · b rolls back the last apply")
+	for i := range out {
+		out[i] = fit(out[i], w)
+	}
+	return out
+}
+
+// viewStatus draws the bottom line: search input, a message, or counts.
+func (m *Model) viewStatus() string {
+	st := m.styles
+	var left string
+	switch {
+	case m.mode == modeSearch:
+		left = "/" + Escape(m.searchInput) + "█"
+	case m.status != "":
+		if m.statusErr {
+			left = st.Error.Render(m.status)
+		} else {
+			left = m.status
+		}
+	default:
+		acc, rej, und := 0, 0, 0
+		for _, f := range m.files {
+			a, r, u := f.counts()
+			acc, rej, und = acc+a, rej+r, und+u
+		}
+		left = fmt.Sprintf("file %d/%d · %d✓ %d✗ %d· undecided", min(m.cur+1, len(m.files)), len(m.files), acc, rej, und)
+		if m.readOnly {
+			left = "read-only · " + left
+		}
+	}
+	right := m.help.ShortHelpView(m.keys.ShortHelp())
+	if ansi.StringWidth(left)+2+ansi.StringWidth(right) > m.width {
+		right = m.help.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit})
+	}
+	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
+	if gap < 1 {
+		return fit(left, m.width)
+	}
+	return left + strings.Repeat(" ", gap) + right
+}
+
+// renderCtx draws diff rows of one file.
+type renderCtx struct {
+	m     *Model
+	f     *fileView
+	width int
+}
+
+// row draws one row of the diff pane.
+func (c *renderCtx) row(r row, cursor bool) string {
+	st := c.m.styles
+	switch r.kind {
+	case rowNote:
+		return "  " + st.Note.Render(fit(Escape(r.note), c.width-2))
+	case rowHunk:
+		return c.hunkHeader(r, cursor)
+	}
+	if c.m.sideBySide {
+		half := (c.width - 1) / 2
+		l := c.side(r, r.line, r.oldNo, half, cursor)
+		rt := c.side(r, r.right, r.newNo, c.width-1-half, cursor)
+		return l + st.Separator.Render("│") + rt
+	}
+	h := c.f.hunks[r.hunk]
+	nw := c.f.numWidth
+	gutter := num(r.oldNo, nw) + " " + num(r.newNo, nw)
+	gs := st.LineNo
+	if cursor && c.m.focus == diffPane {
+		gs = st.CursorLineNo
+	}
+	mark := " "
+	if c.f.selected[h.ID][int(r.line)] {
+		mark = st.Selected.Render("●")
+	}
+	text := c.cached(r.hunk, r.line, r.partner, c.width-ansi.StringWidth(gutter)-2)
+	return gs.Render(gutter) + mark + text
+}
+
+// side draws one column of a side-by-side row.
+func (c *renderCtx) side(r row, li int32, no int32, w int, cursor bool) string {
+	st := c.m.styles
+	nw := c.f.numWidth
+	gs := st.LineNo
+	if cursor && c.m.focus == diffPane {
+		gs = st.CursorLineNo
+	}
+	if li < 0 {
+		return gs.Render(strings.Repeat(" ", nw)) + strings.Repeat(" ", max(0, w-nw))
+	}
+	partner := int32(-1)
+	if r.line >= 0 && r.right >= 0 && r.line != r.right {
+		if li == r.line {
+			partner = r.right
+		} else {
+			partner = r.line
+		}
+	}
+	return gs.Render(num(no, nw)) + c.cached(r.hunk, li, partner, w-nw)
+}
+
+// cached renders a line's content through the file's cache.
+func (c *renderCtx) cached(hunk, li, partner int32, w int) string {
+	f := c.f
+	if f.cache == nil || f.cacheGen != c.m.renderGen || len(f.cache) > maxCache {
+		f.cache, f.cacheGen = map[contentKey]string{}, c.m.renderGen
+	}
+	k := contentKey{hunk, li, partner, w}
+	if s, ok := f.cache[k]; ok {
+		return s
+	}
+	h := f.hunks[hunk]
+	var p *Line
+	if partner >= 0 {
+		p = &h.Lines[partner]
+	}
+	s := c.content(h.Lines[li], p, w)
+	f.cache[k] = s
+	return s
+}
+
+// num writes a line number right-aligned, or blanks for 0.
+func num(n int32, w int) string {
+	if n == 0 {
+		return strings.Repeat(" ", w)
+	}
+	return fmt.Sprintf("%*d", w, n)
+}
+
+// hunkHeader draws a hunk's header with its decision.
+func (c *renderCtx) hunkHeader(r row, cursor bool) string {
+	st := c.m.styles
+	h := c.f.hunks[r.hunk]
+	d := c.f.Decisions[h.ID]
+	var state string
+	switch {
+	case d.Verdict == Accepted && d.Edit != "":
+		state = st.HunkAccepted.Render("✓ accepted (edited)")
+	case d.Verdict == Accepted && len(d.Lines) > 0:
+		state = st.HunkAccepted.Render(fmt.Sprintf("✓ accepted (%d lines)", len(d.Lines)))
+	case d.Verdict == Accepted:
+		state = st.HunkAccepted.Render("✓ accepted")
+	case d.Verdict == Rejected:
+		state = st.HunkRejected.Render("✗ rejected")
+	default:
+		state = st.HunkUndecided.Render("· undecided")
+	}
+	if n := len(c.f.selected[h.ID]); n > 0 {
+		state += st.Selected.Render(fmt.Sprintf(" %d selected", n))
+	}
+	head := h.Header()
+	if h.Lines == nil {
+		head = "whole file"
+	}
+	hs := st.HunkHeader
+	if cursor && c.m.focus == diffPane {
+		hs = st.CursorLineNo
+	}
+	return fit(hs.Render(head)+" "+state, c.width)
+}
+
+// content draws a line's text within w cells: the diff colour as
+// background, word-level changes against its partner stronger, syntax
+// colours as foreground, and anything unsafe visibly escaped.
+func (c *renderCtx) content(l Line, partner *Line, w int) string {
+	st := c.m.styles
+	if w <= 1 {
+		return ""
+	}
+	base := st.Context
+	word := st.Context
+	switch l.Op {
+	case Insert:
+		base, word = st.Added, st.AddedWord
+	case Delete:
+		base, word = st.Removed, st.RemovedWord
+	}
+	// Only the start of a long line can be on screen; highlighting and
+	// syntax work on that much (a minified file's megabyte line would
+	// otherwise stall the frame).
+	text := clip(l.Content())
+	var changed []bool // per byte: part of a word-level change
+	if partner != nil {
+		other := clip(partner.Content())
+		_, segs := WordDiff(other, text)
+		if l.Op == Delete {
+			segs, _ = WordDiff(text, other)
+		}
+		changed = make([]bool, len(text))
+		at := 0
+		for _, s := range segs {
+			for i := 0; i < len(s.Text) && at+i < len(changed); i++ {
+				changed[at+i] = s.Changed
+			}
+			at += len(s.Text)
+		}
+	}
+	match := searchMatches(text, c.m.search)
+	lb := lineBuilder{left: w}
+	lb.add(string(l.Op), base)
+	col := 0
+	for _, tok := range c.tokens(text) {
+		// Split the token where a word-level change or a search match
+		// starts or stops.
+		for len(tok.text) > 0 {
+			n := len(tok.text)
+			ch := changed != nil && changed[tok.at]
+			mt := match != nil && match[tok.at]
+			for i := 1; i < n; i++ {
+				if (changed != nil && changed[tok.at+i] != ch) || (match != nil && match[tok.at+i] != mt) {
+					n = i
+					break
+				}
+			}
+			s := base
+			if ch {
+				s = word
+			}
+			if tok.style != nil {
+				s = s.Foreground(tok.style.GetForeground())
+			}
+			if mt {
+				s = st.Match.Inherit(s)
+			}
+			var pieces []Piece
+			pieces, col = escapeFrom(tok.text[:n], col)
+			for _, p := range pieces {
+				if p.Escaped {
+					lb.add(p.Text, st.Escaped)
+				} else {
+					lb.add(p.Text, s)
+				}
+			}
+			tok.text, tok.at = tok.text[n:], tok.at+n
+		}
+	}
+	if lb.left > 0 {
+		lb.add(strings.Repeat(" ", lb.left), base)
+	}
+	return lb.b.String()
+}
+
+// maxRenderBytes is how much of a line is prepared for display.
+const maxRenderBytes = 2048
+
+// clip cuts a line to maxRenderBytes.
+func clip(s string) string {
+	if len(s) > maxRenderBytes {
+		return s[:maxRenderBytes]
+	}
+	return s
+}
+
+// searchMatches marks the bytes of text inside a match of the search
+// (case-insensitive for ASCII), or returns nil when there is none.
+func searchMatches(text, search string) []bool {
+	if search == "" {
+		return nil
+	}
+	hay, needle := asciiLower(text), asciiLower(search)
+	var marks []bool
+	for at := 0; at <= len(hay)-len(needle); {
+		i := strings.Index(hay[at:], needle)
+		if i < 0 {
+			break
+		}
+		if marks == nil {
+			marks = make([]bool, len(text))
+		}
+		for k := at + i; k < at+i+len(needle); k++ {
+			marks[k] = true
+		}
+		at += i + max(1, len(needle))
+	}
+	return marks
+}
+
+// asciiLower lowers ASCII letters only, keeping byte offsets.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// token is a piece of a line with its syntax style (nil: none).
+type token struct {
+	text  string
+	at    int
+	style *lipgloss.Style
+}
+
+// tokens splits a line into syntax tokens with chroma; the tokens always
+// concatenate to the line, or the line is one plain token.
+func (c *renderCtx) tokens(text string) []token {
+	lx := c.f.lexer()
+	if lx == nil || text == "" {
+		return []token{{text: text}}
+	}
+	it, err := lx.Tokenise(&chroma.TokeniseOptions{State: "root"}, text)
+	if err != nil {
+		return []token{{text: text}}
+	}
+	var out []token
+	at := 0
+	for t := it(); t != chroma.EOF; t = it() {
+		if t.Value == "" {
+			continue
+		}
+		if at+len(t.Value) > len(text) || text[at:at+len(t.Value)] != t.Value {
+			break
+		}
+		out = append(out, token{text: t.Value, at: at, style: c.m.syntaxStyle(t.Type)})
+		at += len(t.Value)
+	}
+	if at != len(text) {
+		if at == 0 {
+			return []token{{text: text}}
+		}
+		out = append(out, token{text: text[at:], at: at})
+	}
+	return out
+}
+
+// syntaxStyle maps a chroma token type to the theme.
+func (m *Model) syntaxStyle(t chroma.TokenType) *lipgloss.Style {
+	st := &m.styles
+	switch {
+	case t.InCategory(chroma.Comment):
+		return &st.Comment
+	case t.InSubCategory(chroma.LiteralString):
+		return &st.String
+	case t.InSubCategory(chroma.LiteralNumber):
+		return &st.Number
+	case t == chroma.KeywordType, t == chroma.NameClass, t == chroma.NameBuiltin:
+		return &st.Type
+	case t.InCategory(chroma.Keyword):
+		return &st.Keyword
+	case t == chroma.NameFunction:
+		return &st.Function
+	}
+	return nil
+}
+
+// lexer finds the file's syntax by name, once.
+func (fv *fileView) lexer() chroma.Lexer {
+	if !fv.lexerSet {
+		fv.lexerSet = true
+		if !fv.Binary {
+			fv.lex = lexers.Match(fv.Path)
+		}
+	}
+	return fv.lex
+}
+
+// lineBuilder writes styled text up to a width.
+type lineBuilder struct {
+	b    strings.Builder
+	left int
+}
+
+// add writes text in style, cut to the width left.
+func (lb *lineBuilder) add(text string, s lipgloss.Style) {
+	if lb.left <= 0 || text == "" {
+		return
+	}
+	w := ansi.StringWidth(text)
+	if w > lb.left {
+		text = ansi.Truncate(text, lb.left, "")
+		w = ansi.StringWidth(text)
+		if w == 0 {
+			lb.left = 0
+			return
+		}
+	}
+	lb.b.WriteString(s.Render(text))
+	lb.left -= w
+}
