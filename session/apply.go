@@ -1,0 +1,794 @@
+package session
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/diffview"
+)
+
+const noFollow = unix.O_NOFOLLOW
+
+// ApplyOptions choose what Apply writes into the project.
+type ApplyOptions struct {
+	// All applies every change as a whole file (the agent's exact bytes).
+	All bool
+	// Paths applies the changes at or below these project-relative paths as whole files.
+	Paths []string
+	// IncludeIgnored lets ignored paths be applied; AllowProtected protected ones.
+	IncludeIgnored bool
+	AllowProtected bool
+	// AllowOutsideLinks applies staged symlinks whose target leaves the project.
+	AllowOutsideLinks bool
+	// Protected extends DefaultProtected (the config's `protected` key).
+	Protected []string
+}
+
+// Skipped is a change Apply left out, and why.
+type Skipped struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// PlannedFile is one path an apply writes or deletes.
+type PlannedFile struct {
+	Path string `json:"path"`
+	// Action is "write", "symlink" or "delete".
+	Action string `json:"action"`
+	// Whole is set when the agent's exact bytes are written; otherwise base + accepted hunks.
+	Whole    bool `json:"whole"`
+	Accepted int  `json:"hunks_accepted,omitempty"`
+	Rejected int  `json:"hunks_rejected,omitempty"`
+	Pending  int  `json:"hunks_undecided,omitempty"`
+}
+
+// ApplyPlan is what an apply would do, for a confirmation before it is made.
+type ApplyPlan struct {
+	Files    []PlannedFile `json:"files"`
+	Skipped  []Skipped     `json:"skipped,omitempty"`
+	Warnings []string      `json:"warnings,omitempty"`
+	// Closes is set when nothing stays pending afterwards: the session becomes applied.
+	Closes bool `json:"closes_session"`
+
+	ops       []op
+	contents  map[string][]byte        // the content of partial applies, by sha256
+	decisions map[string]*FileDecision // the file decisions to keep after the apply (nil: drop)
+	prior     map[string]*FileDecision
+}
+
+// ApplyResult is what an apply did.
+type ApplyResult struct {
+	ID string `json:"id"`
+	// Recovered says what was done about an earlier apply a crash interrupted ("" if none).
+	Recovered string `json:"recovered,omitempty"`
+	ApplyPlan
+}
+
+// op is one write of an apply.
+type op struct {
+	Path   string `json:"path"`
+	Kind   byte   `json:"kind"` // 'f' write a file, 'l' a symlink, 'd' delete
+	Mode   uint32 `json:"mode,omitempty"`
+	Target string `json:"target,omitempty"`
+	Hash   string `json:"hash,omitempty"`
+	// Whole: the content is the staged upper file; otherwise it is the base object Hash.
+	Whole bool `json:"whole,omitempty"`
+}
+
+// applyStep, when set, is called at each step of an apply (tests kill the process there).
+var applyStep func(step string)
+
+func step(name string) {
+	if applyStep != nil {
+		applyStep(name)
+	}
+}
+
+// selected reports whether change c is named by the PATH arguments.
+func selected(c *Change, paths []string) bool {
+	for _, p := range paths {
+		p = strings.Trim(filepath.ToSlash(filepath.Clean(p)), "/")
+		if p == "" || p == "." {
+			return true
+		}
+		for _, q := range []string{c.Path, c.From} {
+			if q != "" && (q == p || strings.HasPrefix(q, p+"/")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// PlanApply works out what Apply would write with these options, without writing anything.
+func (s *Session) PlanApply(opts ApplyOptions) (*ApplyPlan, error) {
+	unlock, err := s.store.stateLock(s.Meta.Project, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return s.plan(opts)
+}
+
+func (s *Session) plan(opts ApplyOptions) (*ApplyPlan, error) {
+	if s.Meta.State == StateDiscarded {
+		return nil, fmt.Errorf("session %s was discarded; nothing to apply", s.Meta.ID)
+	}
+	cs, err := s.changes(opts.Protected)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range opts.Paths {
+		found := false
+		for i := range cs.Changes {
+			if selected(&cs.Changes[i], []string{p}) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("apply: %s has no staged change", visible(p))
+		}
+	}
+	decs, err := s.LoadDecisions()
+	if err != nil {
+		return nil, err
+	}
+	host, err := openRoot(s.Meta.Project)
+	if err != nil {
+		return nil, err
+	}
+	defer host.Close()
+	b, err := s.loadBases()
+	if err != nil {
+		return nil, err
+	}
+	pl := &ApplyPlan{Closes: true, decisions: map[string]*FileDecision{}, prior: map[string]*FileDecision{}, contents: map[string][]byte{}}
+	for i := range cs.Changes {
+		c := &cs.Changes[i]
+		fd := decs.For(c)
+		if f, ok := decs.Files[c.Path]; ok {
+			f := f
+			pl.prior[c.Path] = &f
+		}
+		whole := opts.All || (len(opts.Paths) > 0 && selected(c, opts.Paths))
+		// Naming an ignored file itself (not a directory above it) is an explicit request for it.
+		explicit := slices.Contains(opts.Paths, c.Path) || (c.From != "" && slices.Contains(opts.Paths, c.From))
+		if !whole && (opts.All || len(opts.Paths) > 0) {
+			pl.Closes = false
+			continue
+		}
+		if !whole {
+			if fd.File == diffview.Rejected {
+				continue
+			}
+			if fd.File != diffview.Accepted && len(fd.Hunks) == 0 {
+				pl.Closes = false
+				continue
+			}
+		}
+		skip := func(reason string) {
+			pl.Skipped = append(pl.Skipped, Skipped{Path: c.Path, Reason: reason})
+			if !c.Special {
+				pl.Closes = false
+			}
+		}
+		switch {
+		case c.Special:
+			skip("special file (FIFO, socket or device): never applied")
+			continue
+		case c.Conflict:
+			skip("conflict: " + c.Reason)
+			continue
+		case c.Ignored && !opts.IncludeIgnored && !explicit:
+			skip("ignored by .gitignore (use --include-ignored)")
+			continue
+		case c.Protected && !opts.AllowProtected:
+			skip("protected path (use --allow-protected)")
+			continue
+		case c.OutsideLink && !opts.AllowOutsideLinks:
+			skip(fmt.Sprintf("symlink to %q leaves the project (apply it explicitly)", c.New.Target))
+			continue
+		}
+		if whole || fd.File == diffview.Accepted || !hunkable(c) {
+			if !whole && fd.File != diffview.Accepted {
+				pl.Closes = false
+				continue
+			}
+			s.planWhole(pl, c)
+			continue
+		}
+		if err := s.planHunks(pl, b, host, c, fd); err != nil {
+			return nil, err
+		}
+	}
+	return pl, nil
+}
+
+// planWhole plans writing the agent's exact version of c.
+func (s *Session) planWhole(pl *ApplyPlan, c *Change) {
+	if c.From != "" {
+		pl.ops = append(pl.ops, op{Path: c.From, Kind: 'd'})
+		pl.Files = append(pl.Files, PlannedFile{Path: c.From, Action: "delete", Whole: true})
+	}
+	switch c.New.Kind {
+	case KindNone:
+		pl.ops = append(pl.ops, op{Path: c.Path, Kind: 'd', Whole: true})
+		pl.Files = append(pl.Files, PlannedFile{Path: c.Path, Action: "delete", Whole: true})
+	case KindSymlink:
+		pl.ops = append(pl.ops, op{Path: c.Path, Kind: 'l', Target: c.New.Target, Whole: true})
+		pl.Files = append(pl.Files, PlannedFile{Path: c.Path, Action: "symlink", Whole: true})
+	case KindFile:
+		mode := c.New.Mode & 0o777
+		if c.New.Mode&0o7000 != 0 {
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s: setuid/setgid/sticky bits stripped (mode %04o applied as %04o)", visible(c.Path), c.New.Mode, mode))
+		}
+		pl.ops = append(pl.ops, op{Path: c.Path, Kind: 'f', Mode: mode, Hash: c.New.Hash, Whole: true})
+		pl.Files = append(pl.Files, PlannedFile{Path: c.Path, Action: "write", Whole: true})
+	}
+	pl.decisions[c.Path] = nil
+}
+
+// planHunks plans writing base + the accepted hunks of c.
+func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectRoot, c *Change, fd FileDecision) error {
+	old, new, err := s.contents(b, host, c, maxHunkBytes)
+	if err != nil {
+		return err
+	}
+	hunks := diffview.Compute(c.Path, old, new, diffview.Options{Context: -1}).Hunks
+	hs, ds := diffview.Resolve(hunks, fd.Hunks)
+	var acc, rej, und int
+	exact := true
+	for i := range hs {
+		switch ds[i].Verdict {
+		case diffview.Accepted:
+			acc++
+			if len(ds[i].Lines) > 0 || ds[i].Edit != "" {
+				exact = false
+			}
+		case diffview.Rejected:
+			rej++
+			exact = false
+		default:
+			und++
+			exact = false
+		}
+	}
+	if und > 0 {
+		pl.Closes = false
+	}
+	if acc == 0 {
+		return nil
+	}
+	if exact {
+		s.planWhole(pl, c)
+		return nil
+	}
+	content, err := diffview.Apply(old, hunks, fd.Hunks)
+	if err != nil {
+		return fmt.Errorf("apply hunks of %s: %w", visible(c.Path), err)
+	}
+	if bytes.Equal(content, old) && c.Old.Exists() {
+		return nil
+	}
+	mode := c.Old.Mode & 0o777
+	if !c.Old.Exists() {
+		mode = c.New.Mode & 0o777
+	}
+	h := sha256.Sum256(content)
+	sum := hex.EncodeToString(h[:])
+	pl.contents[sum] = content
+	pl.ops = append(pl.ops, op{Path: c.Path, Kind: 'f', Mode: mode, Hash: sum})
+	pl.Files = append(pl.Files, PlannedFile{Path: c.Path, Action: "write", Accepted: acc, Rejected: rej, Pending: und})
+	// The hunks left between the new base and the staged file: rejections carry over by content.
+	rejected := map[string]bool{}
+	for i := range hs {
+		if ds[i].Verdict == diffview.Rejected {
+			rejected[hunkCore(hs[i])] = true
+		}
+	}
+	next := &FileDecision{BaseHash: sum, StagedHash: contentKey(c.New)}
+	if c.New.Kind == KindNone {
+		next.StagedHash = ""
+	}
+	for _, h := range diffview.Compute(c.Path, content, new, diffview.Options{Context: -1}).Hunks {
+		if rejected[hunkCore(h)] {
+			if next.Hunks == nil {
+				next.Hunks = map[string]diffview.Decision{}
+			}
+			next.Hunks[h.ID] = diffview.Decision{Verdict: diffview.Rejected}
+		}
+	}
+	pl.decisions[c.Path] = next
+	return nil
+}
+
+// Apply writes the planned changes into the project, journaled so that a crash at any instant is
+// recovered by the next command (SPEC §4). It refuses while a run is active.
+func (s *Session) Apply(opts ApplyOptions) (*ApplyResult, error) {
+	if err := s.writable("apply"); err != nil {
+		return nil, err
+	}
+	recovered, err := s.lock.recover()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.reload(); err != nil {
+		return nil, err
+	}
+	if s.RunActive() {
+		return nil, fmt.Errorf("apply: a run is active on session %s (pid %d); wait for it to end", s.Meta.ID, s.Meta.Active.PID)
+	}
+	if err := s.closeStaleRun(); err != nil {
+		return nil, err
+	}
+	unlock, err := s.store.stateLock(s.Meta.Project, true)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	pl, err := s.plan(opts)
+	if err != nil {
+		return nil, err
+	}
+	res := &ApplyResult{ApplyPlan: *pl, Recovered: recovered}
+	if len(pl.ops) == 0 {
+		return res, nil
+	}
+	res.ID = newID(time.Now())
+	for p := range pl.prior {
+		if _, ok := pl.decisions[p]; !ok {
+			delete(pl.prior, p)
+		}
+	}
+	if err := s.applyOps(res.ID, pl); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// journalPath is one path of a journal entry: the planned write and the state it replaces.
+type journalPath struct {
+	op
+	Temp  string     `json:"temp"`
+	Prior priorState `json:"prior"`
+	// PriorBase is the base index entry before the apply (nil: none).
+	PriorBase *baseEntry `json:"prior_base,omitempty"`
+}
+
+// priorState is what a path held before an apply; a regular file's bytes are in prior.pack.
+type priorState struct {
+	Exists bool   `json:"exists"`
+	Type   byte   `json:"type,omitempty"`
+	Mode   uint32 `json:"mode,omitempty"`
+	Target string `json:"target,omitempty"`
+	Off    int64  `json:"off,omitempty"`
+	Len    int64  `json:"len,omitempty"`
+	Hash   string `json:"hash,omitempty"`
+}
+
+// journalEntry is journal/<apply id>/entry.json.
+type journalEntry struct {
+	Version int           `json:"version"`
+	ID      string        `json:"id"`
+	Session string        `json:"session"`
+	Created time.Time     `json:"created"`
+	Paths   []journalPath `json:"paths"`
+	// Dirs are the directories the apply creates (removed again by a rollback).
+	Dirs []string `json:"dirs,omitempty"`
+	// RemovedDirs are the directories it removes, parents first (made again by a rollback).
+	RemovedDirs    []removedDir             `json:"removed_dirs,omitempty"`
+	Closes         bool                     `json:"closes,omitempty"`
+	Decisions      map[string]*FileDecision `json:"decisions,omitempty"`
+	PriorDecisions map[string]*FileDecision `json:"prior_decisions,omitempty"`
+}
+
+// applyOps runs the journaled apply: journal entry (prior bytes, modes, existence) fsynced; temp
+// files in each target's directory, synced; renames into place; directories synced; the entry
+// marked done; then the session's own records (base, decisions, state) and the entry committed.
+func (s *Session) applyOps(id string, pl *ApplyPlan) error {
+	root, err := openRoot(s.Meta.Project)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	b, err := s.loadBases()
+	if err != nil {
+		return err
+	}
+	// Partial contents become base objects first: a recovered, done apply records them as bases.
+	partial := false
+	for _, o := range pl.ops {
+		if o.Kind == 'f' && !o.Whole {
+			if _, err := b.putObject(bytes.NewReader(pl.contents[o.Hash]), true); err != nil {
+				return err
+			}
+			partial = true
+		}
+	}
+	if partial {
+		if err := syncDir(b.dir); err != nil {
+			return err
+		}
+	}
+	jdir := filepath.Join(s.journalDir(), id)
+	if err := os.MkdirAll(jdir, 0o700); err != nil {
+		return fmt.Errorf("apply: create journal: %w", err)
+	}
+	e := &journalEntry{Version: 1, ID: id, Session: s.Meta.ID, Created: time.Now().UTC(), Closes: pl.Closes,
+		Decisions: pl.decisions, PriorDecisions: pl.prior}
+	pack, err := os.Create(filepath.Join(jdir, "prior.pack"))
+	if err != nil {
+		return fmt.Errorf("apply: create journal: %w", err)
+	}
+	fail := func(err error) error {
+		pack.Close()
+		os.RemoveAll(jdir)
+		return err
+	}
+	var off int64
+	dirs := map[string]bool{}
+	deleted := map[string]bool{}
+	for _, o := range pl.ops {
+		if o.Kind == 'd' {
+			deleted[o.Path] = true
+		}
+	}
+	for i, o := range pl.ops {
+		jp := journalPath{op: o, Temp: fmt.Sprintf(".shadow-apply-%s-%d", id, i)}
+		if pe, ok := b.index.Paths[o.Path]; ok {
+			pe := pe
+			jp.PriorBase = &pe
+		}
+		h, err := root.lstat(o.Path)
+		if err != nil {
+			return fail(fmt.Errorf("apply %s: %w", visible(o.Path), err))
+		}
+		if h.exists {
+			jp.Prior = priorState{Exists: true, Type: h.stat.Type, Mode: h.stat.Mode, Target: h.target}
+			switch h.stat.Type {
+			case 'f':
+				f, err := root.openRead(o.Path)
+				if err != nil {
+					return fail(fmt.Errorf("apply %s: save prior content: %w", visible(o.Path), err))
+				}
+				hs := sha256.New()
+				n, err := io.Copy(io.MultiWriter(pack, hs), f)
+				f.Close()
+				if err != nil {
+					return fail(fmt.Errorf("apply %s: save prior content: %w", visible(o.Path), err))
+				}
+				jp.Prior.Off, jp.Prior.Len, jp.Prior.Hash = off, n, hex.EncodeToString(hs.Sum(nil))
+				off += n
+			case 'l':
+			case 'd':
+				// The agent replaced a directory with a file: allowed when this apply deletes
+				// everything in it; the directories are removed and recorded for a rollback.
+				removed, err := emptiedDirs(root, o.Path, deleted)
+				if err != nil || o.Kind == 'd' {
+					return fail(fmt.Errorf("apply %s: the project has a directory there that this apply does not empty; not replacing it", visible(o.Path)))
+				}
+				e.RemovedDirs = append(e.RemovedDirs, removed...)
+			default:
+				return fail(fmt.Errorf("apply %s: the project has a special file there; not replacing it", visible(o.Path)))
+			}
+		}
+		if o.Kind != 'd' {
+			for d := filepath.Dir(o.Path); d != "."; d = filepath.Dir(d) {
+				d = filepath.ToSlash(d)
+				if dirs[d] {
+					break
+				}
+				dh, err := root.lstat(d)
+				if err != nil {
+					return fail(fmt.Errorf("apply %s: %w", visible(o.Path), err))
+				}
+				if dh.exists && dh.stat.Type == 'd' {
+					break
+				}
+				if dh.exists && !deleted[d] {
+					return fail(fmt.Errorf("apply %s: %s is not a directory in the project", visible(o.Path), visible(d)))
+				}
+				dirs[d] = true
+				e.Dirs = append(e.Dirs, d)
+			}
+		}
+		e.Paths = append(e.Paths, jp)
+	}
+	sort.Strings(e.Dirs)
+	if err := fsync(pack); err != nil {
+		return fail(fmt.Errorf("apply: fsync journal: %w", err))
+	}
+	pack.Close()
+	if err := writeJSONAtomic(filepath.Join(jdir, "entry.json"), e); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(s.journalDir()); err != nil {
+		return err
+	}
+	step("journal")
+	// Resolve every directory afresh from here on: the host may have changed the tree meanwhile.
+	root.invalidate()
+
+	for i, jp := range e.Paths {
+		if jp.Kind == 'd' {
+			if err := moveIntoPlace(root, jp); err != nil {
+				return s.abort(root, e, err)
+			}
+			step(fmt.Sprintf("delete %d", i))
+		}
+	}
+	for i := len(e.RemovedDirs) - 1; i >= 0; i-- {
+		if err := root.rmdir(e.RemovedDirs[i].Path); err != nil {
+			return s.abort(root, e, fmt.Errorf("apply: remove directory %s: %w", visible(e.RemovedDirs[i].Path), err))
+		}
+	}
+	root.invalidate()
+	if err := s.writeTemps(root, b, e); err != nil {
+		return s.abort(root, e, err)
+	}
+	if err := syncfsAt(s.Meta.Project); err != nil {
+		return s.abort(root, e, err)
+	}
+	step("temps")
+	root.invalidate()
+	for i, jp := range e.Paths {
+		if jp.Kind == 'd' {
+			continue
+		}
+		if err := moveIntoPlace(root, jp); err != nil {
+			return s.abort(root, e, err)
+		}
+		step(fmt.Sprintf("rename %d", i))
+	}
+	if err := syncfsAt(s.Meta.Project); err != nil {
+		return s.abort(root, e, err)
+	}
+	step("renamed")
+	if err := writeMarker(jdir, "done"); err != nil {
+		return err
+	}
+	step("done")
+	if err := s.commitApply(e); err != nil {
+		return fmt.Errorf("apply %s: the project is written but recording it failed (the next shadow command finishes it): %w", id, err)
+	}
+	step("committed")
+	return nil
+}
+
+// removedDir is a project directory an apply removes, with its mode.
+type removedDir struct {
+	Path string `json:"path"`
+	Mode uint32 `json:"mode"`
+}
+
+// emptiedDirs lists dir and every directory below it, parents first, when every non-directory
+// below dir is in deleted; otherwise it fails.
+func emptiedDirs(root *projectRoot, dir string, deleted map[string]bool) ([]removedDir, error) {
+	var out []removedDir
+	err := filepath.WalkDir(filepath.Join(root.path, filepath.FromSlash(dir)), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root.path, p)
+		rel = filepath.ToSlash(rel)
+		if !d.IsDir() {
+			if !deleted[rel] {
+				return fmt.Errorf("%s stays", rel)
+			}
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		out = append(out, removedDir{Path: rel, Mode: statOf(fi).Mode})
+		return nil
+	})
+	return out, err
+}
+
+// abort rolls back an apply that failed part-way, then reports the original error.
+func (s *Session) abort(root *projectRoot, e *journalEntry, cause error) error {
+	if _, err := s.rollbackEntry(root, e, false); err != nil {
+		return fmt.Errorf("%w; rolling it back failed too (the next shadow command retries): %v", cause, err)
+	}
+	if err := writeMarker(filepath.Join(s.journalDir(), e.ID), "rolledback"); err != nil {
+		return fmt.Errorf("%w (the project was restored)", cause)
+	}
+	return fmt.Errorf("%w (nothing was changed)", cause)
+}
+
+// writeTemps writes each planned file or symlink as a temp file next to its target.
+func (s *Session) writeTemps(root *projectRoot, b *bases, e *journalEntry) error {
+	for _, d := range e.Dirs {
+		if err := root.mkdirAll(d); err != nil {
+			return err
+		}
+	}
+	for i, jp := range e.Paths {
+		if jp.Kind == 'd' {
+			continue
+		}
+		dir, _, err := root.openParent(jp.Path, false)
+		if err != nil {
+			return fmt.Errorf("apply %s: open its directory: %w", visible(jp.Path), err)
+		}
+		err = func() error {
+			if jp.Kind == 'l' {
+				return unix.Symlinkat(jp.Target, dir, jp.Temp)
+			}
+			var src io.ReadCloser
+			if jp.Whole {
+				src, err = os.OpenFile(filepath.Join(s.UpperDir(), filepath.FromSlash(jp.Path)), os.O_RDONLY|noFollow, 0)
+			} else {
+				src, err = os.Open(b.objectPath(jp.Hash))
+			}
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			return writeTempAt(dir, jp.Temp, src, jp.Mode&0o777, jp.Hash)
+		}()
+		if err != nil {
+			return fmt.Errorf("apply %s: write: %w", visible(jp.Path), err)
+		}
+		step(fmt.Sprintf("temp %d", i))
+	}
+	return nil
+}
+
+// writeTempAt creates name in dir (never following a symlink, never reusing a file), copies src
+// into it and sets mode. A non-empty hash must match the copied content.
+func writeTempAt(dir int, name string, src io.Reader, mode uint32, hash string) error {
+	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(f, h), src)
+	if err == nil {
+		err = unix.Fchmod(fd, mode)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && hash != "" && hex.EncodeToString(h.Sum(nil)) != hash {
+		err = errors.New("the staged content changed while it was applied")
+	}
+	if err != nil {
+		unix.Unlinkat(dir, name, 0)
+	}
+	return err
+}
+
+// moveIntoPlace renames a path's temp file over it, or deletes it.
+func moveIntoPlace(root *projectRoot, jp journalPath) error {
+	dir, name, err := root.openParent(jp.Path, false)
+	if jp.Kind == 'd' && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("apply %s: open its directory: %w", visible(jp.Path), err)
+	}
+	if jp.Kind == 'd' {
+		if err := unix.Unlinkat(dir, name, 0); err != nil && err != unix.ENOENT {
+			return fmt.Errorf("apply %s: delete: %w", visible(jp.Path), err)
+		}
+		return nil
+	}
+	if err := unix.Renameat(dir, jp.Temp, dir, name); err != nil {
+		return fmt.Errorf("apply %s: rename into place: %w", visible(jp.Path), err)
+	}
+	return nil
+}
+
+func writeMarker(dir, name string) error {
+	if err := writeFileAtomic(filepath.Join(dir, name), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("journal %s: %w", dir, err)
+	}
+	return nil
+}
+
+func hasMarker(dir, name string) bool {
+	_, err := os.Stat(filepath.Join(dir, name))
+	return err == nil
+}
+
+// ApplyRecord is one committed apply of a session.
+type ApplyRecord struct {
+	ID         string    `json:"id"`
+	Time       time.Time `json:"time"`
+	Paths      []string  `json:"paths"`
+	RolledBack bool      `json:"rolled_back,omitempty"`
+}
+
+// commitApply records a done apply in the session: the applied content becomes the base of each
+// path, decisions move on, the apply is listed. It is idempotent, so recovery can repeat it.
+func (s *Session) commitApply(e *journalEntry) error {
+	root, err := openRoot(s.Meta.Project)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	b, err := s.loadBases()
+	if err != nil {
+		return err
+	}
+	for _, jp := range e.Paths {
+		h, err := root.lstat(jp.Path)
+		if err != nil {
+			return err
+		}
+		switch {
+		case jp.Kind == 'd' || !h.exists:
+			b.index.Paths[jp.Path] = baseEntry{Kind: baseAbsent}
+		case jp.Kind == 'l':
+			b.index.Paths[jp.Path] = baseEntry{Kind: baseObject, Type: 'l', Mode: h.stat.Mode, Target: jp.Target, Host: h.stat}
+		case jp.Whole:
+			// The content is on the host (and in the upper layer): the hash is enough to tell the
+			// staged copy is unchanged, whatever the host does with the file later.
+			b.index.Paths[jp.Path] = baseEntry{Kind: baseHost, Type: 'f', Mode: h.stat.Mode, Hash: jp.Hash, Host: h.stat}
+		default:
+			b.index.Paths[jp.Path] = baseEntry{Kind: baseObject, Type: 'f', Mode: h.stat.Mode, Hash: jp.Hash, Host: h.stat}
+		}
+	}
+	if err := b.save(); err != nil {
+		return err
+	}
+	d, err := s.LoadDecisions()
+	if err != nil {
+		return err
+	}
+	for p, fd := range e.Decisions {
+		if fd == nil {
+			delete(d.Files, p)
+		} else {
+			d.Files[p] = *fd
+		}
+	}
+	if err := s.saveDecisions(d); err != nil {
+		return err
+	}
+	if err := s.reload(); err != nil {
+		return err
+	}
+	if !slicesContainsApply(s.Meta.Applies, e.ID) {
+		rec := ApplyRecord{ID: e.ID, Time: e.Created}
+		for _, jp := range e.Paths {
+			rec.Paths = append(rec.Paths, jp.Path)
+		}
+		s.Meta.Applies = append(s.Meta.Applies, rec)
+		if e.Closes && s.Meta.State == StateOpen {
+			s.Meta.State = StateApplied
+			s.Meta.Closed = time.Now().UTC()
+		}
+		if err := s.saveMeta(); err != nil {
+			return err
+		}
+	}
+	return writeMarker(filepath.Join(s.journalDir(), e.ID), "committed")
+}
+
+func slicesContainsApply(rs []ApplyRecord, id string) bool {
+	for _, r := range rs {
+		if r.ID == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,149 @@
+package session
+
+import (
+	"fmt"
+
+	"github.com/shadow-sandbox/shadow/diffview"
+)
+
+// maxPatchBytes bounds each side of a file put into a patch (it is held in memory).
+const maxPatchBytes = 256 << 20
+
+// gitMode is the git mode of one side of a change (0 when it does not exist).
+func gitMode(s Side) uint32 {
+	switch s.Kind {
+	case KindFile:
+		if s.Mode&0o100 != 0 {
+			return diffview.ModeExecutable
+		}
+		return diffview.ModeFile
+	case KindSymlink:
+		return diffview.ModeSymlink
+	}
+	return 0
+}
+
+// Select returns the changes at or below the given project-relative paths (all when none given).
+func (cs *ChangeSet) Select(paths []string) []*Change {
+	var out []*Change
+	for i := range cs.Changes {
+		if len(paths) == 0 || selected(&cs.Changes[i], paths) {
+			out = append(out, &cs.Changes[i])
+		}
+	}
+	return out
+}
+
+// Patches turns changes into what diffview's git patch writer needs (old/new path, git modes,
+// both contents, binary flag; a symlink's content is its target). Its output applies with
+// `git apply` to the project as the session's base holds it (the project at session start, until
+// an apply moves the base). Special files have no git form and are left out.
+func (s *Session) Patches(changes []*Change) ([]diffview.FilePatch, error) {
+	host, err := openRoot(s.Meta.Project)
+	if err != nil {
+		return nil, err
+	}
+	defer host.Close()
+	b, err := s.loadBases()
+	if err != nil {
+		return nil, err
+	}
+	var out []diffview.FilePatch
+	for _, c := range changes {
+		if c.Old.Kind == KindSpecial || c.New.Kind == KindSpecial {
+			continue
+		}
+		fp := diffview.FilePatch{OldPath: c.Path, NewPath: c.Path, OldMode: gitMode(c.Old), NewMode: gitMode(c.New), Binary: c.Binary}
+		if c.From != "" {
+			fp.OldPath = c.From
+		}
+		old, new, err := s.contents(b, host, c, maxPatchBytes)
+		if err != nil {
+			return nil, fmt.Errorf("diff %s: %w", visible(c.Path), err)
+		}
+		fp.Old, fp.New = old, new
+		if c.Old.Kind == KindSymlink {
+			fp.Old = []byte(c.Old.Target)
+		}
+		if c.New.Kind == KindSymlink {
+			fp.New = []byte(c.New.Target)
+		}
+		out = append(out, fp)
+	}
+	return out, nil
+}
+
+// DiffDoc is the `shadow diff --json` document, version 1:
+//
+//	{
+//	  "version": 1, "session": "<id>", "project": "/abs/path",
+//	  "files": [{
+//	    "path": "a/b.go", "from": "old/name.go" (renames only),
+//	    "status": "A|M|D|R|T",
+//	    "old": {"kind": "file|symlink|special", "mode": 420, "size": 12, "target": "...", "sha256": "..."},
+//	    "new": { same fields },
+//	    "binary", "mode_only", "ignored", "protected", "conflict", "conflict_reason",
+//	    "outside_link", "special", "setid", "base_unknown": flags, present when true,
+//	    "decision": "accept|reject" (whole-file verdict, when one holds),
+//	    "hunks": [{"id": "8 hex bytes", "header": "@@ -1,3 +1,4 @@",
+//	               "old_start": 1, "old_count": 3, "new_start": 1, "new_count": 4,
+//	               "lines": [" context\n", "-removed\n", "+added\n"],
+//	               "decision": "accept|reject" (absent when undecided)}]
+//	  }]
+//	}
+//
+// Modes are decimal numbers holding the permission bits (0o7777). Lines keep their exact bytes
+// including the newline ("\ No newline at end of file" is implied by a line without one). Hunks
+// are present for text files that are decided hunk by hunk.
+type DiffDoc struct {
+	Version int        `json:"version"`
+	Session string     `json:"session"`
+	Project string     `json:"project"`
+	Files   []DiffFile `json:"files"`
+}
+
+// DiffFile is one change of a DiffDoc.
+type DiffFile struct {
+	Change
+	Decision diffview.Verdict `json:"decision,omitempty"`
+	Hunks    []DiffHunk       `json:"hunks,omitempty"`
+}
+
+// DiffHunk is one hunk of a DiffFile.
+type DiffHunk struct {
+	ID       string           `json:"id"`
+	Header   string           `json:"header"`
+	OldStart int              `json:"old_start"`
+	OldCount int              `json:"old_count"`
+	NewStart int              `json:"new_start"`
+	NewCount int              `json:"new_count"`
+	Lines    []string         `json:"lines"`
+	Decision diffview.Verdict `json:"decision,omitempty"`
+}
+
+// Doc builds the `shadow diff --json` document of the given changes.
+func (s *Session) Doc(changes []*Change) (*DiffDoc, error) {
+	decs, err := s.LoadDecisions()
+	if err != nil {
+		return nil, err
+	}
+	doc := &DiffDoc{Version: 1, Session: s.Meta.ID, Project: s.Meta.Project, Files: []DiffFile{}}
+	for _, c := range changes {
+		fd := decs.For(c)
+		f := DiffFile{Change: *c, Decision: fd.File}
+		hunks, err := s.Hunks(c)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hunks {
+			dh := DiffHunk{ID: h.ID, Header: h.Header(), OldStart: h.OldStart, OldCount: h.OldCount,
+				NewStart: h.NewStart, NewCount: h.NewCount, Decision: fd.Hunks[h.ID].Verdict}
+			for _, l := range h.Lines {
+				dh.Lines = append(dh.Lines, string(l.Op)+l.Text)
+			}
+			f.Hunks = append(f.Hunks, dh)
+		}
+		doc.Files = append(doc.Files, f)
+	}
+	return doc, nil
+}

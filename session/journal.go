@@ -1,0 +1,501 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The journal of a session holds one directory per apply: prior.pack (the bytes each path held),
+// entry.json (the plan and each path's prior mode and existence), then the markers "done" (the
+// project is written), "committed" (the session's records follow), "rollback" (a rollback began)
+// and "rolledback" (it finished, or the apply was undone after a crash).
+
+func writeJSONAtomic(path string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	return writeFileAtomic(path, data, 0o600)
+}
+
+func readEntry(jdir string) (*journalEntry, error) {
+	data, err := os.ReadFile(filepath.Join(jdir, "entry.json"))
+	if err != nil {
+		return nil, err
+	}
+	var e journalEntry
+	if err := json.Unmarshal(data, &e); err != nil {
+		return nil, fmt.Errorf("corrupt journal entry %s: %w", jdir, err)
+	}
+	return &e, nil
+}
+
+// matchesPrior reports whether the host path holds exactly what it held before the apply.
+func matchesPrior(root *projectRoot, p string, pr priorState) (bool, error) {
+	h, err := root.lstat(p)
+	if err != nil {
+		return false, err
+	}
+	if !h.exists || !pr.Exists {
+		return h.exists == pr.Exists, nil
+	}
+	if h.stat.Type != pr.Type || (pr.Type != 'l' && h.stat.Mode != pr.Mode) {
+		return false, nil
+	}
+	if pr.Type == 'l' {
+		return h.target == pr.Target, nil
+	}
+	return hostHash(root, p) == pr.Hash, nil
+}
+
+// matchesApplied reports whether the host path holds exactly what the apply wrote.
+func matchesApplied(root *projectRoot, jp journalPath) (bool, error) {
+	h, err := root.lstat(jp.Path)
+	if err != nil {
+		return false, err
+	}
+	switch jp.Kind {
+	case 'd':
+		// A deleted file may have become a directory of the same apply.
+		return !h.exists || h.stat.Type == 'd', nil
+	case 'l':
+		return h.exists && h.stat.Type == 'l' && h.target == jp.Target, nil
+	}
+	if !h.exists || h.stat.Type != 'f' || h.stat.Mode&0o7777 != jp.Mode {
+		return false, nil
+	}
+	return hostHash(root, jp.Path) == jp.Hash, nil
+}
+
+func hostHash(root *projectRoot, p string) string {
+	f, err := root.openRead(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sum, _, _, err := headHash(f)
+	if err != nil {
+		return ""
+	}
+	return sum
+}
+
+// rollbackEntry puts every path of an apply back as it was (skipping those that already are),
+// removes leftover temp files and the directories the apply created, and syncs. With check set it
+// first refuses, naming them, when paths no longer hold what the apply wrote.
+func (s *Session) rollbackEntry(root *projectRoot, e *journalEntry, check bool) (int, error) {
+	jdir := filepath.Join(s.journalDir(), e.ID)
+	if check {
+		var changed []string
+		for _, jp := range e.Paths {
+			ok, err := matchesApplied(root, jp)
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				changed = append(changed, jp.Path)
+			}
+		}
+		if len(changed) > 0 {
+			return 0, fmt.Errorf("roll back apply %s: the project changed these paths after the apply, not touching anything: %s", e.ID, strings.Join(quoteAll(changed), ", "))
+		}
+	}
+	pack, err := os.Open(filepath.Join(jdir, "prior.pack"))
+	if err != nil {
+		return 0, fmt.Errorf("roll back apply %s: %w", e.ID, err)
+	}
+	defer pack.Close()
+	restored := 0
+	var errs []error
+	// First clear what the apply put where nothing (or a directory) was, then take away the
+	// directories it made, make again those it removed, and finally put back files and links.
+	for _, jp := range e.Paths {
+		n, err := clearPath(root, jp)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", visible(jp.Path), err))
+		}
+		restored += n
+	}
+	for i := len(e.Dirs) - 1; i >= 0; i-- {
+		root.rmdir(e.Dirs[i]) // only succeeds when empty, as it should
+	}
+	for _, d := range e.RemovedDirs {
+		if err := root.mkdir(d.Path, d.Mode); err != nil {
+			errs = append(errs, fmt.Errorf("make directory %s again: %w", visible(d.Path), err))
+		}
+	}
+	for i := len(e.Paths) - 1; i >= 0; i-- {
+		jp := e.Paths[i]
+		if !jp.Prior.Exists || jp.Prior.Type == 'd' {
+			continue
+		}
+		n, err := restorePath(root, jp, pack)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", visible(jp.Path), err))
+		}
+		restored += n
+	}
+	if err := syncfsAt(s.Meta.Project); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return restored, fmt.Errorf("roll back apply %s: %w", e.ID, errors.Join(errs...))
+	}
+	return restored, nil
+}
+
+// clearPath removes a path's leftover temp file and, when the path held nothing or a directory
+// before the apply, whatever non-directory the apply put there. It returns 1 when it removed that.
+func clearPath(root *projectRoot, jp journalPath) (int, error) {
+	dir, name, err := root.openParent(jp.Path, false)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if jp.Kind != 'd' {
+		unix.Unlinkat(dir, jp.Temp, 0)
+	}
+	if jp.Prior.Exists && jp.Prior.Type != 'd' {
+		return 0, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return 0, nil
+	}
+	if err := unix.Unlinkat(dir, name, 0); err != nil && err != unix.ENOENT {
+		return 0, err
+	}
+	return 1, nil
+}
+
+// restorePath puts one path back to its prior state; it returns 1 when it changed the project.
+func restorePath(root *projectRoot, jp journalPath, pack *os.File) (int, error) {
+	dir, name, err := root.openParent(jp.Path, false)
+	if errors.Is(err, unix.ENOENT) {
+		if !jp.Prior.Exists {
+			return 0, nil
+		}
+		if err := root.mkdirAll(filepathDir(jp.Path)); err != nil {
+			return 0, err
+		}
+		dir, name, err = root.openParent(jp.Path, false)
+	}
+	if err != nil {
+		return 0, err
+	}
+	ok, err := matchesPrior(root, jp.Path, jp.Prior)
+	if err != nil {
+		return 0, err
+	}
+	if ok {
+		return 0, nil
+	}
+	tmp := jp.Temp + "-restore"
+	unix.Unlinkat(dir, tmp, 0)
+	switch {
+	case jp.Prior.Type == 'l':
+		if err := unix.Symlinkat(jp.Prior.Target, dir, tmp); err != nil {
+			return 0, err
+		}
+	default:
+		if err := writeTempAt(dir, tmp, io.NewSectionReader(pack, jp.Prior.Off, jp.Prior.Len), jp.Prior.Mode, jp.Prior.Hash); err != nil {
+			return 0, err
+		}
+	}
+	if err := unix.Renameat(dir, tmp, dir, name); err != nil {
+		unix.Unlinkat(dir, tmp, 0)
+		return 0, err
+	}
+	return 1, nil
+}
+
+func filepathDir(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+func quoteAll(ps []string) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = visible(p)
+	}
+	return out
+}
+
+// commitRollback records a finished rollback in the session: bases and decisions as before the
+// apply (with the restored files' new stats), the apply marked rolled back, the session open again.
+func (s *Session) commitRollback(root *projectRoot, e *journalEntry) error {
+	b, err := s.loadBases()
+	if err != nil {
+		return err
+	}
+	for _, jp := range e.Paths {
+		h, err := root.lstat(jp.Path)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !h.exists:
+			b.index.Paths[jp.Path] = baseEntry{Kind: baseAbsent}
+		case jp.PriorBase != nil && jp.PriorBase.Kind == baseObject:
+			pb := *jp.PriorBase
+			pb.Host = h.stat
+			b.index.Paths[jp.Path] = pb
+		default:
+			b.index.Paths[jp.Path] = baseEntry{Kind: baseHost, Type: h.stat.Type, Mode: h.stat.Mode, Target: h.target, Host: h.stat}
+		}
+	}
+	if err := b.save(); err != nil {
+		return err
+	}
+	d, err := s.LoadDecisions()
+	if err != nil {
+		return err
+	}
+	for _, jp := range e.Paths {
+		if fd := e.PriorDecisions[jp.Path]; fd != nil {
+			d.Files[jp.Path] = *fd
+		} else {
+			delete(d.Files, jp.Path)
+		}
+	}
+	if err := s.saveDecisions(d); err != nil {
+		return err
+	}
+	if err := s.reload(); err != nil {
+		return err
+	}
+	for i := range s.Meta.Applies {
+		if s.Meta.Applies[i].ID == e.ID {
+			s.Meta.Applies[i].RolledBack = true
+		}
+	}
+	if s.Meta.State == StateApplied {
+		if _, err := s.store.Current(s.Meta.Project); errors.Is(err, ErrNoSession) {
+			s.Meta.State = StateOpen
+			s.Meta.Closed = time.Time{}
+		}
+	}
+	if err := s.saveMeta(); err != nil {
+		return err
+	}
+	return writeMarker(filepath.Join(s.journalDir(), e.ID), "rolledback")
+}
+
+// recover finishes or undoes whatever a crash interrupted in the project's journals: an apply
+// whose entry is written but not done is rolled back; a done one is committed; a started rollback
+// is finished. It returns a sentence saying what it did ("" when nothing).
+func (l *ProjectLock) recover() (string, error) {
+	all, _, err := l.store.all()
+	if err != nil {
+		return "", err
+	}
+	var msgs []string
+	for _, s := range all {
+		if s.Meta.Project != l.project {
+			continue
+		}
+		s.lock = l
+		ents, err := os.ReadDir(s.journalDir())
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return "", fmt.Errorf("recover session %s: %w", s.Meta.ID, err)
+		}
+		for _, je := range ents {
+			if !je.IsDir() {
+				continue
+			}
+			msg, err := s.recoverEntry(filepath.Join(s.journalDir(), je.Name()))
+			if err != nil {
+				return strings.Join(msgs, "; "), err
+			}
+			if msg != "" {
+				msgs = append(msgs, msg)
+			}
+		}
+	}
+	return strings.Join(msgs, "; "), nil
+}
+
+func (s *Session) recoverEntry(jdir string) (string, error) {
+	if hasMarker(jdir, "rolledback") || (hasMarker(jdir, "committed") && !hasMarker(jdir, "rollback")) {
+		return "", nil
+	}
+	e, err := readEntry(jdir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Killed while writing the journal: the project was not touched yet.
+		if err := os.RemoveAll(jdir); err != nil {
+			return "", fmt.Errorf("recover: remove unfinished journal %s: %w", jdir, err)
+		}
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	unlock, err := s.store.stateLock(s.Meta.Project, true)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	root, err := openRoot(s.Meta.Project)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	switch {
+	case hasMarker(jdir, "rollback"):
+		if _, err := s.rollbackEntry(root, e, false); err != nil {
+			return "", fmt.Errorf("recover: finish the rollback of apply %s: %w", e.ID, err)
+		}
+		if err := s.commitRollback(root, e); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("finished the interrupted rollback of apply %s (session %s)", e.ID, s.Meta.ID), nil
+	case hasMarker(jdir, "done"):
+		if err := s.commitApply(e); err != nil {
+			return "", fmt.Errorf("recover: finish recording apply %s: %w", e.ID, err)
+		}
+		return fmt.Sprintf("completed the interrupted apply %s (session %s): all %d paths were written", e.ID, s.Meta.ID, len(e.Paths)), nil
+	}
+	n, err := s.rollbackEntry(root, e, false)
+	if err != nil {
+		return "", fmt.Errorf("recover: roll back the interrupted apply %s: %w", e.ID, err)
+	}
+	if err := writeMarker(jdir, "rolledback"); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("rolled back the interrupted apply %s (session %s): %d paths restored, the project is as before it", e.ID, s.Meta.ID, n), nil
+}
+
+// RollbackResult says which applies a rollback undid.
+type RollbackResult struct {
+	Applies  []string `json:"applies"`
+	Restored int      `json:"restored"`
+}
+
+// Rollback undoes the project's last apply, or with toID every apply back to and including that
+// one, newest first, restoring content, mode and existence byte for byte. It refuses, naming them,
+// when the host changed paths after the apply.
+func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
+	if l.f == nil {
+		return nil, fmt.Errorf("roll back: the project lock was released")
+	}
+	if msg, err := l.recover(); err != nil {
+		return nil, err
+	} else if msg != "" {
+		l.Recovered = strings.TrimPrefix(l.Recovered+"; "+msg, "; ")
+	}
+	all, _, err := l.store.all()
+	if err != nil {
+		return nil, err
+	}
+	type item struct {
+		s   *Session
+		rec ApplyRecord
+	}
+	var items []item
+	for _, s := range all {
+		if s.Meta.Project != l.project {
+			continue
+		}
+		s.lock = l
+		for _, r := range s.Meta.Applies {
+			if !r.RolledBack {
+				items = append(items, item{s, r})
+			}
+		}
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].rec.Time.Before(items[j].rec.Time) })
+	if len(items) == 0 {
+		return nil, fmt.Errorf("roll back: project %s has no apply to roll back", l.project)
+	}
+	from := len(items) - 1
+	if toID != "" {
+		from = -1
+		for i, it := range items {
+			if it.rec.ID == toID {
+				from = i
+			}
+		}
+		if from < 0 {
+			return nil, fmt.Errorf("roll back: no apply %q of project %s that is not rolled back already", toID, l.project)
+		}
+	}
+	for _, it := range items[from:] {
+		if it.s.RunActive() {
+			return nil, fmt.Errorf("roll back: a run is active on session %s; wait for it to end", it.s.Meta.ID)
+		}
+	}
+	unlock, err := l.store.stateLock(l.project, true)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	root, err := openRoot(l.project)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	// Check every path against the newest apply that wrote it before touching anything.
+	entries := make([]*journalEntry, len(items)-from)
+	latest := map[string]bool{}
+	var changed []string
+	for i := len(items) - 1; i >= from; i-- {
+		it := items[i]
+		e, err := readEntry(filepath.Join(it.s.journalDir(), it.rec.ID))
+		if err != nil {
+			return nil, fmt.Errorf("roll back apply %s: read its journal: %w", it.rec.ID, err)
+		}
+		entries[i-from] = e
+		for _, jp := range e.Paths {
+			if latest[jp.Path] {
+				continue
+			}
+			latest[jp.Path] = true
+			ok, err := matchesApplied(root, jp)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				changed = append(changed, jp.Path)
+			}
+		}
+	}
+	if len(changed) > 0 {
+		return nil, fmt.Errorf("roll back: the project changed these paths after the apply; nothing was rolled back: %s", strings.Join(quoteAll(changed), ", "))
+	}
+	res := &RollbackResult{}
+	for i := len(entries) - 1; i >= 0; i-- {
+		it, e := items[from+i], entries[i]
+		jdir := filepath.Join(it.s.journalDir(), e.ID)
+		if err := writeMarker(jdir, "rollback"); err != nil {
+			return res, err
+		}
+		n, err := it.s.rollbackEntry(root, e, false)
+		if err != nil {
+			return res, err
+		}
+		if err := it.s.commitRollback(root, e); err != nil {
+			return res, err
+		}
+		res.Applies = append(res.Applies, e.ID)
+		res.Restored += n
+	}
+	return res, nil
+}

@@ -1,0 +1,192 @@
+package session
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"github.com/shadow-sandbox/shadow/diffview"
+	"strings"
+	"unicode/utf8"
+)
+
+// File names and symlink targets are bytes, not text: encoding/json would replace invalid UTF-8
+// with U+FFFD and so point a record at another path. Every path shadow stores in JSON goes
+// through encS/decS: valid UTF-8 is kept as it is, anything else becomes "\x00b64:" + base64 (a
+// path never holds a NUL byte, so the prefix is unambiguous).
+
+const binPrefix = "\x00b64:"
+
+func encS(s string) string {
+	if utf8.ValidString(s) && !strings.HasPrefix(s, "\x00") {
+		return s
+	}
+	return binPrefix + base64.StdEncoding.EncodeToString([]byte(s))
+}
+
+func decS(s string) string {
+	if !strings.HasPrefix(s, binPrefix) {
+		return s
+	}
+	b, err := base64.StdEncoding.DecodeString(s[len(binPrefix):])
+	if err != nil {
+		return s
+	}
+	return string(b)
+}
+
+func mapKeys[V any](m map[string]V, f func(string) string) map[string]V {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]V, len(m))
+	for k, v := range m {
+		out[f(k)] = v
+	}
+	return out
+}
+
+// MarshalJSON keeps non-UTF-8 paths exact.
+func (x baseIndex) MarshalJSON() ([]byte, error) {
+	type plain baseIndex
+	p := plain{Version: x.Version, Paths: make(map[string]baseEntry, len(x.Paths))}
+	for k, e := range x.Paths {
+		e.Target = encS(e.Target)
+		p.Paths[encS(k)] = e
+	}
+	return json.Marshal(p)
+}
+
+// UnmarshalJSON reverses MarshalJSON.
+func (x *baseIndex) UnmarshalJSON(b []byte) error {
+	type plain baseIndex
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	x.Version, x.Paths = p.Version, make(map[string]baseEntry, len(p.Paths))
+	for k, e := range p.Paths {
+		e.Target = decS(e.Target)
+		x.Paths[decS(k)] = e
+	}
+	return nil
+}
+
+// MarshalJSON keeps non-UTF-8 paths and edited hunks exact.
+func (d Decisions) MarshalJSON() ([]byte, error) {
+	type plain Decisions
+	return json.Marshal(plain{Version: d.Version, Files: encDecisions(d.Files, encS)})
+}
+
+// UnmarshalJSON reverses MarshalJSON.
+func (d *Decisions) UnmarshalJSON(b []byte) error {
+	type plain Decisions
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	d.Version, d.Files = p.Version, encDecisions(p.Files, decS)
+	return nil
+}
+
+func encDecisions(m map[string]FileDecision, f func(string) string) map[string]FileDecision {
+	out := make(map[string]FileDecision, len(m))
+	for k, fd := range m {
+		out[f(k)] = codeFileDecision(fd, f)
+	}
+	return out
+}
+
+func codeFileDecision(fd FileDecision, f func(string) string) FileDecision {
+	if len(fd.Hunks) > 0 {
+		hs := make(map[string]diffview.Decision, len(fd.Hunks))
+		for id, d := range fd.Hunks {
+			d.Edit = f(d.Edit)
+			hs[id] = d
+		}
+		fd.Hunks = hs
+	}
+	return fd
+}
+
+func codeFileDecisions(m map[string]*FileDecision, f func(string) string) map[string]*FileDecision {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]*FileDecision, len(m))
+	for k, fd := range m {
+		if fd != nil {
+			c := codeFileDecision(*fd, f)
+			fd = &c
+		}
+		out[f(k)] = fd
+	}
+	return out
+}
+
+func (e *journalEntry) coded(f func(string) string) *journalEntry {
+	c := *e
+	c.Paths = make([]journalPath, len(e.Paths))
+	for i, jp := range e.Paths {
+		jp.Path, jp.Target, jp.Prior.Target = f(jp.Path), f(jp.Target), f(jp.Prior.Target)
+		if jp.PriorBase != nil {
+			pb := *jp.PriorBase
+			pb.Target = f(pb.Target)
+			jp.PriorBase = &pb
+		}
+		c.Paths[i] = jp
+	}
+	c.Dirs = make([]string, len(e.Dirs))
+	for i, d := range e.Dirs {
+		c.Dirs[i] = f(d)
+	}
+	c.RemovedDirs = make([]removedDir, len(e.RemovedDirs))
+	for i, d := range e.RemovedDirs {
+		d.Path = f(d.Path)
+		c.RemovedDirs[i] = d
+	}
+	c.Decisions = codeFileDecisions(e.Decisions, f)
+	c.PriorDecisions = codeFileDecisions(e.PriorDecisions, f)
+	return &c
+}
+
+// MarshalJSON keeps non-UTF-8 paths exact.
+func (e journalEntry) MarshalJSON() ([]byte, error) {
+	type plain journalEntry
+	return json.Marshal(plain(*e.coded(encS)))
+}
+
+// UnmarshalJSON reverses MarshalJSON.
+func (e *journalEntry) UnmarshalJSON(b []byte) error {
+	type plain journalEntry
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	x := journalEntry(p)
+	*e = *x.coded(decS)
+	return nil
+}
+
+// MarshalJSON keeps non-UTF-8 paths exact.
+func (r ApplyRecord) MarshalJSON() ([]byte, error) {
+	type plain ApplyRecord
+	p := plain(r)
+	p.Paths = make([]string, len(r.Paths))
+	for i, s := range r.Paths {
+		p.Paths[i] = encS(s)
+	}
+	return json.Marshal(p)
+}
+
+// UnmarshalJSON reverses MarshalJSON.
+func (r *ApplyRecord) UnmarshalJSON(b []byte) error {
+	type plain ApplyRecord
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	for i, s := range p.Paths {
+		p.Paths[i] = decS(s)
+	}
+	*r = ApplyRecord(p)
+	return nil
+}

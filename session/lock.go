@@ -1,0 +1,218 @@
+package session
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ProjectLock is the exclusive writer lock of one project (flock on a file under the store's
+// locks/). run, shell, apply and discard hold it for as long as they write; readers never wait on
+// it. Short state changes additionally take the project's state lock, which readers share.
+type ProjectLock struct {
+	store   *Store
+	project string
+	f       *os.File
+	// Recovered says what was done about an interrupted apply or rollback found when the lock was
+	// taken; empty when there was none.
+	Recovered string
+}
+
+// ErrBusy matches (errors.Is) the error of LockProject when another writer holds the project.
+var ErrBusy = errors.New("project is busy")
+
+// BusyError says which shadow command holds the project's writer lock.
+type BusyError struct {
+	Project string
+	Holder  string // e.g. "run (pid 123)"
+}
+
+// Error says which project is busy and with what.
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("project %s is busy: another shadow %s is writing to it; wait for it to finish (or pass --wait)", e.Project, e.Holder)
+}
+
+// Is makes errors.Is(err, ErrBusy) true.
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
+
+// LockOptions tune LockProject.
+type LockOptions struct {
+	// Wait blocks until another writer releases the project instead of failing at once.
+	Wait bool
+	// Command names the operation holding the lock (run, apply...), shown to a second writer.
+	Command string
+}
+
+func (st *Store) lockPath(project, kind string) string {
+	sum := sha256.Sum256([]byte(project))
+	return filepath.Join(st.Root, "locks", hex.EncodeToString(sum[:8])+"."+kind)
+}
+
+// LockProject takes the project's writer lock, then finishes or rolls back any apply that a
+// crash interrupted (Recovered says which).
+func (st *Store) LockProject(project string, opts LockOptions) (*ProjectLock, error) {
+	path := st.lockPath(project, "lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock project %s: open %s: %w", project, path, err)
+	}
+	how := unix.LOCK_EX
+	if !opts.Wait {
+		how |= unix.LOCK_NB
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), how)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		holder := readHolder(f)
+		f.Close()
+		return nil, &BusyError{Project: project, Holder: holder}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock project %s: %w", project, err)
+	}
+	cmd := opts.Command
+	if cmd == "" {
+		cmd = "command"
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(fmt.Sprintf("%d %s %s\n", os.Getpid(), time.Now().UTC().Format(time.RFC3339), cmd)), 0)
+	}
+	lk := &ProjectLock{store: st, project: project, f: f}
+	msg, err := lk.recover()
+	if err != nil {
+		lk.Release()
+		return nil, err
+	}
+	lk.Recovered = msg
+	return lk, nil
+}
+
+// readHolder describes the process named in a lock file, e.g. "run (pid 123)".
+func readHolder(f *os.File) string {
+	buf := make([]byte, 256)
+	n, _ := f.ReadAt(buf, 0)
+	fields := strings.Fields(string(buf[:n]))
+	if len(fields) >= 3 {
+		if pid, err := strconv.Atoi(fields[0]); err == nil {
+			return fmt.Sprintf("%s (pid %d)", fields[2], pid)
+		}
+	}
+	return "command"
+}
+
+// Release gives the lock up.
+func (l *ProjectLock) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
+
+// Project is the locked project's path.
+func (l *ProjectLock) Project() string { return l.project }
+
+// Current returns the project's open session, writable, or ErrNoSession.
+func (l *ProjectLock) Current() (*Session, error) {
+	s, err := l.store.Current(l.project)
+	if err != nil {
+		return nil, err
+	}
+	s.lock = l
+	return s, nil
+}
+
+// Create starts a new session of the project, recording its manifest. It refuses while the
+// project has an open session.
+func (l *ProjectLock) Create() (*Session, error) {
+	if l.f == nil {
+		return nil, fmt.Errorf("create session: the project lock was released")
+	}
+	if cur, err := l.store.Current(l.project); err == nil {
+		return nil, fmt.Errorf("project %s already has an open session %s; run `shadow apply` or `shadow discard` first, or continue it without --new", l.project, cur.Meta.ID)
+	} else if !errors.Is(err, ErrNoSession) {
+		return nil, err
+	}
+	return l.store.create(l.project, l)
+}
+
+// CurrentOrCreate continues the project's open session, or starts one when there is none.
+func (l *ProjectLock) CurrentOrCreate() (*Session, bool, error) {
+	s, err := l.Current()
+	if err == nil {
+		return s, false, nil
+	}
+	if !errors.Is(err, ErrNoSession) {
+		return nil, false, err
+	}
+	s, err = l.Create()
+	return s, err == nil, err
+}
+
+// Get returns the session with the given id, writable; it must belong to the locked project.
+func (l *ProjectLock) Get(id string) (*Session, error) {
+	s, err := l.store.load(id)
+	if err != nil {
+		return nil, err
+	}
+	if s.Meta.Project != l.project {
+		return nil, fmt.Errorf("session %s belongs to project %s, not %s", id, s.Meta.Project, l.project)
+	}
+	s.lock = l
+	return s, nil
+}
+
+// stateLock takes the project's short-lived state lock: exclusive while a writer changes staged
+// state or the project, shared while a reader scans it.
+func (st *Store) stateLock(project string, exclusive bool) (func(), error) {
+	path := st.lockPath(project, "state")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock state of %s: %w", project, err)
+	}
+	how := unix.LOCK_SH
+	if exclusive {
+		how = unix.LOCK_EX
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), how)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock state of %s: %w", project, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// Recover finishes or undoes an apply or rollback that a crash interrupted, for commands that
+// only read (diff, sessions, review): it takes the writer lock without waiting, and when another
+// shadow holds it (that apply is not interrupted, it is running) does nothing. It returns what it
+// did, "" when nothing.
+func (st *Store) Recover(project string) (string, error) {
+	lk, err := st.LockProject(project, LockOptions{Command: "recovery"})
+	if err != nil {
+		if errors.Is(err, ErrBusy) {
+			return "", nil
+		}
+		return "", err
+	}
+	defer lk.Release()
+	return lk.Recovered, nil
+}

@@ -1,0 +1,159 @@
+package session
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+)
+
+// fileStat is what the manifest records of a project file: enough to notice that the host changed
+// it, without reading its content.
+type fileStat struct {
+	Type  byte // 'f' regular, 'l' symlink, 'd' directory, 'o' other
+	Mode  uint32
+	Size  int64
+	Mtime int64 // nanoseconds
+	Ino   uint64
+}
+
+func statOf(fi fs.FileInfo) fileStat {
+	st := fileStat{Mode: uint32(fi.Mode().Perm()), Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.Ino = sys.Ino
+		st.Mode = sys.Mode & 0o7777
+	}
+	switch {
+	case fi.Mode().IsRegular():
+		st.Type = 'f'
+	case fi.Mode()&fs.ModeSymlink != 0:
+		st.Type = 'l'
+	case fi.IsDir():
+		st.Type = 'd'
+	default:
+		st.Type = 'o'
+	}
+	return st
+}
+
+const manifestMagic = "shadow-manifest 1\n"
+
+// manifest is a project's file list at session start, sorted by path.
+type manifest struct {
+	paths []string
+	stats []fileStat
+}
+
+func (m *manifest) lookup(path string) (fileStat, bool) {
+	i := sort.SearchStrings(m.paths, path)
+	if i < len(m.paths) && m.paths[i] == path {
+		return m.stats[i], true
+	}
+	return fileStat{}, false
+}
+
+// writeManifest records every non-directory entry of project (symlinks not followed) into out,
+// compactly: varint-encoded records sorted by path. skip is a directory never descended (the
+// store, should it live inside the project).
+func writeManifest(project, out, skip string) error {
+	var m manifest
+	err := filepath.WalkDir(project, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == project {
+				return err
+			}
+			return nil // an unreadable subtree is simply not in the manifest: its changes are conflicts
+		}
+		if d.IsDir() {
+			if p == skip {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(project, p)
+		m.paths = append(m.paths, filepath.ToSlash(rel))
+		m.stats = append(m.stats, statOf(fi))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record manifest of %s: %w", project, err)
+	}
+	// WalkDir visits in lexical order per directory, which is not global byte order ("a/b" vs "a-").
+	idx := make([]int, len(m.paths))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return m.paths[idx[a]] < m.paths[idx[b]] })
+	f, err := os.Create(out)
+	if err != nil {
+		return fmt.Errorf("record manifest: %w", err)
+	}
+	defer f.Close()
+	w := bufio.NewWriterSize(f, 1<<16)
+	w.WriteString(manifestMagic)
+	var buf [binary.MaxVarintLen64]byte
+	uv := func(v uint64) { w.Write(buf[:binary.PutUvarint(buf[:], v)]) }
+	sv := func(v int64) { w.Write(buf[:binary.PutVarint(buf[:], v)]) }
+	for _, i := range idx {
+		st := m.stats[i]
+		uv(uint64(len(m.paths[i])))
+		w.WriteString(m.paths[i])
+		w.WriteByte(st.Type)
+		uv(uint64(st.Mode))
+		sv(st.Size)
+		sv(st.Mtime)
+		uv(st.Ino)
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("record manifest %s: %w", out, err)
+	}
+	if err := fsync(f); err != nil {
+		return fmt.Errorf("record manifest %s: fsync: %w", out, err)
+	}
+	return nil
+}
+
+var errCorruptManifest = errors.New("corrupt manifest")
+
+func readManifest(path string) (*manifest, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	if !bytes.HasPrefix(data, []byte(manifestMagic)) {
+		return nil, fmt.Errorf("read manifest %s: %w", path, errCorruptManifest)
+	}
+	r := bytes.NewReader(data[len(manifestMagic):])
+	m := &manifest{}
+	for r.Len() > 0 {
+		n, err := binary.ReadUvarint(r)
+		if err != nil || n > uint64(r.Len()) {
+			return nil, fmt.Errorf("read manifest %s: %w", path, errCorruptManifest)
+		}
+		p := make([]byte, n)
+		r.Read(p)
+		var st fileStat
+		t, err1 := r.ReadByte()
+		mode, err2 := binary.ReadUvarint(r)
+		size, err3 := binary.ReadVarint(r)
+		mt, err4 := binary.ReadVarint(r)
+		ino, err5 := binary.ReadUvarint(r)
+		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+			return nil, fmt.Errorf("read manifest %s: %w", path, errCorruptManifest)
+		}
+		st.Type, st.Mode, st.Size, st.Mtime, st.Ino = t, uint32(mode), size, mt, ino
+		m.paths = append(m.paths, string(p))
+		m.stats = append(m.stats, st)
+	}
+	return m, nil
+}

@@ -1,0 +1,298 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Every access to the project during apply and rollback goes through a directory descriptor of the
+// project root and openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS), so that a symlink planted by the
+// agent or swapped in by the host cannot redirect a read or a write outside the project. Kernels
+// without openat2 get a walk that opens one component at a time with O_NOFOLLOW.
+
+// forceWalk makes the code take the O_NOFOLLOW walk even where openat2 exists (tests set it).
+var forceWalk = false
+
+// projectRoot is an open directory descriptor of the project root.
+type projectRoot struct {
+	path string
+	fd   int
+	dirs map[string]int // cached descriptors of directories beneath the root
+}
+
+func openRoot(path string) (*projectRoot, error) {
+	fd, err := unix.Open(path, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open project %s: %w", path, err)
+	}
+	return &projectRoot{path: path, fd: fd}, nil
+}
+
+func (r *projectRoot) Close() error {
+	r.invalidate()
+	return unix.Close(r.fd)
+}
+
+// validRel rejects paths that are not clean relative slash paths (no "..", ".", empty or absolute
+// components); change-set paths always are, so anything else is bad input.
+func validRel(rel string) error {
+	if rel == "" || strings.HasPrefix(rel, "/") {
+		return fmt.Errorf("bad path %q", rel)
+	}
+	for _, c := range strings.Split(rel, "/") {
+		if c == "" || c == "." || c == ".." {
+			return fmt.Errorf("bad path %q", rel)
+		}
+	}
+	return nil
+}
+
+// openat opens rel beneath dirfd without following any symlink on the way or at the end.
+func openat(dirfd int, rel string, flags int, mode uint32) (int, error) {
+	flags |= unix.O_CLOEXEC | unix.O_NOFOLLOW
+	if !forceWalk {
+		how := &unix.OpenHow{Flags: uint64(flags), Mode: uint64(mode),
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+		for {
+			fd, err := unix.Openat2(dirfd, rel, how)
+			if err == unix.EINTR || err == unix.EAGAIN {
+				continue
+			}
+			if err != unix.ENOSYS {
+				return fd, err
+			}
+			break
+		}
+	}
+	dir, name, err := walkParent(dirfd, rel)
+	if err != nil {
+		return -1, err
+	}
+	defer closeIfNot(dir, dirfd)
+	return unix.Openat(dir, name, flags, mode)
+}
+
+// walkParent opens every directory of rel but the last component, one at a time with O_NOFOLLOW,
+// and returns the parent's descriptor (dirfd itself when rel has one component) and the last name.
+func walkParent(dirfd int, rel string) (int, string, error) {
+	parts := strings.Split(rel, "/")
+	cur := dirfd
+	for _, p := range parts[:len(parts)-1] {
+		if p == ".." || p == "." || p == "" {
+			closeIfNot(cur, dirfd)
+			return -1, "", unix.EXDEV
+		}
+		next, err := unix.Openat(cur, p, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		closeIfNot(cur, dirfd)
+		if err != nil {
+			return -1, "", err
+		}
+		cur = next
+	}
+	last := parts[len(parts)-1]
+	if last == ".." || last == "." || last == "" {
+		closeIfNot(cur, dirfd)
+		return -1, "", unix.EXDEV
+	}
+	return cur, last, nil
+}
+
+func closeIfNot(fd, keep int) {
+	if fd != keep && fd >= 0 {
+		unix.Close(fd)
+	}
+}
+
+// openParent returns a descriptor of rel's parent directory beneath the root (creating missing
+// directories with mode 0755 when create is set) and rel's last component. The descriptor is
+// borrowed from the root's cache: callers must not close it.
+func (r *projectRoot) openParent(rel string, create bool) (int, string, error) {
+	if err := validRel(rel); err != nil {
+		return -1, "", err
+	}
+	i := strings.LastIndexByte(rel, '/')
+	if i < 0 {
+		return r.fd, rel, nil
+	}
+	dir, name := rel[:i], rel[i+1:]
+	if fd, ok := r.dirs[dir]; ok {
+		return fd, name, nil
+	}
+	fd, err := openat(r.fd, dir, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+	if err != nil && create && errors.Is(err, unix.ENOENT) {
+		if err := r.mkdirAll(dir); err != nil {
+			return -1, "", err
+		}
+		fd, err = openat(r.fd, dir, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+	}
+	if err != nil {
+		return -1, "", err
+	}
+	if len(r.dirs) >= maxCachedDirs {
+		r.invalidate()
+	}
+	if r.dirs == nil {
+		r.dirs = map[string]int{}
+	}
+	r.dirs[dir] = fd
+	return fd, name, nil
+}
+
+// maxCachedDirs bounds the directory descriptors a root keeps open.
+const maxCachedDirs = 256
+
+// invalidate forgets every cached directory descriptor, so that paths are resolved afresh (after
+// a directory was removed, and between the steps of an apply).
+func (r *projectRoot) invalidate() {
+	for _, fd := range r.dirs {
+		unix.Close(fd)
+	}
+	r.dirs = nil
+}
+
+// mkdirAll creates dir beneath the root one component at a time; an existing symlink component
+// fails (ELOOP/ENOTDIR) rather than being followed.
+func (r *projectRoot) mkdirAll(dir string) error {
+	parts := strings.Split(dir, "/")
+	cur, err := unix.Dup(r.fd)
+	if err != nil {
+		return err
+	}
+	defer func() { unix.Close(cur) }()
+	for _, p := range parts {
+		err := unix.Mkdirat(cur, p, 0o755)
+		if err != nil && err != unix.EEXIST {
+			return fmt.Errorf("create directory %s: %w", dir, err)
+		}
+		next, err := unix.Openat(cur, p, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return fmt.Errorf("create directory %s: %s: %w", visible(dir), visible(p), err)
+		}
+		unix.Close(cur)
+		cur = next
+	}
+	return nil
+}
+
+// hostEntry is what is at a project path right now.
+type hostEntry struct {
+	exists bool
+	stat   fileStat
+	target string // symlink target
+}
+
+// lstat describes rel beneath the root without following a final symlink.
+func (r *projectRoot) lstat(rel string) (hostEntry, error) {
+	dir, name, err := r.openParent(rel, false)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+		// A missing parent, or one that is a file or a symlink: nothing exists there beneath
+		// real directories of the project.
+		return hostEntry{}, nil
+	}
+	if err != nil {
+		return hostEntry{}, fmt.Errorf("inspect %s: %w", visible(rel), err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return hostEntry{}, nil
+		}
+		return hostEntry{}, fmt.Errorf("inspect %s: %w", visible(rel), err)
+	}
+	h := hostEntry{exists: true, stat: statFromUnix(&st)}
+	if h.stat.Type == 'l' {
+		h.target, err = readlinkat(dir, name)
+		if err != nil {
+			return hostEntry{}, fmt.Errorf("inspect %s: %w", visible(rel), err)
+		}
+	}
+	return h, nil
+}
+
+func statFromUnix(st *unix.Stat_t) fileStat {
+	fs := fileStat{Mode: st.Mode & 0o7777, Size: st.Size, Mtime: st.Mtim.Nano(), Ino: st.Ino}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		fs.Type = 'f'
+	case unix.S_IFLNK:
+		fs.Type = 'l'
+	case unix.S_IFDIR:
+		fs.Type = 'd'
+	default:
+		fs.Type = 'o'
+	}
+	return fs
+}
+
+func readlinkat(dir int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dir, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+}
+
+// openRead opens a regular file beneath the root for reading (a symlink or special file fails,
+// and is never opened: opening a device or FIFO can have effects of its own).
+func (r *projectRoot) openRead(rel string) (*os.File, error) {
+	dir, name, err := r.openParent(rel, false)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", visible(rel), err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, fmt.Errorf("open %s: %w", visible(rel), err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("open %s: not a regular file", visible(rel))
+	}
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", visible(rel), err)
+	}
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, fmt.Errorf("open %s: not a regular file", visible(rel))
+	}
+	return os.NewFile(uintptr(fd), r.path+"/"+rel), nil
+}
+
+// rmdir removes an empty directory beneath the root.
+func (r *projectRoot) rmdir(rel string) error {
+	dir, name, err := r.openParent(rel, false)
+	if err != nil {
+		return err
+	}
+	err = unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
+	r.invalidate()
+	return err
+}
+
+// mkdir makes one directory beneath the root with exactly mode (an existing directory is fine).
+func (r *projectRoot) mkdir(rel string, mode uint32) error {
+	dir, name, err := r.openParent(rel, false)
+	if err != nil {
+		return err
+	}
+	if err := unix.Mkdirat(dir, name, 0o700); err != nil {
+		if err == unix.EEXIST {
+			return nil
+		}
+		return err
+	}
+	fd, err := unix.Openat(dir, name, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fchmod(fd, mode)
+}

@@ -1,0 +1,500 @@
+// Package session keeps shadow's sessions: the staging layer each run writes into, the manifest and
+// pre-images that tell what the agent changed and whether the host changed too, the review decisions,
+// and the journaled apply and rollback that move accepted changes into the project.
+package session
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// State is where a session is in its life: open (accepting runs), applied, or discarded.
+type State string
+
+// The states of a session.
+const (
+	StateOpen      State = "open"
+	StateApplied   State = "applied"
+	StateDiscarded State = "discarded"
+)
+
+// ErrNoSession is returned by Current when the project has no open session.
+var ErrNoSession = errors.New("no open session")
+
+const metaVersion = 1
+
+// Meta is the content of a session's session.json.
+type Meta struct {
+	Version int       `json:"version"`
+	ID      string    `json:"id"`
+	Project string    `json:"project"`
+	Created time.Time `json:"created"`
+	State   State     `json:"state"`
+	// Runs are the finished runs, oldest first.
+	Runs []Run `json:"runs,omitempty"`
+	// Active is the run in progress, if any; it is stale when its process is gone.
+	Active *Run `json:"active,omitempty"`
+	// Applies are the committed applies, oldest first (rolled-back ones included, marked).
+	Applies []ApplyRecord `json:"applies,omitempty"`
+	// Closed is when the session was applied or discarded.
+	Closed time.Time `json:"closed,omitzero"`
+}
+
+// Store is the directory holding every session ($XDG_STATE_HOME/shadow).
+type Store struct {
+	Root string
+}
+
+// Session is one session of a project; it writes only when it was obtained through a writer lock.
+type Session struct {
+	store *Store
+	dir   string
+	Meta  Meta
+	lock  *ProjectLock
+	// protected extends DefaultProtected for this session's classification (config `protected`).
+	protected []string
+}
+
+// SetProtected adds gitignore-style patterns (matched at any depth) to the protected paths used
+// when this session's changes are classified: the config's `protected` key.
+func (s *Session) SetProtected(patterns []string) {
+	s.protected = append([]string(nil), patterns...)
+}
+
+// DefaultRoot is $XDG_STATE_HOME/shadow, or ~/.local/state/shadow when the variable is unset.
+func DefaultRoot() (string, error) {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" || !filepath.IsAbs(dir) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("find the state directory: %w", err)
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "shadow"), nil
+}
+
+// Open opens (creating if needed) the store rooted at root.
+func Open(root string) (*Store, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("open session store %s: %w", root, err)
+	}
+	for _, d := range []string{abs, filepath.Join(abs, "sessions"), filepath.Join(abs, "locks")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("open session store: create %s: %w", d, err)
+		}
+	}
+	return &Store{Root: abs}, nil
+}
+
+// ResolveProject turns --project (or the working directory when dir is empty) into the project's
+// absolute, symlink-free path: the git top level containing dir, else dir itself.
+func ResolveProject(dir string) (string, error) {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("project: find the working directory: %w", err)
+		}
+		dir = wd
+		if top := gitTopLevel(wd); top != "" {
+			dir = top
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("project %s: %w", dir, err)
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("project %s does not exist", abs)
+	case err != nil:
+		return "", fmt.Errorf("project %s: %w", abs, err)
+	case !fi.IsDir():
+		return "", fmt.Errorf("project %s is not a directory", abs)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("project %s: resolve symlinks: %w", abs, err)
+	}
+	return real, nil
+}
+
+// gitTopLevel asks git for the top level of the work tree holding dir, falling back to walking up
+// for a .git entry when git is not installed. It returns "" outside a work tree.
+func gitTopLevel(dir string) string {
+	if out, err := exec.Command("git", "-C", dir, "rev-parse", "--show-toplevel").Output(); err == nil {
+		if top := strings.TrimRight(string(out), "\n"); top != "" {
+			return top
+		}
+		return ""
+	} else if _, lookErr := exec.LookPath("git"); lookErr == nil {
+		return ""
+	}
+	for d := dir; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return ""
+		}
+		d = parent
+	}
+}
+
+func (st *Store) sessionsDir() string { return filepath.Join(st.Root, "sessions") }
+
+// validID reports whether id has the shape of a session id, so that it is safe as a path element.
+func validID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func newID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// load reads one session's metadata.
+func (st *Store) load(id string) (*Session, error) {
+	if !validID(id) {
+		return nil, fmt.Errorf("unknown session id %q", id)
+	}
+	dir := filepath.Join(st.sessionsDir(), id)
+	data, err := os.ReadFile(filepath.Join(dir, "session.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("unknown session id %q", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read session %s: %w", id, err)
+	}
+	var m Meta
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("session %s: corrupt session.json (%v); inspect or remove %s", id, err, dir)
+	}
+	if m.Version != metaVersion || m.ID != id || m.Project == "" {
+		return nil, fmt.Errorf("session %s: corrupt session.json (bad version, id or project); inspect or remove %s", id, dir)
+	}
+	return &Session{store: st, dir: dir, Meta: m}, nil
+}
+
+// Get returns the session with the given id, read-only.
+func (st *Store) Get(id string) (*Session, error) {
+	return st.load(id)
+}
+
+// all loads every readable session, oldest first, with the errors of unreadable ones.
+func (st *Store) all() ([]*Session, []error, error) {
+	ents, err := os.ReadDir(st.sessionsDir())
+	if err != nil {
+		return nil, nil, fmt.Errorf("list sessions: %w", err)
+	}
+	var out []*Session
+	var bad []error
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(st.sessionsDir(), e.Name(), "session.json")); errors.Is(err, fs.ErrNotExist) {
+			continue // a session whose creation was interrupted: never started
+		}
+		s, err := st.load(e.Name())
+		if err != nil {
+			bad = append(bad, err)
+			continue
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Meta.Created.Before(out[j].Meta.Created) })
+	return out, bad, nil
+}
+
+// Current returns the project's open session, read-only, or ErrNoSession.
+func (st *Store) Current(project string) (*Session, error) {
+	all, _, err := st.all()
+	if err != nil {
+		return nil, err
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].Meta.Project == project && all[i].Meta.State == StateOpen {
+			return all[i], nil
+		}
+	}
+	return nil, fmt.Errorf("project %s: %w", project, ErrNoSession)
+}
+
+// Latest returns the project's most recent session in any state, read-only, or ErrNoSession.
+func (st *Store) Latest(project string) (*Session, error) {
+	all, _, err := st.all()
+	if err != nil {
+		return nil, err
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].Meta.Project == project {
+			return all[i], nil
+		}
+	}
+	return nil, fmt.Errorf("project %s: %w", project, ErrNoSession)
+}
+
+// Info is one row of `shadow sessions`.
+type Info struct {
+	ID          string    `json:"id"`
+	Project     string    `json:"project"`
+	Created     time.Time `json:"created"`
+	Runs        int       `json:"runs"`
+	Running     bool      `json:"running"`
+	FilesStaged int       `json:"files_staged"`
+	Network     int       `json:"network_requests"`
+	State       State     `json:"state"`
+	// Error is set for a session whose files could not be read.
+	Error string `json:"error,omitempty"`
+}
+
+// List describes every session, oldest first; unreadable sessions are listed with their error.
+func (st *Store) List() ([]Info, error) {
+	all, bad, err := st.all()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Info, 0, len(all)+len(bad))
+	for _, s := range all {
+		inf := Info{ID: s.Meta.ID, Project: s.Meta.Project, Created: s.Meta.Created, Runs: len(s.Meta.Runs),
+			State: s.Meta.State, Running: s.RunActive()}
+		if s.Meta.Active != nil {
+			inf.Runs++
+		}
+		if s.Meta.State == StateOpen {
+			if cs, err := s.Changes(); err != nil {
+				inf.Error = err.Error()
+			} else {
+				inf.FilesStaged = len(cs.Changes)
+			}
+		}
+		inf.Network = countLines(filepath.Join(s.dir, "net.log"))
+		out = append(out, inf)
+	}
+	for _, e := range bad {
+		out = append(out, Info{Error: e.Error()})
+	}
+	return out, nil
+}
+
+func countLines(path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n := strings.Count(string(data), "\n")
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+// Dir is the session's directory.
+func (s *Session) Dir() string { return s.dir }
+
+// ID is the session's id.
+func (s *Session) ID() string { return s.Meta.ID }
+
+// Project is the absolute path of the session's project.
+func (s *Session) Project() string { return s.Meta.Project }
+
+// UpperDir is the overlay upper layer that stages the project's writes.
+func (s *Session) UpperDir() string { return filepath.Join(s.dir, "upper") }
+
+// WorkDir is the overlay work directory paired with UpperDir.
+func (s *Session) WorkDir() string { return filepath.Join(s.dir, "work") }
+
+// CacheDir is the session-scoped upper layer of the package caches; it is never reviewed.
+func (s *Session) CacheDir() string { return filepath.Join(s.dir, "cache") }
+
+// RuntimeDir holds the jail's sockets for this session; it is never reviewed.
+func (s *Session) RuntimeDir() string { return filepath.Join(s.dir, "runtime") }
+
+// NetLog is the file the network proxy appends one line per request to.
+func (s *Session) NetLog() string { return filepath.Join(s.dir, "net.log") }
+
+func (s *Session) baseDir() string    { return filepath.Join(s.dir, "base") }
+func (s *Session) journalDir() string { return filepath.Join(s.dir, "journal") }
+
+// writable reports an error unless the session was obtained through the project's writer lock.
+func (s *Session) writable(op string) error {
+	if s.lock == nil || s.lock.f == nil {
+		return fmt.Errorf("%s: session %s was opened read-only (take the project's writer lock first)", op, s.Meta.ID)
+	}
+	return nil
+}
+
+// saveMeta writes session.json atomically (temp file, fsync, rename, fsync dir).
+func (s *Session) saveMeta() error {
+	data, err := json.MarshalIndent(s.Meta, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode session %s: %w", s.Meta.ID, err)
+	}
+	return writeFileAtomic(filepath.Join(s.dir, "session.json"), append(data, '\n'), 0o600)
+}
+
+// reload re-reads session.json (another process may have changed it).
+func (s *Session) reload() error {
+	fresh, err := s.store.load(s.Meta.ID)
+	if err != nil {
+		return err
+	}
+	s.Meta = fresh.Meta
+	return nil
+}
+
+// writeFileAtomic replaces path with data so that readers see the old or the new file, never a part.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Chmod(perm); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := fsync(f); err != nil {
+		return fmt.Errorf("write %s: fsync: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	ok = true
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := fsync(d); err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// create makes a new open session of project; the caller holds the project's writer lock.
+func (st *Store) create(project string, lk *ProjectLock) (*Session, error) {
+	now := time.Now()
+	id := newID(now)
+	dir := filepath.Join(st.sessionsDir(), id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create session %s: %w", id, err)
+	}
+	s := &Session{store: st, dir: dir, lock: lk, Meta: Meta{Version: metaVersion, ID: id, Project: project, Created: now.UTC(), State: StateOpen}}
+	fail := func(err error) (*Session, error) {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	for _, d := range []string{s.UpperDir(), s.WorkDir(), s.baseDir(), s.journalDir(), s.CacheDir(), s.RuntimeDir()} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return fail(fmt.Errorf("create session %s: %w", id, err))
+		}
+	}
+	if err := writeManifest(project, filepath.Join(dir, "manifest"), st.Root); err != nil {
+		return fail(fmt.Errorf("create session %s: %w", id, err))
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "decisions.json"), []byte("{\"version\":1,\"files\":{}}\n"), 0o600); err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(s.NetLog(), nil, 0o600); err != nil {
+		return fail(fmt.Errorf("create session %s: %w", id, err))
+	}
+	// session.json last: a directory without it is not a session.
+	if err := s.saveMeta(); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// Discard drops the session's staged changes and marks it discarded; applied files stay applied.
+func (s *Session) Discard() error {
+	if err := s.writable("discard"); err != nil {
+		return err
+	}
+	if err := s.reload(); err != nil {
+		return err
+	}
+	if s.RunActive() {
+		return fmt.Errorf("discard session %s: a run is active (pid %d); wait for it to end", s.Meta.ID, s.Meta.Active.PID)
+	}
+	if s.Meta.State == StateDiscarded {
+		return fmt.Errorf("discard session %s: already discarded", s.Meta.ID)
+	}
+	s.Meta.State = StateDiscarded
+	s.Meta.Closed = time.Now().UTC()
+	s.Meta.Active = nil
+	if err := s.saveMeta(); err != nil {
+		return err
+	}
+	for _, d := range []string{s.UpperDir(), s.WorkDir(), s.CacheDir(), s.RuntimeDir()} {
+		if err := removeAllWritable(d); err != nil {
+			return fmt.Errorf("discard session %s: remove %s: %w", s.Meta.ID, d, err)
+		}
+	}
+	return nil
+}
+
+// removeAllWritable removes a tree, first making directories writable: overlay's work dir holds a
+// mode-000 "work" directory that os.RemoveAll cannot enter otherwise.
+func removeAllWritable(dir string) error {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		} else if err != nil && p != dir {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
+
+// durable makes every fsync and syncfs happen; tests that only kill processes (the page cache
+// survives that) turn it off to run faster.
+var durable = true
+
+func fsync(f *os.File) error {
+	if !durable {
+		return nil
+	}
+	return f.Sync()
+}

@@ -1,0 +1,249 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultRoot(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", "/x/state")
+	if r, _ := DefaultRoot(); r != "/x/state/shadow" {
+		t.Errorf("DefaultRoot = %q", r)
+	}
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("HOME", "/home/u")
+	if r, _ := DefaultRoot(); r != "/home/u/.local/state/shadow" {
+		t.Errorf("DefaultRoot without XDG_STATE_HOME = %q", r)
+	}
+}
+
+func TestResolveProject(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.MkdirAll(filepath.Join(real, "sub", "deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "afile"), nil, 0o644)
+
+	if got, err := ResolveProject(filepath.Join(dir, "link")); err != nil || got != real {
+		t.Errorf("symlinked project: %q, %v; want %q", got, err, real)
+	}
+	_, err := ResolveProject(filepath.Join(dir, "missing"))
+	if err == nil || !strings.Contains(err.Error(), "does not exist") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("missing project: %v", err)
+	}
+	_, err = ResolveProject(filepath.Join(dir, "afile"))
+	if err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("file as project: %v", err)
+	}
+
+	// The default is the git top level of the working directory.
+	if _, err := exec.LookPath("git"); err != nil {
+		os.Mkdir(filepath.Join(real, ".git"), 0o755)
+	} else if out, err := exec.Command("git", "init", "-q", real).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	t.Chdir(filepath.Join(real, "sub", "deep"))
+	if got, err := ResolveProject(""); err != nil || got != real {
+		t.Errorf("default project from a subdirectory: %q, %v; want %q", got, err, real)
+	}
+	// Outside any work tree the working directory itself is the project.
+	plain := filepath.Join(dir, "plain")
+	os.Mkdir(plain, 0o755)
+	t.Chdir(plain)
+	if got, err := ResolveProject(""); err != nil || got != plain {
+		t.Errorf("default project outside git: %q, %v; want %q", got, err, plain)
+	}
+}
+
+func TestOneOpenSessionPerProject(t *testing.T) {
+	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
+	for _, d := range []string{"upper", "work", "base", "journal", "cache", "runtime"} {
+		if fi, err := os.Stat(filepath.Join(f.s.Dir(), d)); err != nil || !fi.IsDir() {
+			t.Errorf("session lacks %s/: %v", d, err)
+		}
+	}
+	for _, p := range []string{"session.json", "decisions.json", "net.log", "manifest"} {
+		if _, err := os.Stat(filepath.Join(f.s.Dir(), p)); err != nil {
+			t.Errorf("session lacks %s: %v", p, err)
+		}
+	}
+	_, err := f.lock.Create()
+	if err == nil || !strings.Contains(err.Error(), "shadow apply") || !strings.Contains(err.Error(), "shadow discard") {
+		t.Fatalf("second Create while one is open: %v", err)
+	}
+	cur, err := f.lock.Current()
+	if err != nil || cur.ID() != f.s.ID() {
+		t.Fatalf("Current = %v, %v; want %s", cur, err, f.s.ID())
+	}
+	if s, created, err := f.lock.CurrentOrCreate(); err != nil || created || s.ID() != f.s.ID() {
+		t.Fatalf("CurrentOrCreate continued %v created=%v err=%v", s, created, err)
+	}
+	if err := cur.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.Current(f.project); !errors.Is(err, ErrNoSession) {
+		t.Fatalf("Current after discard: %v", err)
+	}
+	s2, err := f.lock.Create()
+	if err != nil {
+		t.Fatalf("Create after discard: %v", err)
+	}
+	if s2.ID() == f.s.ID() {
+		t.Fatal("new session reused the id")
+	}
+}
+
+func TestListSessions(t *testing.T) {
+	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}, "b.txt": {Data: "b\n"}})
+	f.stage(t, map[string]file{"a.txt": {Data: "A\n"}, "new.txt": {Data: "n\n"}})
+	f.run(t)
+	os.WriteFile(f.s.NetLog(), []byte("GET https://example.com/ 200\nCONNECT api.example.com:443 200\n"), 0o600)
+	list, err := f.store.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 {
+		t.Fatalf("List = %+v", list)
+	}
+	got := list[0]
+	if got.ID != f.s.ID() || got.Project != f.project || got.Runs != 1 || got.FilesStaged != 2 || got.Network != 2 || got.State != StateOpen {
+		t.Errorf("List row = %+v", got)
+	}
+	if _, err := json.Marshal(list); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBadSessionInput(t *testing.T) {
+	f := newFixture(t, map[string]file{"a": {Data: "x"}})
+	for _, id := range []string{"nope", "../../etc", "", "a/b", "20990101-000000-abcdef"} {
+		_, err := f.store.Get(id)
+		if err == nil || !strings.Contains(err.Error(), "unknown session id") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Get(%q) = %v", id, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(f.s.Dir(), "session.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.store.Get(f.s.ID())
+	if err == nil || !strings.Contains(err.Error(), "corrupt session.json") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("corrupt session.json: %v", err)
+	}
+	list, err := f.store.List()
+	if err != nil || len(list) != 1 || !strings.Contains(list[0].Error, "corrupt") {
+		t.Errorf("List with a corrupt session: %+v, %v", list, err)
+	}
+	// A corrupt session is not silently replaced: the file is left as it is for inspection.
+	if data, _ := os.ReadFile(filepath.Join(f.s.Dir(), "session.json")); string(data) != "{not json" {
+		t.Errorf("corrupt session.json was rewritten")
+	}
+}
+
+func TestWriterLock(t *testing.T) {
+	f := newFixture(t, nil)
+	_, err := f.store.LockProject(f.project, LockOptions{Command: "apply"})
+	if err == nil || !strings.Contains(err.Error(), "busy") || !strings.Contains(err.Error(), "test (pid") {
+		t.Fatalf("second writer: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		lk, err := f.store.LockProject(f.project, LockOptions{Wait: true})
+		if err == nil {
+			lk.Release()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("a waiting writer got the lock while it was held: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	f.lock.Release()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiting writer never got the lock")
+	}
+}
+
+func TestReadersWorkDuringRun(t *testing.T) {
+	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
+	if err := f.s.BeginRun([]string{"agent", "--go"}); err != nil {
+		t.Fatal(err)
+	}
+	f.stage(t, map[string]file{"a.txt": {Data: "changed\n"}})
+	// A second terminal: read-only access, no writer lock.
+	r, err := f.store.Current(f.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.RunActive() {
+		t.Error("the run is not seen as active")
+	}
+	done := make(chan *ChangeSet, 1)
+	go func() {
+		cs, err := r.Changes()
+		if err != nil {
+			t.Error(err)
+		}
+		done <- cs
+	}()
+	select {
+	case cs := <-done:
+		if len(cs.Changes) != 1 || cs.Changes[0].Path != "a.txt" {
+			t.Errorf("changes during the run: %v", statuses(cs))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a reader blocked on the running session")
+	}
+	if _, err := r.Apply(ApplyOptions{All: true}); err == nil {
+		t.Error("apply through a read-only session succeeded")
+	}
+	if _, err := f.s.Apply(ApplyOptions{All: true}); err == nil || !strings.Contains(err.Error(), "run is active") {
+		t.Errorf("apply during a run: %v", err)
+	}
+	if err := f.s.EndRun(3); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.s.Meta.Runs) != 1 || f.s.Meta.Runs[0].ExitCode != 3 || f.s.Meta.Runs[0].Argv[1] != "--go" || f.s.Meta.Active != nil {
+		t.Errorf("runs = %+v", f.s.Meta.Runs)
+	}
+}
+
+func TestStaleRunIsNotActive(t *testing.T) {
+	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
+	if err := f.s.BeginRun([]string{"agent"}); err != nil {
+		t.Fatal(err)
+	}
+	// The process that started the run died: a pid whose start time does not match.
+	f.s.Meta.Active.PIDStart++
+	if err := f.s.saveMeta(); err != nil {
+		t.Fatal(err)
+	}
+	if f.s.RunActive() {
+		t.Fatal("a run of a dead process counts as active")
+	}
+	f.stage(t, map[string]file{"a.txt": {Data: "b\n"}})
+	if _, err := f.s.Apply(ApplyOptions{All: true}); err != nil {
+		t.Fatalf("apply after a crashed run: %v", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(f.project, "a.txt")); string(data) != "b\n" {
+		t.Errorf("project a.txt = %q", data)
+	}
+	if len(f.s.Meta.Runs) != 1 || f.s.Meta.Runs[0].ExitCode != -1 {
+		t.Errorf("stale run not closed: %+v", f.s.Meta.Runs)
+	}
+}
