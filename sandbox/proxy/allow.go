@@ -118,6 +118,10 @@ const (
 // matchRules checks host (normalized) and port against rules; an exact
 // match wins over a wildcard one.
 func matchRules(rules []Rule, host string, port int) match {
+	// An IP literal matches only a rule naming it: "*.0.1" is not a way to
+	// reach 10.0.0.1.
+	_, err := netip.ParseAddr(host)
+	isIP := err == nil
 	best := noMatch
 	for _, r := range rules {
 		if !portAllowed(r.Port, port) {
@@ -126,7 +130,7 @@ func matchRules(rules []Rule, host string, port int) match {
 		switch {
 		case !r.Wildcard && r.Host == host:
 			return exactMatch
-		case r.Wildcard && strings.HasSuffix(host, "."+r.Host):
+		case r.Wildcard && !isIP && strings.HasSuffix(host, "."+r.Host):
 			best = wildcardMatch
 		}
 	}

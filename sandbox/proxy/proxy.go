@@ -62,7 +62,12 @@ type Proxy struct {
 	srv     *http.Server
 	tunnels map[net.Conn]struct{}
 	closed  bool
+
+	inflight atomic.Int64 // requests whose log line is not written yet
 }
+
+// closeWait bounds how long Close waits for open requests to log.
+const closeWait = 2 * time.Second
 
 // errDenied marks a destination the policy refuses.
 type errDenied struct{ reason string }
@@ -104,10 +109,12 @@ func New(cfg Config) *Proxy {
 }
 
 // Serve accepts connections on l until Close; it returns nil after Close.
+// l is closed when Serve returns.
 func (p *Proxy) Serve(l net.Listener) error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
+		l.Close()
 		return http.ErrServerClosed
 	}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
@@ -120,7 +127,9 @@ func (p *Proxy) Serve(l net.Listener) error {
 	return err
 }
 
-// Close stops serving and ends every open tunnel and connection.
+// Close stops serving and ends every open tunnel and connection. It returns
+// once the requests they carried are logged (or after a short bound), so
+// that the log may be closed next.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
 	p.closed = true
@@ -129,20 +138,26 @@ func (p *Proxy) Close() error {
 		c.Close()
 	}
 	p.mu.Unlock()
+	var err error
 	if srv != nil {
-		return srv.Close()
+		err = srv.Close()
 	}
-	return nil
+	for deadline := time.Now().Add(closeWait); p.inflight.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return err
 }
 
 // ServeHTTP handles one proxy request: CONNECT host:port, or a request in
 // absolute form (http://host/path).
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.inflight.Add(1)
 	start := time.Now()
 	e := &Entry{Time: start.UTC(), Method: r.Method}
 	defer func() {
 		e.Duration = float64(time.Since(start).Microseconds()) / 1000
 		p.log(e)
+		p.inflight.Add(-1)
 	}()
 
 	var hostport string
@@ -318,6 +333,9 @@ func (p *Proxy) dialChecked(ctx context.Context, network, addr string) (net.Conn
 		addrs, err = p.cfg.Resolver.LookupNetIP(ctx, "ip", host)
 		if err != nil {
 			return nil, fmt.Errorf("resolve %s: %w", host, err)
+		}
+		if len(addrs) == 0 {
+			return nil, fmt.Errorf("resolve %s: no addresses", host)
 		}
 	}
 	var ok []netip.Addr

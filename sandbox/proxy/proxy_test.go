@@ -229,6 +229,14 @@ func TestIPLiterals(t *testing.T) {
 	if code, _ := get(t, e.client(), "http://127.0.0.1:"+port+"/"); code != http.StatusForbidden {
 		t.Fatalf("unlisted IP literal: %d", code)
 	}
+	// A wildcard whose suffix looks like the end of an address covers
+	// names, never IP literals.
+	e = startProxy(t, []string{"*.0.0.1:" + port, "*.8.8:" + port}, nil)
+	for _, ip := range []string{"127.0.0.1", "8.8.8.8"} {
+		if code, _ := get(t, e.client(), "http://"+ip+":"+port+"/"); code != http.StatusForbidden {
+			t.Errorf("IP literal %s through a wildcard: %d", ip, code)
+		}
+	}
 	e = startProxy(t, []string{"127.0.0.1:" + port}, nil)
 	if code, _ := get(t, e.client(), "http://127.0.0.1:"+port+"/"); code != 200 {
 		t.Fatalf("listed IP literal: %d", code)
@@ -405,3 +413,31 @@ func TestLocalAddr(t *testing.T) {
 }
 
 func waitABit() { time.Sleep(10 * time.Millisecond) }
+
+// TestCloseLogsOpenTunnels: a tunnel still open when the proxy closes is
+// logged before Close returns, so the log may be closed right after.
+func TestCloseLogsOpenTunnels(t *testing.T) {
+	_, port := backend(t)
+	rules, _ := ParseRules([]string{"api.test:" + port})
+	log := &syncBuffer{}
+	p := New(Config{Allow: rules, Resolver: &fakeDNS{names: map[string][]netip.Addr{"api.test": addrs("127.0.0.1")}}, Log: log})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(l)
+	conn, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "CONNECT api.test:%s HTTP/1.1\r\nHost: api.test:%s\r\n\r\n", port, port)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	p.Close()
+	if l := log.entries(t); len(l) != 1 || l[0].Method != "CONNECT" || !l[0].Allowed {
+		t.Fatalf("log right after Close: %+v", l)
+	}
+}

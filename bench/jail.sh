@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Jail benchmarks of SPEC §9, each a hyperfine run comparing `shadow run` with the same work outside
+# (or with bubblewrap for start-up), so the ratios come from one run side by side:
+#   1. start-up: `shadow run -- true` vs `bwrap --unshare-all ... true`            (target <= 1.5x)
+#   2. reading 5,000 files in the jail vs outside                                   (target <= 1.10x)
+#   3. appending a line to 5,000 files (every file copied up) vs outside           (target <= 5x)
+#   4. `go build` of a small module with a warm cache, in the jail vs outside       (target <= 1.10x)
+# Needs: go, hyperfine, bubblewrap. Fixtures are generated under $BENCH_DIR (default: a temp dir on
+# the same disk as /tmp). Usage: bench/jail.sh [RUNS]; SHADOW=path/to/shadow skips the build.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+RUNS=${1:-10}
+for tool in go hyperfine bwrap; do
+	command -v "$tool" >/dev/null || { echo "bench/jail.sh: $tool is not installed" >&2; exit 1; }
+done
+
+work=$(mktemp -d "${BENCH_DIR:-/tmp}/shadow-bench-XXXXXX")
+cleanup() {
+	# Overlay work dirs are left mode 000 by the kernel.
+	chmod -R u+rwx "$work" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+shadow=${SHADOW:-$work/shadow}
+if [ -z "${SHADOW:-}" ]; then
+	go build -o "$shadow" ./cmd/shadow
+fi
+# Sessions of the benchmark live in the temp dir, not in the user's state.
+export XDG_STATE_HOME="$work/state" XDG_CONFIG_HOME="$work/config"
+
+echo "== fixtures"
+empty="$work/empty"
+mkdir -p "$empty"
+files="$work/files"
+for d in $(seq -w 0 49); do
+	mkdir -p "$files/d$d"
+	for f in $(seq -w 0 99); do
+		printf 'file %s of dir %s\n%0200d\n' "$f" "$d" 0 >"$files/d$d/f$f.txt"
+	done
+done
+mod="$work/mod"
+mkdir -p "$mod"
+cat >"$mod/go.mod" <<'EOF'
+module example.com/benchmod
+
+go 1.22
+EOF
+cat >"$mod/main.go" <<'EOF'
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+)
+
+func main() {
+	b, _ := json.Marshal(map[string]string{"status": http.StatusText(200)})
+	fmt.Fprintln(os.Stdout, string(b))
+}
+EOF
+(cd "$mod" && go build -o /dev/null .) # warm the build cache
+
+# The workloads, as scripts shown to the jail read-only (--ro).
+scripts="$work/scripts"
+mkdir -p "$scripts"
+echo 'find . -type f -exec cat {} + >/dev/null' >"$scripts/read.sh"
+echo 'find . -type f -exec sh -c '\''for f; do echo line >> "$f"; done'\'' _ {} +' >"$scripts/append.sh"
+jail="$shadow run --ro $scripts"
+discard="$shadow discard --yes --project"
+
+echo "== 1. jail start-up"
+hyperfine -N --warmup 3 --runs "$RUNS" \
+	--command-name "shadow run -- true" "$jail --project $empty -- true" \
+	--command-name "bwrap true" "bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc true"
+
+echo "== 2. read 5,000 files"
+hyperfine --warmup 2 --runs "$RUNS" \
+	--command-name "in the jail" "$jail --project $files -- sh $scripts/read.sh 2>/dev/null" \
+	--command-name "outside" "cd $files && sh $scripts/read.sh"
+
+echo "== 3. append a line to 5,000 files (copy-up of every file)"
+# Each jailed run starts from a fresh session, so that every file is copied up again.
+hyperfine --warmup 1 --runs "$RUNS" \
+	--prepare "$discard $files >/dev/null 2>&1 || true" \
+	--command-name "in the jail" "$jail --project $files -- sh $scripts/append.sh 2>/dev/null" \
+	--command-name "outside" "cd $files && sh $scripts/append.sh"
+$discard "$files" >/dev/null 2>&1 || true
+
+echo "== 4. go build, warm cache"
+hyperfine --warmup 1 --runs "$RUNS" \
+	--command-name "in the jail" "$jail --project $mod -- go build -o /tmp/out . 2>/dev/null" \
+	--command-name "outside" "cd $mod && go build -o $work/out ."

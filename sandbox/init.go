@@ -1,0 +1,587 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/sandbox/confine"
+	"github.com/shadow-sandbox/shadow/sandbox/termfilter"
+)
+
+// Hidden first arguments of the re-executed stages.
+const (
+	initArg = "__shadow-init" // PID 1 of the jail
+	execArg = "__shadow-exec" // confines itself and execs the command
+)
+
+// Inherited descriptors of both stages: control messages in, status out.
+const (
+	controlFD = 3
+	statusFD  = 4
+)
+
+// IsReexec reports whether this process is one of the jail's own stages.
+// cmd/shadow's main (and TestMain of tests that build jails) must call it
+// first and, if true, call ReexecMain.
+func IsReexec() bool {
+	return len(os.Args) > 1 && (os.Args[1] == initArg || os.Args[1] == execArg)
+}
+
+// ReexecMain runs the jail stage named by os.Args[1]. It never returns.
+func ReexecMain() {
+	switch os.Args[1] {
+	case initArg:
+		initMain()
+	case execArg:
+		execMain()
+	}
+	os.Exit(125)
+}
+
+// message is one line of the protocol between the host and PID 1 (and
+// between PID 1 and the exec stage), JSON encoded.
+type message struct {
+	Ready    bool           `json:"ready,omitempty"`    // jail built, waiting for go
+	Go       bool           `json:"go,omitempty"`       // host: start the command
+	Started  bool           `json:"started,omitempty"`  // command confined and exec'd
+	Confined bool           `json:"confined,omitempty"` // exec stage: confinement done
+	Landlock int            `json:"landlock,omitempty"` // ABI the command got
+	Step     string         `json:"step,omitempty"`     // failed step
+	Error    string         `json:"error,omitempty"`    // why it failed
+	Exit     *int           `json:"exit,omitempty"`     // command's exit status
+	Signal   syscall.Signal `json:"signal,omitempty"`   // signal that killed it
+}
+
+// initMain is PID 1 of the jail: it builds the root, waits for the host to
+// finish the network, starts the command, then relays, reaps and reports.
+func initMain() {
+	// Landlock domains are per thread: psx restricts every thread, but each
+	// gets a domain of its own, and Landlock lets a process signal only
+	// processes of its own domain or of domains nested in it. The command's
+	// domain nests in the domain of the thread that forks it, so that same
+	// thread must send every later signal: this goroutine, locked to it.
+	runtime.LockOSThread()
+	// Nothing but stdio and our two pipes may survive into the command.
+	closeExtraFDs(statusFD + 1)
+	unix.CloseOnExec(controlFD)
+	unix.CloseOnExec(statusFD)
+	control := json.NewDecoder(os.NewFile(controlFD, "control"))
+	status := json.NewEncoder(os.NewFile(statusFD, "status"))
+	fail := func(step string, err error) {
+		var je *JailError
+		if errors.As(err, &je) {
+			step, err = je.Step, je.Err
+		}
+		_ = status.Encode(message{Step: step, Error: err.Error()})
+		os.Exit(125)
+	}
+
+	var s jailSpec
+	if err := control.Decode(&s); err != nil {
+		fail("read jail spec", err)
+	}
+	// SIGCHLD must be caught before any child exists.
+	sigs := make(chan os.Signal, 32)
+	signal.Notify(sigs, unix.SIGCHLD, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH)
+
+	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
+		fail("RLIMIT_CORE", err)
+	}
+	if err := buildRoot(&s); err != nil {
+		fail("", err)
+	}
+	if err := unix.Sethostname([]byte("shadow")); err != nil {
+		fail("hostname", err)
+	}
+	if s.NewNet {
+		if err := bringUpLoopback(); err != nil {
+			fail("loopback", err)
+		}
+	}
+	if s.Proxy {
+		ln, port, err := listenProxyRelay()
+		if err != nil {
+			fail("proxy relay", err)
+		}
+		s.Exec.Env = proxyEnv(s.Exec.Env, port)
+		go serveProxyRelay(ln, jailRuntimeDir+"/"+proxySocket)
+	}
+	var publish net.Listener
+	if len(s.Publish) > 0 {
+		ln, err := net.Listen("unix", jailRuntimeDir+"/"+publishSocket)
+		if err != nil {
+			fail("publish socket", err)
+		}
+		publish = ln
+	}
+	stdio, err := newCommandStdio()
+	if err != nil {
+		fail("command stdio", err)
+	}
+
+	if err := status.Encode(message{Ready: true}); err != nil {
+		os.Exit(125)
+	}
+	var goMsg message
+	if err := control.Decode(&goMsg); err != nil || !goMsg.Go {
+		os.Exit(125) // the host went away
+	}
+
+	if err := confine.SetNonDumpable(); err != nil {
+		fail("non-dumpable", err)
+	}
+	// PID 1 confines itself before starting the command, so that the
+	// command's Landlock domain nests in PID 1's and PID 1 may still signal
+	// it (Landlock scopes signals to the domain and its children).
+	if _, err := confine.RestrictFiles(s.InitRules); err != nil {
+		fail("landlock (init)", err)
+	}
+	cmd, err := startCommand(&s, stdio)
+	if err != nil {
+		fail("start command", err)
+	}
+	// The filter forbids creating namespaces, so it comes after the nested
+	// user namespace of the command exists.
+	if err := confine.LoadSeccomp(); err != nil {
+		unix.Kill(-1, unix.SIGKILL)
+		fail("seccomp (init)", err)
+	}
+	stdio.relay()
+	if cmd.execFailed != nil {
+		// The command could not be executed (not found, not executable);
+		// the exec stage said why on the command's stderr.
+		stdio.drain()
+		_ = status.Encode(message{Started: true, Exit: cmd.execFailed})
+		os.Exit(*cmd.execFailed)
+	}
+	_ = status.Encode(message{Started: true, Landlock: cmd.abi})
+	cmdPid := cmd.pid
+	if publish != nil {
+		go servePublish(publish, s.Publish)
+	}
+	code, sig := supervise(cmdPid, sigs, stdio.master)
+	stdio.drain()
+	_ = status.Encode(message{Exit: &code, Signal: sig})
+	os.Exit(code)
+}
+
+// commandStdio is what the command gets as descriptors 0, 1 and 2, and how
+// PID 1 relays them.
+type commandStdio struct {
+	files  [3]*os.File     // the command's ends
+	master *os.File        // the pty's master, when the command has a terminal
+	relays []func()        // started once the command runs
+	done   []chan struct{} // closed when an output relay has drained
+}
+
+// newCommandStdio gives the command a pty of the jail's own devpts when any
+// of PID 1's standard streams is a terminal. Otherwise the command gets
+// PID 1's pipes and sockets as they are, and a relayed pipe in place of
+// anything else (a host file, the host's /dev/null): a host file can be
+// neither reopened through /dev/stdout under Landlock (its path is outside
+// the jail) nor should it be in the jail's hands.
+func newCommandStdio() (*commandStdio, error) {
+	c := &commandStdio{}
+	if isTerminal(0) || isTerminal(1) || isTerminal(2) {
+		m, sl, err := pty.Open()
+		if err != nil {
+			return nil, fmt.Errorf("allocate pty: %w", err)
+		}
+		c.master = m
+		c.files = [3]*os.File{sl, sl, sl}
+		resizePTY(m)
+		c.relays = append(c.relays, func() { c.done = append(c.done, relayPTY(m)) })
+		return c, nil
+	}
+	host := [3]*os.File{os.Stdin, os.Stdout, os.Stderr}
+	for fd, f := range host {
+		if isPipeOrSocket(fd) {
+			c.files[fd] = f
+			continue
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("pipe for fd %d: %w", fd, err)
+		}
+		if fd == 0 {
+			c.files[0] = r
+			c.relays = append(c.relays, func() {
+				go func() {
+					_, _ = io.Copy(w, f)
+					w.Close()
+				}()
+			})
+			continue
+		}
+		c.files[fd] = w
+		done := make(chan struct{})
+		c.done = append(c.done, done)
+		c.relays = append(c.relays, func() {
+			go func() {
+				defer close(done)
+				_, _ = io.Copy(f, r)
+			}()
+		})
+	}
+	return c, nil
+}
+
+// relay closes PID 1's copies of the command's ends and starts relaying.
+func (c *commandStdio) relay() {
+	host := [3]*os.File{os.Stdin, os.Stdout, os.Stderr}
+	for fd, f := range c.files {
+		if f != host[fd] && (fd == 0 || f != c.files[fd-1]) {
+			f.Close()
+		}
+	}
+	for _, r := range c.relays {
+		r()
+	}
+}
+
+// drain waits (a little) for the command's last output to be relayed, then
+// resets the modes a command may leave on the user's terminal.
+func (c *commandStdio) drain() {
+	timeout := time.After(time.Second)
+	for _, d := range c.done {
+		select {
+		case <-d:
+		case <-timeout:
+		}
+	}
+	if c.master != nil && isTerminal(1) {
+		os.Stdout.WriteString(terminalReset)
+	}
+}
+
+// isPipeOrSocket reports whether fd is a pipe or a socket.
+func isPipeOrSocket(fd int) bool {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return false
+	}
+	t := st.Mode & unix.S_IFMT
+	return t == unix.S_IFIFO || t == unix.S_IFSOCK
+}
+
+// terminalReset undoes modes a command may leave on: alternate screen,
+// hidden cursor, mouse reporting, bracketed paste.
+const terminalReset = "\x1b[?1049l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l"
+
+// startedCommand is the command once the exec stage is done with it.
+type startedCommand struct {
+	pid        int  // in the jail's PID namespace
+	abi        int  // Landlock ABI it is confined with
+	execFailed *int // exit status when it could not be executed at all
+}
+
+// startCommand starts the exec stage in a nested user namespace that maps
+// the invoking uid and gid (as the host sees them) to PID 1's root, so that
+// `id -u` in the jail is the host uid, and waits until it has confined
+// itself and exec'd the command (or failed to).
+func startCommand(s *jailSpec, stdio *commandStdio) (startedCommand, error) {
+	var none startedCommand
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return none, fmt.Errorf("pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return none, fmt.Errorf("pipe: %w", err)
+	}
+	cmd := &exec.Cmd{
+		Path:       jailInitBinary,
+		Args:       []string{"shadow", execArg},
+		Env:        stageEnv,
+		ExtraFiles: []*os.File{specR, errW},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:  unix.CLONE_NEWUSER,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: s.HostUID, HostID: 0, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: s.HostGID, HostID: 0, Size: 1}},
+			// The exec stage needs CAP_SETPCAP to empty the bounding set and
+			// lock the securebits; a non-root uid loses every capability at
+			// exec otherwise. It drops it again before exec'ing the command.
+			AmbientCaps: []uintptr{unix.CAP_SETPCAP},
+			Setsid:      true,
+			Pdeathsig:   unix.SIGKILL,
+		},
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.files[0], stdio.files[1], stdio.files[2]
+	if stdio.master != nil {
+		cmd.SysProcAttr.Setctty = true
+		cmd.SysProcAttr.Ctty = 0
+	}
+	if err := json.NewEncoder(specW).Encode(s.Exec); err != nil {
+		return none, fmt.Errorf("send command spec: %w", err)
+	}
+	specW.Close()
+	if err := cmd.Start(); err != nil {
+		return none, fmt.Errorf("exec %s: %w", jailInitBinary, err)
+	}
+	specR.Close()
+	errW.Close()
+	pid := cmd.Process.Pid
+	// The exec stage reports the Landlock ABI, then either exec succeeds
+	// (the pipe closes on exec) or it reports why it failed.
+	dec := json.NewDecoder(errR)
+	abi, confined := 0, false
+	for {
+		var m message
+		if err := dec.Decode(&m); err != nil {
+			break
+		}
+		if m.Confined {
+			abi, confined = m.Landlock, true
+		}
+		if m.Error != "" {
+			var ws unix.WaitStatus
+			unix.Wait4(pid, &ws, 0, nil)
+			if m.Exit != nil {
+				return startedCommand{execFailed: m.Exit}, nil
+			}
+			return none, &JailError{Step: m.Step, Err: errors.New(m.Error)}
+		}
+	}
+	errR.Close()
+	if !confined {
+		var ws unix.WaitStatus
+		unix.Wait4(pid, &ws, 0, nil)
+		return none, &JailError{Step: "exec stage", Err: fmt.Errorf("ended before confining the command (%v)", ws)}
+	}
+	return startedCommand{pid: pid, abi: abi}, nil
+}
+
+// supervise reaps every child (PID 1 inherits orphans), forwards signals,
+// and when the command ends kills what is left of the jail. It returns the
+// exit status to report.
+func supervise(cmdPid int, sigs chan os.Signal, master *os.File) (int, syscall.Signal) {
+	for sig := range sigs {
+		switch sig {
+		case unix.SIGCHLD:
+			if ws, done := reap(cmdPid); done {
+				// Whatever the command left behind goes with it.
+				unix.Kill(-1, unix.SIGKILL)
+				for {
+					var w unix.WaitStatus
+					if _, err := unix.Wait4(-1, &w, 0, nil); err != nil {
+						break
+					}
+				}
+				if ws.Signaled() {
+					return 128 + int(ws.Signal()), ws.Signal()
+				}
+				return ws.ExitStatus(), 0
+			}
+		case unix.SIGWINCH:
+			if master != nil {
+				resizePTY(master)
+			}
+		case unix.SIGTERM, unix.SIGHUP:
+			unix.Kill(-1, sig.(syscall.Signal))
+		default:
+			unix.Kill(-cmdPid, sig.(syscall.Signal))
+		}
+	}
+	return 125, 0
+}
+
+// reap collects every exited child; done is set when the command is one.
+func reap(cmdPid int) (unix.WaitStatus, bool) {
+	var cmdStatus unix.WaitStatus
+	done := false
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if pid <= 0 || err != nil {
+			return cmdStatus, done
+		}
+		if pid == cmdPid {
+			cmdStatus, done = ws, true
+		}
+	}
+}
+
+// relayPTY copies the user's input to the pty and the pty's output, through
+// the terminal filter, to the user. The returned channel closes when the
+// output side is drained.
+func relayPTY(master *os.File) chan struct{} {
+	go func() { _, _ = io.Copy(master, os.Stdin) }()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f := termfilter.New(os.Stdout)
+		_, _ = io.Copy(f, master)
+		_ = f.Flush()
+	}()
+	return done
+}
+
+// resizePTY gives the pty the size of the user's terminal.
+func resizePTY(master *os.File) {
+	for _, fd := range []int{0, 1, 2} {
+		ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
+		if err == nil && ws.Row > 0 {
+			_ = unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, ws)
+			return
+		}
+	}
+}
+
+// execMain is the last stage: in the command's user namespace, it drops
+// every capability, applies Landlock, loads seccomp last, and execs the
+// command.
+func execMain() {
+	// Capabilities and securebits are per thread: stay on one.
+	runtime.LockOSThread()
+	closeExtraFDs(statusFD + 1)
+	unix.CloseOnExec(controlFD)
+	unix.CloseOnExec(statusFD)
+	report := json.NewEncoder(os.NewFile(statusFD, "status"))
+	jailFail := func(step string, err error) {
+		_ = report.Encode(message{Step: step, Error: err.Error()})
+		os.Exit(125)
+	}
+	cmdFail := func(code int, err error) {
+		fmt.Fprintf(os.Stderr, "shadow: %v\n", err)
+		_ = report.Encode(message{Error: err.Error(), Exit: &code})
+		os.Exit(code)
+	}
+	var s execSpec
+	if err := json.NewDecoder(os.NewFile(controlFD, "control")).Decode(&s); err != nil {
+		jailFail("read command spec", err)
+	}
+	path, err := lookPath(s.Argv[0], lookupEnv(s.Env, "PATH"))
+	if err != nil {
+		cmdFail(127, err)
+	}
+	if err := confine.DropPrivileges(); err != nil {
+		jailFail("drop privileges", err)
+	}
+	abi, err := confine.RestrictFiles(s.Rules)
+	if err != nil {
+		jailFail("landlock", err)
+	}
+	if abi == 0 && os.Getuid() == 0 {
+		jailFail("landlock", errors.New("the kernel has no Landlock; shadow refuses to run a command as root without it"))
+	}
+	_ = report.Encode(message{Confined: true, Landlock: abi})
+	// seccomp last: from here on only execve remains to be done.
+	if err := confine.LoadSeccomp(); err != nil {
+		jailFail("seccomp", err)
+	}
+	err = unix.Exec(path, s.Argv, s.Env)
+	code := 126
+	if errors.Is(err, unix.ENOENT) {
+		code = 127
+	}
+	cmdFail(code, fmt.Errorf("exec %s: %w", path, err))
+}
+
+// lookPath finds cmd like a shell would, in the jail's view.
+func lookPath(cmd, path string) (string, error) {
+	if cmd == "" {
+		return "", errors.New("empty command")
+	}
+	if containsSlash(cmd) {
+		return cmd, nil
+	}
+	for _, dir := range splitPath(path) {
+		p := dir + "/" + cmd
+		if err := unix.Access(p, unix.X_OK); err == nil {
+			var st unix.Stat_t
+			if unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+				return p, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%s: command not found", cmd)
+}
+
+func containsSlash(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return true
+		}
+	}
+	return false
+}
+
+func splitPath(path string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(path); i++ {
+		if i == len(path) || path[i] == ':' {
+			d := path[start:i]
+			if d == "" {
+				d = "."
+			}
+			out = append(out, d)
+			start = i + 1
+		}
+	}
+	return out
+}
+
+// closeExtraFDs marks every descriptor from first up close-on-exec, so that
+// no host file or directory descriptor reaches the command (the runc
+// CVE-2024-21626 class of escape).
+func closeExtraFDs(first int) {
+	if err := unix.CloseRange(uint(first), ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return
+	}
+	// Kernels before 5.11: walk /proc/self/fd.
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= first {
+			unix.CloseOnExec(fd)
+		}
+	}
+}
+
+func isTerminal(fd int) bool {
+	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	return err == nil
+}
+
+// bringUpLoopback sets lo up in the jail's network namespace, so that
+// servers the command starts on 127.0.0.1 work.
+func bringUpLoopback() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("get lo flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("set lo up: %w", err)
+	}
+	return nil
+}
+
+// stageEnv is the whole environment of the jail's own stages: one P is
+// plenty for them, and fewer runtime threads make the all-thread
+// operations (Landlock, capabilities) cheaper.
+var stageEnv = []string{"GOMAXPROCS=1"}

@@ -1,0 +1,155 @@
+// Package sandbox builds the jail shadow runs a command in: user, mount, PID,
+// network, IPC and UTS namespaces, a minimal read-only system, the project
+// behind an overlay whose upper layer stages every write, Landlock, seccomp
+// and no capabilities. Run is the host side; ReexecMain is the jail side
+// (PID 1 of the jail and the stage that execs the command).
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shadow-sandbox/shadow/sandbox/proxy"
+)
+
+// Policy says what the jail of one run looks like. Paths are host paths.
+type Policy struct {
+	// Project is the project directory; the command sees it read-write at
+	// the same path, through an overlay whose writes land in Upper.
+	Project string
+	// Upper and Work are the overlay's upper and work directories. They must
+	// be on the same filesystem, outside Project, and owned by the invoker.
+	Upper, Work string
+	// CacheDir holds the writable layers of the package-cache overlays
+	// (never reviewed, never written back). Empty means no cache overlays.
+	CacheDir string
+	// RuntimeDir is a host directory bound at /run/shadow in the jail, for
+	// the sockets that cross the network namespace. Empty: a temporary one.
+	RuntimeDir string
+	// Home is the invoker's home directory; the jail has an empty, private
+	// tmpfs there. Empty: $HOME.
+	Home string
+	// Env is the command's whole environment. Nil: BuildEnv(os.Environ(), nil).
+	Env []string
+	// ReadOnly and ReadWrite are extra host paths bound at the same path.
+	// ReadOnly paths may be read and executed; ReadWrite paths are written
+	// directly, not staged.
+	ReadOnly, ReadWrite []string
+	// GitWritable stages writes to the project's .git like the rest instead
+	// of making it read-only.
+	GitWritable bool
+	// NoCache hides the host's package caches.
+	NoCache bool
+	// AllowNetwork gives the jail internet access through pasta or
+	// slirp4netns; without either, the host network namespace is shared and
+	// a warning is printed.
+	AllowNetwork bool
+	// Publish lists ports: the host's 127.0.0.1:PORT is forwarded to the
+	// jail's 127.0.0.1:PORT.
+	Publish []int
+	// AllowDomains, when set, runs the allow-list HTTP(S) proxy of SPEC §8
+	// on the host and points the command's proxy variables at it; the jail
+	// keeps its own network namespace.
+	AllowDomains []proxy.Rule
+	// NetLog is the file the proxy appends one JSON line per request to.
+	// Empty: no log.
+	NetLog string
+	// StateBinds are an agent's own state directories, bound read-write
+	// below $HOME (not staged, not reviewed).
+	StateBinds []StateBind
+	// Timeout stops the jail (SIGTERM, then SIGKILL after KillGrace) when it
+	// runs longer. Zero means no limit.
+	Timeout time.Duration
+	// KillGrace is the time between SIGTERM and SIGKILL. Zero: 2 seconds.
+	KillGrace time.Duration
+	// MaxUpperBytes stops the run when the upper layer grows past it. Zero
+	// means no limit.
+	MaxUpperBytes int64
+	// TmpSize and HomeSize are the size limits of the jail's /tmp and $HOME
+	// tmpfs, in bytes. Zero: 1 GiB and 512 MiB.
+	TmpSize, HomeSize int64
+	// Stdin, Stdout and Stderr are the command's standard streams. Nil: the
+	// process's own. When any of them is a terminal, the command gets a pty.
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Warnings receives shadow's own warnings (shared network). Nil: Stderr.
+	Warnings io.Writer
+}
+
+// Result is how a run ended.
+type Result struct {
+	// ExitCode is the command's exit status, or 128+Signal when a signal
+	// killed it.
+	ExitCode int
+	// Signal is the signal that killed the command, 0 if it exited.
+	Signal syscall.Signal
+	// TimedOut is set when Policy.Timeout stopped the run.
+	TimedOut bool
+	// StopReason says why shadow stopped the run before the command ended
+	// on its own (timeout, staging layer too large, cancelled); empty otherwise.
+	StopReason string
+	// LandlockABI is the Landlock ABI the command was confined with.
+	LandlockABI int
+	// Network is how the jail was connected: "none" (only lo), "pasta",
+	// "slirp4netns" or "host" (shared host network namespace).
+	Network string
+	// Duration is the wall time of the run.
+	Duration time.Duration
+}
+
+// JailError reports that the jail could not be built; the command was not
+// started. The CLI maps it to exit status 125.
+type JailError struct {
+	Step string // the step that failed, e.g. "mount overlay"
+	Err  error
+}
+
+// Error says which step of building the jail failed and why.
+func (e *JailError) Error() string {
+	return fmt.Sprintf("cannot build the jail: %s: %v", e.Step, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *JailError) Unwrap() error { return e.Err }
+
+// IsJailError reports whether err says that the jail could not be built.
+func IsJailError(err error) bool {
+	var je *JailError
+	return errors.As(err, &je)
+}
+
+// keptEnv are the variables BuildEnv keeps without being asked; LC_* too.
+var keptEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM",
+	"LANG", "TZ", "EDITOR", "VISUAL"}
+
+// BuildEnv returns the jail's environment: the variables of host (in
+// os.Environ form) that are always kept (PATH HOME USER LOGNAME SHELL TERM
+// COLORTERM LANG LC_* TZ EDITOR VISUAL), plus those named in pass. Order
+// follows host; a name appears once.
+func BuildEnv(host []string, pass []string) []string {
+	want := make(map[string]bool, len(keptEnv)+len(pass))
+	for _, n := range keptEnv {
+		want[n] = true
+	}
+	for _, n := range pass {
+		want[n] = true
+	}
+	seen := make(map[string]bool)
+	var env []string
+	for _, kv := range host {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || seen[name] {
+			continue
+		}
+		if want[name] || strings.HasPrefix(name, "LC_") {
+			seen[name] = true
+			env = append(env, kv)
+		}
+	}
+	return env
+}

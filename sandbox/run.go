@@ -1,0 +1,459 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/sandbox/confine"
+)
+
+// defaultKillGrace is the time between SIGTERM and SIGKILL when stopping.
+const defaultKillGrace = 2 * time.Second
+
+// Run runs argv in a jail built from p and returns how it ended. A jail that
+// cannot be built returns a *JailError and the command is never started;
+// the command is never run unsandboxed. Cancelling ctx stops the jail like
+// a timeout does (SIGTERM, then SIGKILL): Result.StopReason says so.
+func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
+	start := time.Now()
+	res := Result{Network: "none"}
+	if os.Geteuid() == 0 && confine.LandlockABI() == 0 {
+		return res, &JailError{Step: "landlock", Err: errors.New(
+			"the kernel offers no Landlock; shadow refuses to run as root without it (run it as a normal user)")}
+	}
+	root, err := os.MkdirTemp("", "shadow-root-")
+	if err != nil {
+		return res, &JailError{Step: "root mount point", Err: err}
+	}
+	defer os.Remove(root)
+	runtimeDir := p.RuntimeDir
+	if runtimeDir == "" {
+		d, err := os.MkdirTemp("", "shadow-run-")
+		if err != nil {
+			return res, &JailError{Step: "runtime dir", Err: err}
+		}
+		defer os.RemoveAll(d)
+		runtimeDir = d
+	} else if runtimeDir, err = makeDir(runtimeDir); err != nil {
+		return res, &JailError{Step: "runtime dir", Err: err}
+	}
+	s, err := prepare(p, argv, root)
+	if err != nil {
+		return res, err
+	}
+	s.RuntimeDir = runtimeDir
+
+	helper := ""
+	s.NewNet = true
+	if p.AllowNetwork {
+		if helper = findNetHelper(); helper == "" {
+			s.NewNet = false
+			res.Network = "host"
+			warn := p.Warnings
+			if warn == nil {
+				warn = orStderr(p.Stderr)
+			}
+			fmt.Fprintln(warn, "shadow: WARNING: neither pasta nor slirp4netns is installed; "+
+				"the jail SHARES THE HOST NETWORK (host services on 127.0.0.1 are reachable). "+
+				"Install passt or slirp4netns.")
+		}
+	}
+
+	if s.Proxy {
+		np, err := startNetProxy(runtimeDir, p.AllowDomains, p.NetLog, nil)
+		if err != nil {
+			return res, &JailError{Step: "allow-list proxy", Err: err}
+		}
+		defer np.close()
+	}
+	j, err := startJail(s, p)
+	if err != nil {
+		return res, err
+	}
+	defer j.cleanup()
+	defer openWorkDirs(s.Mounts)
+
+	// Wait for the jail to be built.
+	m, err := j.next()
+	if err != nil {
+		return res, &JailError{Step: "build", Err: err}
+	}
+	if !m.Ready {
+		return res, reported("build", m)
+	}
+	if helper != "" {
+		h, err := startNetHelper(ctx, helper, j.cmd.Process.Pid, runtimeDir)
+		if err != nil {
+			return res, &JailError{Step: "network", Err: err}
+		}
+		j.helper = h
+		res.Network = helper
+	}
+	if len(p.Publish) > 0 {
+		pub, err := publish(p.Publish, filepath.Join(runtimeDir, publishSocket))
+		if err != nil {
+			return res, &JailError{Step: "publish", Err: err}
+		}
+		j.pub = pub
+	}
+	restore := makeRaw(p)
+	defer restore()
+	if err := j.send(message{Go: true}); err != nil {
+		return res, &JailError{Step: "start", Err: err}
+	}
+	m, err = j.next()
+	if err != nil {
+		return res, &JailError{Step: "start", Err: err}
+	}
+	if !m.Started {
+		return res, reported("start", m)
+	}
+	res.LandlockABI = m.Landlock
+	if m.Exit != nil { // the command could not be executed
+		res.ExitCode = *m.Exit
+		j.wait()
+		res.Duration = time.Since(start)
+		return res, nil
+	}
+
+	// Supervise: the exit message, a timeout, the upper-size limit, ctx.
+	exitc := make(chan message, 1)
+	go func() {
+		for {
+			m, err := j.next()
+			if err != nil {
+				close(exitc)
+				return
+			}
+			if m.Exit != nil {
+				exitc <- m
+				return
+			}
+		}
+	}()
+	var timeout <-chan time.Time
+	if p.Timeout > 0 {
+		t := time.NewTimer(p.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var tooBig <-chan int64
+	if p.MaxUpperBytes > 0 {
+		tooBig = watchUpper(ctx, s.Mounts[0].Upper, p.MaxUpperBytes, j.exited)
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGWINCH)
+	defer signal.Stop(sigs)
+	grace := p.KillGrace
+	if grace <= 0 {
+		grace = defaultKillGrace
+	}
+	stopping := false
+	stop := func(reason string) {
+		if stopping {
+			return
+		}
+		stopping = true
+		res.StopReason = reason
+		j.terminate(grace)
+	}
+	var final message
+	gotExit := false
+loop:
+	for {
+		select {
+		case m, ok := <-exitc:
+			if ok {
+				final, gotExit = m, true
+			}
+			break loop
+		case <-timeout:
+			res.TimedOut = true
+			stop(fmt.Sprintf("timed out after %s", p.Timeout))
+		case n := <-tooBig:
+			stop(fmt.Sprintf("the staging layer grew to %d bytes, past the limit of %d", n, p.MaxUpperBytes))
+		case <-ctx.Done():
+			stop("cancelled")
+			ctx = context.Background()
+		case sig := <-sigs:
+			_ = j.cmd.Process.Signal(sig)
+		}
+	}
+	ws := j.wait()
+	res.Duration = time.Since(start)
+	if gotExit {
+		res.ExitCode = *final.Exit
+		res.Signal = final.Signal
+	} else if ws.Signaled() {
+		// PID 1 was killed (grace period over): so was everything in it.
+		res.Signal = ws.Signal()
+		res.ExitCode = 128 + int(ws.Signal())
+	} else if !stopping {
+		return res, &JailError{Step: "jail init", Err: fmt.Errorf("PID 1 of the jail ended without a status (%v)", ws)}
+	} else {
+		res.ExitCode = ws.ExitStatus()
+	}
+	// The overlay is mounted volatile: make what the run staged durable now.
+	syncDir(s.Mounts[0].Upper)
+	return res, nil
+}
+
+// jail is the host's handle on a running jail.
+type jail struct {
+	cmd     *exec.Cmd
+	control *json.Encoder
+	ctrlW   *os.File
+	status  *json.Decoder
+	statR   *os.File
+	helper  *netHelper
+	pub     *publisher
+	exited  chan struct{}
+	ws      unix.WaitStatus
+	waited  bool
+	killer  *time.Timer
+}
+
+// startJail re-executes this binary as PID 1 of new user, mount, PID,
+// network (unless shared), IPC and UTS namespaces, mapping root inside to
+// the invoking uid and gid, and sends it the spec over an inherited pipe.
+func startJail(s *jailSpec, p Policy) (*jail, error) {
+	ctrlR, ctrlW, err := os.Pipe()
+	if err != nil {
+		return nil, &JailError{Step: "pipe", Err: err}
+	}
+	statR, statW, err := os.Pipe()
+	if err != nil {
+		ctrlR.Close()
+		ctrlW.Close()
+		return nil, &JailError{Step: "pipe", Err: err}
+	}
+	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
+	if s.NewNet {
+		flags |= unix.CLONE_NEWNET
+	}
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{"shadow", initArg},
+		Env:        stageEnv,
+		Stdin:      p.Stdin,
+		Stdout:     p.Stdout,
+		Stderr:     p.Stderr,
+		ExtraFiles: []*os.File{ctrlR, statW},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:                 flags,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			Pdeathsig:                  unix.SIGKILL,
+		},
+	}
+	if cmd.Stdin == nil {
+		cmd.Stdin = os.Stdin
+	}
+	if cmd.Stdout == nil {
+		cmd.Stdout = os.Stdout
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
+	// No descriptor of this process but stdio and the two pipes may reach
+	// the jail, even one opened without O_CLOEXEC (runc CVE-2024-21626).
+	closeExtraFDs(3)
+	if err := cmd.Start(); err != nil {
+		ctrlR.Close()
+		ctrlW.Close()
+		statR.Close()
+		statW.Close()
+		return nil, &JailError{Step: "namespaces", Err: fmt.Errorf("start %s: %w", cmd.Path, err)}
+	}
+	ctrlR.Close()
+	statW.Close()
+	j := &jail{
+		cmd: cmd, control: json.NewEncoder(ctrlW), ctrlW: ctrlW,
+		status: json.NewDecoder(statR), statR: statR, exited: make(chan struct{}),
+	}
+	if err := j.send(*s); err != nil {
+		j.cleanup()
+		return nil, &JailError{Step: "send jail spec", Err: err}
+	}
+	return j, nil
+}
+
+func (j *jail) send(v any) error { return j.control.Encode(v) }
+
+func (j *jail) next() (message, error) {
+	var m message
+	err := j.status.Decode(&m)
+	if errors.Is(err, io.EOF) {
+		err = errors.New("PID 1 of the jail exited")
+	}
+	return m, err
+}
+
+// reported is the JailError for a failure PID 1 reported in m, under
+// step def when it named none.
+func reported(def string, m message) *JailError {
+	step := m.Step
+	if step == "" {
+		step = def
+	}
+	msg := m.Error
+	if msg == "" {
+		msg = "PID 1 of the jail sent an unexpected message"
+	}
+	return &JailError{Step: step, Err: errors.New(msg)}
+}
+
+// terminate sends SIGTERM to the jail (PID 1 passes it to every process in
+// it) and SIGKILL after grace; killing PID 1 kills the PID namespace.
+func (j *jail) terminate(grace time.Duration) {
+	_ = j.cmd.Process.Signal(syscall.SIGTERM)
+	j.killer = time.AfterFunc(grace, func() { _ = j.cmd.Process.Kill() })
+}
+
+// wait reaps PID 1.
+func (j *jail) wait() unix.WaitStatus {
+	if !j.waited {
+		j.waited = true
+		err := j.cmd.Wait()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			j.ws = unix.WaitStatus(ee.Sys().(syscall.WaitStatus))
+		}
+		close(j.exited)
+		if j.killer != nil {
+			j.killer.Stop()
+		}
+	}
+	return j.ws
+}
+
+// cleanup kills and reaps PID 1 if still running and stops the helpers.
+func (j *jail) cleanup() {
+	j.ctrlW.Close()
+	if !j.waited {
+		_ = j.cmd.Process.Kill()
+		j.wait()
+	}
+	j.statR.Close()
+	j.helper.stop()
+	j.pub.close()
+}
+
+// openWorkDirs gives the invoking user back access to the overlay work
+// directories: the kernel leaves work/work (and its incompat marker) mode
+// 000, which an unprivileged user could not remove when a session is
+// discarded. The next mount recreates them.
+func openWorkDirs(mounts []mountSpec) {
+	for _, m := range mounts {
+		if m.Kind != mountOverlay {
+			continue
+		}
+		_ = filepath.WalkDir(m.Work, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				_ = os.Chmod(p, 0o700)
+			}
+			return nil
+		})
+	}
+}
+
+// watchUpper reports on the returned channel once the upper layer holds more
+// than limit bytes; it stops when done closes.
+func watchUpper(ctx context.Context, upper string, limit int64, done chan struct{}) <-chan int64 {
+	c := make(chan int64, 1)
+	go func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if n := diskUsage(upper); n > limit {
+				c <- n
+				return
+			}
+		}
+	}()
+	return c
+}
+
+// diskUsage is the space the files under dir take on disk.
+func diskUsage(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if info, err := d.Info(); err == nil {
+			if st, ok := info.Sys().(*syscall.Stat_t); ok {
+				n += st.Blocks * 512
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// syncDir flushes the filesystem holding dir (one syncfs, not one fsync per
+// file as the overlay would do without "volatile").
+func syncDir(dir string) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	_ = unix.Syncfs(fd)
+	unix.Close(fd)
+}
+
+// makeRaw puts the user's terminal in raw mode while the jail relays it, and
+// returns the function restoring it.
+func makeRaw(p Policy) func() {
+	f, ok := p.Stdin.(*os.File)
+	if p.Stdin == nil {
+		f, ok = os.Stdin, true
+	}
+	if !ok {
+		return func() {}
+	}
+	fd := int(f.Fd())
+	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return func() {}
+	}
+	raw := *old
+	raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+	raw.Oflag &^= unix.OPOST
+	raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+	raw.Cflag &^= unix.CSIZE | unix.PARENB
+	raw.Cflag |= unix.CS8
+	raw.Cc[unix.VMIN] = 1
+	raw.Cc[unix.VTIME] = 0
+	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &raw); err != nil {
+		return func() {}
+	}
+	return func() { _ = unix.IoctlSetTermios(fd, unix.TCSETSW, old) }
+}
+
+func orStderr(w io.Writer) io.Writer {
+	if w == nil {
+		return os.Stderr
+	}
+	return w
+}

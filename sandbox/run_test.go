@@ -1,0 +1,271 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+func TestBuildEnv(t *testing.T) {
+	host := []string{"PATH=/usr/bin", "HOME=/home/u", "AWS_SECRET_ACCESS_KEY=x", "GITHUB_TOKEN=y",
+		"LC_ALL=C", "TERM=xterm", "ANTHROPIC_API_KEY=k", "SSH_AUTH_SOCK=/run/agent", "PATH=/dup", "EDITOR=vi"}
+	got := BuildEnv(host, []string{"ANTHROPIC_API_KEY"})
+	want := []string{"PATH=/usr/bin", "HOME=/home/u", "LC_ALL=C", "TERM=xterm", "ANTHROPIC_API_KEY=k", "EDITOR=vi"}
+	if !slices.Equal(got, want) {
+		t.Errorf("BuildEnv = %v, want %v", got, want)
+	}
+}
+
+func TestExitStatus(t *testing.T) {
+	j := newTestJail(t)
+	res, _, _ := j.run(t, j.policy(), "/bin/sh", "-c", "kill -TERM $$")
+	if res.Signal != syscall.SIGTERM || res.ExitCode != 128+15 {
+		t.Errorf("killed by SIGTERM: got signal %v exit %d", res.Signal, res.ExitCode)
+	}
+	res, _, errOut := j.run(t, j.policy(), "no-such-command-shadow")
+	if res.ExitCode != 127 || !strings.Contains(errOut, "not found") {
+		t.Errorf("missing command: exit %d, stderr %q; want 127 and not found", res.ExitCode, errOut)
+	}
+}
+
+func TestIDIsHostUID(t *testing.T) {
+	j := newTestJail(t)
+	got := j.try(t, j.policy(), "id")
+	want := []string{strconv.Itoa(os.Getuid()), strconv.Itoa(os.Getgid())}
+	if !slices.Equal(got, want) {
+		t.Errorf("uid gid in the jail = %v, want the host's %v", got, want)
+	}
+}
+
+func TestJailErrorForBadProject(t *testing.T) {
+	j := newTestJail(t)
+	p := j.policy()
+	p.Project = filepath.Join(j.base, "missing")
+	_, err := Run(context.Background(), p, []string{"/bin/true"})
+	var je *JailError
+	if !errors.As(err, &je) || je.Step != "project" {
+		t.Fatalf("Run with a missing project: %v, want a *JailError of step project", err)
+	}
+	// A project that is the home directory would expose ~/.ssh.
+	p = j.policy()
+	p.Project = j.home
+	if _, err = Run(context.Background(), p, []string{"/bin/true"}); !errors.As(err, &je) || je.Step != "project" {
+		t.Fatalf("Run with the home as project: %v, want a *JailError of step project", err)
+	}
+	// A staging layer the host can create but the overlay refuses (work
+	// inside upper) fails in PID 1, at the mount step, and the command
+	// never runs.
+	shared := t.TempDir()
+	p = j.policy()
+	p.Work = filepath.Join(p.Upper, "work")
+	p.ReadWrite = []string{shared}
+	_, err = Run(context.Background(), p, []string{"/bin/touch", filepath.Join(shared, "ran")})
+	if !errors.As(err, &je) || je.Step != "project and extra mounts" || !strings.Contains(err.Error(), "overlay") {
+		t.Fatalf("Run with work inside upper: %v, want a *JailError of the mount step", err)
+	}
+	if _, err := os.Stat(filepath.Join(shared, "ran")); err == nil {
+		t.Errorf("the command ran although the jail could not be built")
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	j := newTestJail(t)
+	p := j.policy()
+	p.Timeout = 300 * time.Millisecond
+	p.KillGrace = 300 * time.Millisecond
+	start := time.Now()
+	res, _, _ := j.run(t, p, "/bin/sleep", "30")
+	if !res.TimedOut || time.Since(start) > 5*time.Second || res.Signal != syscall.SIGTERM {
+		t.Errorf("sleep 30 with a 300ms timeout: %+v after %v", res, time.Since(start))
+	}
+	// A command that ignores SIGTERM is killed after the grace period.
+	start = time.Now()
+	res, _, _ = j.run(t, p, "/bin/sh", "-c", `trap "" TERM; sleep 30`)
+	if !res.TimedOut || res.Signal != syscall.SIGKILL || time.Since(start) > 5*time.Second {
+		t.Errorf("TERM-ignoring command: %+v after %v", res, time.Since(start))
+	}
+	if !strings.Contains(res.StopReason, "timed out") {
+		t.Errorf("StopReason = %q", res.StopReason)
+	}
+}
+
+func TestMaxUpperBytes(t *testing.T) {
+	j := newTestJail(t)
+	p := j.policy()
+	p.MaxUpperBytes = 1 << 20
+	p.KillGrace = 300 * time.Millisecond
+	res, _, _ := j.run(t, p, "/bin/sh", "-c", "head -c 4000000 /dev/zero > big; sleep 20")
+	if !strings.Contains(res.StopReason, "staging layer") || res.Duration > 10*time.Second {
+		t.Errorf("upper grew past the limit: %+v", res)
+	}
+}
+
+func TestPublishReachesServerInJail(t *testing.T) {
+	j := newTestJail(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	p := j.policy()
+	p.Publish = []int{port}
+	// A runtime dir deeper than a unix socket address can hold.
+	p.RuntimeDir = filepath.Join(t.TempDir(), strings.Repeat("r", 110))
+	p.Env = append(append([]string{}, p.Env...), "SHADOW_TRY=serve", "PORT="+strconv.Itoa(port))
+	done := make(chan string, 1)
+	go func() {
+		_, out, errOut := j.run(t, p, j.probe)
+		done <- out + errOut
+	}()
+	var reply string
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && reply == "" {
+		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			c.SetDeadline(time.Now().Add(2 * time.Second))
+			reply, _ = bufio.NewReader(c).ReadString('\n')
+			c.Close()
+		}
+		if reply == "" {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if reply != "hello from the jail\n" {
+		t.Errorf("reply through --publish %d: %q", port, reply)
+	}
+	if out := <-done; !strings.Contains(out, "RESULT served") {
+		t.Errorf("server in the jail: %s", out)
+	}
+}
+
+// TestTerminal runs the command with a terminal as stdio: it gets a pty of
+// the jail's own devpts, clipboard escapes are dropped on the way out, and
+// TIOCSTI on its terminal is refused.
+func TestTerminal(t *testing.T) {
+	j := newTestJail(t)
+	m, s, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := pty.Setsize(s, &pty.Winsize{Rows: 33, Cols: 101}); err != nil {
+		t.Fatal(err)
+	}
+	p := j.policy()
+	p.Stdin, p.Stdout, p.Stderr = s, s, s
+	p.Env = append(append([]string{}, p.Env...), "SHADOW_TRY=tiocsti")
+	outc := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(m)
+		outc <- string(b)
+	}()
+	script := `tty; test -t 0 && echo stdin-is-tty; stty size; printf '\033]52;c;c2VjcmV0\007'; echo after-osc; ` + j.probe
+	res, err := Run(context.Background(), p, []string{"/bin/sh", "-c", script})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	select {
+	case out = <-outc:
+	case <-time.After(5 * time.Second):
+		t.Fatal("pty output not closed")
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d: %q", res.ExitCode, out)
+	}
+	for _, want := range []string{"/dev/pts/0", "stdin-is-tty", "33 101", "after-osc", "RESULT EPERM"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q: %q", want, out)
+		}
+	}
+	if strings.Contains(out, "]52;") {
+		t.Errorf("OSC 52 reached the terminal: %q", out)
+	}
+}
+
+// TestTerminalInterrupt types ^C on the user's terminal: it travels as a
+// byte (the host terminal is raw) to the jail's pty, whose line discipline
+// interrupts the command.
+func TestTerminalInterrupt(t *testing.T) {
+	j := newTestJail(t)
+	m, s, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	p := j.policy()
+	p.Stdin, p.Stdout, p.Stderr = s, s, s
+	seen := make(chan struct{})
+	go func() {
+		r := bufio.NewReader(m)
+		for {
+			l, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if strings.Contains(l, "waiting") {
+				close(seen)
+				io.Copy(io.Discard, r)
+				return
+			}
+		}
+	}()
+	go func() {
+		select {
+		case <-seen:
+			m.Write([]byte{3})
+		case <-time.After(10 * time.Second):
+		}
+	}()
+	start := time.Now()
+	res, err := Run(context.Background(), p, []string{"/bin/sh", "-c", "echo waiting; exec sleep 30"})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Signal != syscall.SIGINT || time.Since(start) > 9*time.Second {
+		t.Errorf("after ^C: %+v after %v, want killed by SIGINT", res, time.Since(start))
+	}
+}
+
+// TestStdioToHostFiles redirects the jail's output to a host file and
+// /dev/null: scripts that write to /dev/stdout or /dev/stderr must work
+// although those host files are outside the jail.
+func TestStdioToHostFiles(t *testing.T) {
+	j := newTestJail(t)
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	p := j.policy()
+	p.Stdin, p.Stdout, p.Stderr = null, out, null
+	res, err := Run(context.Background(), p, []string{"/bin/sh", "-c",
+		"echo one > /dev/stdout && echo two && echo err > /dev/stderr && cat > /dev/null"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out.Name())
+	if res.ExitCode != 0 || string(b) != "one\ntwo\n" {
+		t.Errorf("exit %d, output file %q; want 0 and \"one\\ntwo\\n\"", res.ExitCode, b)
+	}
+}
