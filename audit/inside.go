@@ -43,6 +43,18 @@ func EncodeFinding(w io.Writer, f Finding) error {
 // DecodeFinding reads one line written by EncodeFinding. Only rules of the inside domains are
 // accepted.
 func DecodeFinding(line []byte) (Finding, error) {
+	return decodeFinding(line, func(r *Rule) bool {
+		for _, d := range InsideDomains {
+			if r.Domain == d {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// decodeFinding reads one EncodeFinding line, accepting only the rules allowed says yes to.
+func decodeFinding(line []byte, allowed func(*Rule) bool) (Finding, error) {
 	var fw findingWire
 	if err := json.Unmarshal(line, &fw); err != nil {
 		return Finding{}, fmt.Errorf("finding from the jail: %w", err)
@@ -51,12 +63,8 @@ func DecodeFinding(line []byte) (Finding, error) {
 	if r == nil {
 		return Finding{}, fmt.Errorf("finding from the jail: unknown rule %q", fw.ID)
 	}
-	inside := false
-	for _, d := range InsideDomains {
-		inside = inside || r.Domain == d
-	}
-	if !inside {
-		return Finding{}, fmt.Errorf("finding from the jail: rule %s is not evaluated inside", fw.ID)
+	if !allowed(r) {
+		return Finding{}, fmt.Errorf("finding from the jail: rule %s is not evaluated there", fw.ID)
 	}
 	switch fw.Result {
 	case Pass, Fail, Skipped:
