@@ -112,12 +112,16 @@ func initMain() {
 		}
 	}
 	if s.Proxy {
-		ln, port, err := listenProxyRelay()
+		ln, port, err := listenProxyPort()
 		if err != nil {
-			fail("proxy relay", err)
+			fail("proxy port", err)
 		}
 		s.Exec.Env = proxyEnv(s.Exec.Env, port)
-		go serveProxyRelay(ln, jailRuntimeDir+"/"+proxySocket)
+		// Before the command exists: the first listener the host gets is
+		// PID 1's.
+		if err := handOffProxyListener(ln, jailRuntimeDir+"/"+proxySocket); err != nil {
+			fail("proxy hand-off", err)
+		}
 	}
 	var publish net.Listener
 	if len(s.Publish) > 0 {

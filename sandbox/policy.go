@@ -53,7 +53,7 @@ type Policy struct {
 	Publish []int
 	// AllowDomains, when set, runs the allow-list HTTP(S) proxy of SPEC §8
 	// on the host and points the command's proxy variables at it; the jail
-	// keeps its own network namespace.
+	// keeps its own network namespace. Ignored with AllowNetwork.
 	AllowDomains []proxy.Rule
 	// NetLog is the file the proxy appends one JSON line per request to.
 	// Empty: no log.
@@ -95,8 +95,9 @@ type Result struct {
 	StopReason string
 	// LandlockABI is the Landlock ABI the command was confined with.
 	LandlockABI int
-	// Network is how the jail was connected: "none" (only lo), "pasta",
-	// "slirp4netns" or "host" (shared host network namespace).
+	// Network is how the jail was connected: "none" (only lo), "proxy" (only
+	// lo and the allow-list proxy), "pasta", "slirp4netns" or "host" (shared
+	// host network namespace).
 	Network string
 	// Duration is the wall time of the run.
 	Duration time.Duration

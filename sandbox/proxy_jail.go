@@ -201,9 +201,9 @@ func listenUnix(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// listenProxyRelay runs in PID 1: it listens on a free port of the jail's
+// listenProxyPort runs in PID 1: it listens on a free port of the jail's
 // own loopback, the address the command is given as its proxy.
-func listenProxyRelay() (net.Listener, int, error) {
+func listenProxyPort() (net.Listener, int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, 0, fmt.Errorf("listen on the jail's 127.0.0.1: %w", err)
@@ -233,10 +233,6 @@ func handOffProxyListener(ln net.Listener, sock string) error {
 	}
 	return nil
 }
-
-// serveProxyRelay is handOffProxyListener with the error dropped, for a
-// caller that runs it as a goroutine.
-func serveProxyRelay(ln net.Listener, sock string) { _ = handOffProxyListener(ln, sock) }
 
 // proxyEnv points the command's HTTP clients at the relay on port: the
 // proxy variables in both cases, an empty NO_PROXY (nothing bypasses the

@@ -321,8 +321,8 @@ func TestAllowDomainReachesOnlyTheList(t *testing.T) {
 	}
 }
 
-// TestAllowDomainNoneNoProxy: no allow-list, no proxy variables
-// and no proxy socket.
+// TestAllowDomainNoneNoProxy: no allow-list, or the whole network, means no
+// proxy variables and no proxy socket.
 func TestAllowDomainNoneNoProxy(t *testing.T) {
 	j := newTestJail(t)
 	p := j.policy()
@@ -333,6 +333,20 @@ func TestAllowDomainNoneNoProxy(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(p.RuntimeDir, proxySocket)); err == nil {
 		t.Errorf("proxy socket exists without an allow-list")
+	}
+	// With the whole network there is nothing to filter: no proxy either.
+	p.AllowNetwork = true
+	p.AllowDomains = mustRules(t, "api.test")
+	s, err := prepare(p, []string{"/bin/true"}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Proxy {
+		t.Errorf("a proxy with --allow-network")
+	}
+	p.AllowNetwork = false
+	if s, _ := prepare(p, []string{"/bin/true"}, t.TempDir()); s == nil || !s.Proxy {
+		t.Errorf("no proxy for an allow-list")
 	}
 }
 
@@ -347,6 +361,9 @@ func TestAllowDomainHandOffSocket(t *testing.T) {
 	res, out, errOut := j.run(t, p, "/bin/sh", "-c", "touch /run/shadow/other; echo create=$?")
 	if res.ExitCode != 0 || !strings.Contains(out, "create=") || strings.Contains(out, "create=0") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.ExitCode, out, errOut)
+	}
+	if res.Network != "proxy" {
+		t.Errorf("Result.Network = %q, want proxy", res.Network)
 	}
 	if _, err := os.Lstat(filepath.Join(p.RuntimeDir, proxySocket)); err == nil {
 		t.Errorf("the hand-off socket is still there after the run")

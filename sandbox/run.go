@@ -77,6 +77,7 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 			return res, &JailError{Step: "allow-list proxy", Err: err}
 		}
 		defer np.close()
+		res.Network = "proxy"
 	}
 	j, err := startJail(s, p)
 	if err != nil {

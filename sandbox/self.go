@@ -1,17 +1,20 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
-// RunSelf runs this shadow binary with args in a fresh jail built from p, with throwaway staging
-// layers: nothing it writes reaches a session. It is how the preflight evaluates the environment
-// the agent will really get (`shadow verify --inside`). The binary is bound read-only at its own
-// path; stdout receives the binary's standard output.
+// RunSelf runs this shadow binary with args in a fresh jail built from p. Without p.Upper, the
+// staging layers are throwaway ones, so nothing it writes reaches a session: that is how the
+// preflight evaluates the environment the agent will really get (`shadow verify --inside`). With
+// a session's layers in p, the binary sees the session's staged tree (the review-time audit).
+// The binary is bound read-only at its own path; stdout receives its standard output.
 func RunSelf(ctx context.Context, p Policy, args []string, stdout io.Writer) error {
 	exe, err := os.Executable()
 	if err != nil {
@@ -20,20 +23,23 @@ func RunSelf(ctx context.Context, p Policy, args []string, stdout io.Writer) err
 	if exe, err = filepath.EvalSymlinks(exe); err != nil {
 		return &JailError{Step: "find shadow binary", Err: err}
 	}
-	layers, err := os.MkdirTemp("", "shadow-inside-")
-	if err != nil {
-		return &JailError{Step: "staging layer", Err: err}
+	if p.Upper == "" {
+		layers, err := os.MkdirTemp("", "shadow-inside-")
+		if err != nil {
+			return &JailError{Step: "staging layer", Err: err}
+		}
+		defer removeLayers(layers)
+		p.Upper = filepath.Join(layers, "upper")
+		p.Work = filepath.Join(layers, "work")
+		p.CacheDir = filepath.Join(layers, "cache")
 	}
-	defer removeLayers(layers)
-	p.Upper = filepath.Join(layers, "upper")
-	p.Work = filepath.Join(layers, "work")
-	p.CacheDir = filepath.Join(layers, "cache")
 	p.RuntimeDir = ""
 	p.Publish = nil
 	p.ReadOnly = append(append([]string{}, p.ReadOnly...), exe)
 	p.Stdin = nil
 	p.Stdout = stdout
-	p.Stderr = io.Discard
+	var stderr bytes.Buffer
+	p.Stderr = &headWriter{buf: &stderr, n: 4096}
 	p.Warnings = io.Discard
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
@@ -45,10 +51,28 @@ func RunSelf(ctx context.Context, p Policy, args []string, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
+	if res.StopReason != "" {
+		return fmt.Errorf("%s %s in the jail: stopped: %s", filepath.Base(exe), strings.Join(args, " "), res.StopReason)
+	}
 	if res.ExitCode != 0 {
-		return fmt.Errorf("%s %v exited with status %d in the jail", filepath.Base(exe), args, res.ExitCode)
+		return fmt.Errorf("%s %s exited with status %d in the jail: %s", filepath.Base(exe), strings.Join(args, " "),
+			res.ExitCode, strings.TrimSpace(stderr.String()))
 	}
 	return nil
+}
+
+// headWriter keeps the first n bytes written to it and accepts the rest.
+type headWriter struct {
+	buf *bytes.Buffer
+	n   int
+}
+
+func (h *headWriter) Write(b []byte) (int, error) {
+	if k := min(len(b), h.n); k > 0 {
+		h.buf.Write(b[:k])
+		h.n -= k
+	}
+	return len(b), nil
 }
 
 // removeLayers deletes throwaway overlay layers; overlay leaves a mode-000 directory in its work

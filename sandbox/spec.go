@@ -134,7 +134,7 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 		TmpSize:  orDefault(p.TmpSize, 1<<30),
 		HomeSize: orDefault(p.HomeSize, 512<<20),
 		Publish:  p.Publish,
-		Proxy:    len(p.AllowDomains) > 0,
+		Proxy:    len(p.AllowDomains) > 0 && !p.AllowNetwork, // full network: nothing to filter
 	}
 	for _, g := range systemDirGlobs {
 		m, _ := filepath.Glob(g)

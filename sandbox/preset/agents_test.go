@@ -45,9 +45,10 @@ var agentPackages = map[string]string{
 
 // agentPrefix installs the agent CLIs with npm into a cache directory kept
 // between runs ($XDG_CACHE_HOME/shadow-test/agents-HASH, named for the
-// pinned versions) and returns it. Install scripts are not run: each CLI
-// ships its binary in a platform package. npm is what every one of these
-// CLIs is distributed with; without it the tests are skipped and say so.
+// pinned versions) and returns it. Their install scripts must run: Claude
+// Code's and opencode's put the platform binary in place. npm is what every
+// one of these CLIs is distributed with; without it the tests are skipped
+// and say so.
 func agentPrefix(t *testing.T) string {
 	t.Helper()
 	npm, err := exec.LookPath("npm")
@@ -86,7 +87,7 @@ func agentPrefix(t *testing.T) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, append([]string{"install", "--no-audit", "--no-fund", "--ignore-scripts", "--prefix", prefix}, pkgs...)...)
+	cmd := exec.CommandContext(ctx, npm, append([]string{"install", "--no-audit", "--no-fund", "--prefix", prefix}, pkgs...)...)
 	cmd.Dir = prefix
 	out, err := cmd.CombinedOutput()
 	if err != nil {
