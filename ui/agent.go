@@ -1,0 +1,201 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/creack/pty"
+)
+
+// frameInterval is the shortest time between two redraws caused by agent
+// output: a flood of output costs at most this many frames a second.
+const frameInterval = time.Second / 60
+
+// agentRun is one running agent: the host side of its pty and the
+// goroutines moving bytes between the pty and the pane.
+type agentRun struct {
+	master *os.File
+	cancel context.CancelFunc
+	// dirty is signalled (without blocking) when output changed the pane.
+	dirty chan struct{}
+	// exited delivers how the agent ended, once.
+	exited chan agentExitMsg
+	// outputDone is closed when the pty has no more output.
+	outputDone chan struct{}
+}
+
+// Messages of the agent phase.
+type (
+	agentStartedMsg     struct{ run *agentRun }
+	agentStartFailedMsg struct{ err error }
+	agentExitMsg        struct {
+		res AgentResult
+		err error
+	}
+	frameMsg struct{ run *agentRun }
+)
+
+// startAgent opens a pty of the pane's size, starts the agent on it and the
+// goroutines that feed its output to the pane and the pane's input to it.
+func startAgent(ctx context.Context, agent AgentFunc, pane *Pane, w, h int) tea.Cmd {
+	return func() tea.Msg {
+		master, tty, err := pty.Open()
+		if err != nil {
+			return agentStartFailedMsg{err: fmt.Errorf("open a pty for the agent: %w", err)}
+		}
+		if err := pty.Setsize(master, &pty.Winsize{Cols: uint16(w), Rows: uint16(h)}); err != nil {
+			master.Close()
+			tty.Close()
+			return agentStartFailedMsg{err: fmt.Errorf("size the agent's pty: %w", err)}
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		r := &agentRun{
+			master:     master,
+			cancel:     cancel,
+			dirty:      make(chan struct{}, 1),
+			exited:     make(chan agentExitMsg, 1),
+			outputDone: make(chan struct{}),
+		}
+		go r.copyOutput(pane)
+		go r.copyInput(ctx, pane)
+		go func() {
+			res, err := agent(ctx, tty)
+			// The agent has ended: closing our copy of its tty lets the
+			// output drain to EOF.
+			tty.Close()
+			select {
+			case <-r.outputDone:
+			case <-time.After(2 * time.Second):
+			}
+			cancel()
+			master.Close()
+			r.exited <- agentExitMsg{res: res, err: err}
+		}()
+		return agentStartedMsg{run: r}
+	}
+}
+
+// maxBacklog is how much agent output may wait for the pane before the
+// agent's writes block.
+const maxBacklog = 1 << 20
+
+// copyOutput feeds the agent's output to the pane and marks it dirty. One
+// goroutine reads the pty while another feeds the pane, so that output
+// arriving while the pane is busy is fed in one batch: a flood of lines
+// then costs the pane a screenful per batch rather than per line.
+func (r *agentRun) copyOutput(pane *Pane) {
+	var (
+		mu      sync.Mutex
+		cond    = sync.NewCond(&mu)
+		backlog []byte
+		eof     bool
+	)
+	go func() {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := r.master.Read(buf)
+			mu.Lock()
+			for len(backlog) >= maxBacklog && !eof {
+				cond.Wait()
+			}
+			backlog = append(backlog, buf[:n]...)
+			if err != nil {
+				eof = true
+			}
+			cond.Broadcast()
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer close(r.outputDone)
+	for {
+		mu.Lock()
+		for len(backlog) == 0 && !eof {
+			cond.Wait()
+		}
+		data, done := backlog, eof
+		backlog = nil
+		cond.Broadcast()
+		mu.Unlock()
+		if len(data) > 0 {
+			_, _ = pane.Write(data)
+			select {
+			case r.dirty <- struct{}{}:
+			default:
+			}
+		}
+		if done {
+			return
+		}
+	}
+}
+
+// copyInput writes keys, pastes and query replies from the pane to the
+// agent until the agent ends.
+func (r *agentRun) copyInput(ctx context.Context, pane *Pane) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case b := <-pane.Input():
+			if _, err := r.master.Write(b); err != nil && !errors.Is(err, io.ErrShortWrite) {
+				return
+			}
+		}
+	}
+}
+
+// waitFrame returns a frame message when the pane changed, at most once per
+// frameInterval.
+func waitFrame(r *agentRun) tea.Cmd {
+	return func() tea.Msg {
+		select {
+		case <-r.dirty:
+		case <-r.outputDone:
+			select {
+			case <-r.dirty:
+			default:
+				return nil
+			}
+		}
+		time.Sleep(frameInterval)
+		return frameMsg{run: r}
+	}
+}
+
+// waitAgent returns the agent's end.
+func waitAgent(r *agentRun) tea.Cmd {
+	return func() tea.Msg { return <-r.exited }
+}
+
+// stopAgent cancels the agent's context: the jail is stopped like a timeout.
+func stopAgent(r *agentRun) tea.Cmd {
+	if r == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		r.cancel()
+		return nil
+	}
+}
+
+// resizePty gives the agent's pty the pane's new size.
+func resizePty(r *agentRun, w, h int, notify func()) tea.Cmd {
+	return func() tea.Msg {
+		if err := pty.Setsize(r.master, &pty.Winsize{Cols: uint16(w), Rows: uint16(h)}); err != nil {
+			return nil // the agent has ended
+		}
+		if notify != nil {
+			notify()
+		}
+		return nil
+	}
+}

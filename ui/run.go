@@ -1,0 +1,320 @@
+package ui
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/shadow-sandbox/shadow/audit"
+	"github.com/shadow-sandbox/shadow/sandbox"
+	"github.com/shadow-sandbox/shadow/sandbox/confine"
+	"github.com/shadow-sandbox/shadow/sandbox/doctor"
+	"github.com/shadow-sandbox/shadow/session"
+)
+
+// Jail is what the real preflight, agent, review and status bar work on:
+// the project's open session, obtained through its writer lock, and the
+// run's jail policy (its Upper, Work, CacheDir and RuntimeDir are taken
+// from the session).
+type Jail struct {
+	Lock    *session.ProjectLock
+	Session *session.Session
+	Policy  sandbox.Policy
+	// Apply holds the options of an apply from the review (the config's
+	// protected paths).
+	Apply session.ApplyOptions
+	// Granted are the variables a preset passes on purpose: the in-jail
+	// verification reports them as granted, not leaked.
+	Granted []string
+	// VerifyTimeout bounds the in-jail verification (default 60s).
+	VerifyTimeout time.Duration
+}
+
+// Run runs the app on the terminal until the user quits, and returns its
+// exit status: 0, 3 when the preflight blocked the agent, 1 on failure.
+// Functions left nil in opts are filled from opts.Jail.
+func Run(ctx context.Context, opts Options) (int, error) {
+	if opts.Jail != nil {
+		opts = WithJail(opts, opts.Jail)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m, err := NewModel(ctx, opts)
+	if err != nil {
+		return ExitError, err
+	}
+	final, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
+	if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
+		return ExitError, fmt.Errorf("run the app: %w", err)
+	}
+	fm, ok := final.(Model)
+	if !ok {
+		return ExitError, errors.New("run the app: no final state")
+	}
+	if r := fm.run; r != nil && fm.result == nil {
+		// The app ended under a running agent: stop the jail and let the run
+		// be recorded before returning.
+		r.cancel()
+		select {
+		case <-r.exited:
+		case <-time.After(10 * time.Second):
+		}
+	}
+	return fm.ExitCode(), fm.Err()
+}
+
+// WithJail fills the functions opts leaves nil with the real ones over j.
+func WithJail(opts Options, j *Jail) Options {
+	profile := audit.Profile(opts.Profile)
+	if profile == "" {
+		profile = audit.DefaultProfile
+		opts.Profile = string(profile)
+	}
+	if opts.Preflight == nil {
+		opts.Preflight = JailPreflight(j, profile)
+	}
+	if opts.Agent == nil {
+		opts.Agent = JailAgent(j, opts.Argv)
+	}
+	if opts.Review == nil {
+		opts.Review = NewReviewSource(j.Lock, j.Session, WithApplyOptions(j.Apply), WithFindings(j.stagedFindings()))
+	}
+	if opts.Stats == nil {
+		opts.Stats = SessionStats(j.Session)
+	}
+	if opts.Layers == nil {
+		opts.Layers = PolicyLayers(j.Policy)
+	}
+	if opts.SessionID == "" {
+		opts.SessionID = j.Session.ID()
+	}
+	if opts.OnResize == nil {
+		// sandbox.Run relays SIGWINCH to the jail's PID 1, which copies the
+		// size of its terminal (the app's pty) to the agent's own pty.
+		opts.OnResize = func() { _ = syscall.Kill(os.Getpid(), syscall.SIGWINCH) }
+	}
+	return opts
+}
+
+// sessionPolicy is p over the session's directories.
+func sessionPolicy(p sandbox.Policy, s *session.Session) sandbox.Policy {
+	p.Upper, p.Work = s.UpperDir(), s.WorkDir()
+	p.CacheDir, p.RuntimeDir = s.CacheDir(), s.RuntimeDir()
+	if p.NetLog == "" {
+		p.NetLog = s.NetLog()
+	}
+	return p
+}
+
+// JailAgent runs argv in the jail over the session, recording the run.
+func JailAgent(j *Jail, argv []string) AgentFunc {
+	return func(ctx context.Context, tty *os.File) (AgentResult, error) {
+		if err := j.Session.BeginRun(argv); err != nil {
+			return AgentResult{ExitCode: -1}, fmt.Errorf("record the run in session %s: %w", j.Session.ID(), err)
+		}
+		p := sessionPolicy(j.Policy, j.Session)
+		p.Stdin, p.Stdout, p.Stderr, p.Warnings = tty, tty, tty, tty
+		res, err := sandbox.Run(ctx, p, argv)
+		code := res.ExitCode
+		switch {
+		case err != nil:
+			code = 125
+		case res.TimedOut:
+			code = 124
+		}
+		if e := j.Session.EndRun(code); e != nil && err == nil {
+			err = fmt.Errorf("record the end of the run in session %s: %w", j.Session.ID(), e)
+		}
+		return AgentResult{ExitCode: code, Reason: res.StopReason, Duration: res.Duration}, err
+	}
+}
+
+// JailPreflight is the real preflight: doctor's host checks, the host
+// environment for information, the project's DEP audit, then the ENV, FS
+// and NET rules inside a fresh jail built with the run's policy.
+func JailPreflight(j *Jail, profile audit.Profile) PreflightFunc {
+	return func(ctx context.Context, emit func(Event)) (Verdict, error) {
+		v := Verdict{Profile: string(profile)}
+		rep := doctor.Run(ctx)
+		for _, c := range rep.Checks {
+			f := hostFinding(c)
+			if f.Blocks {
+				v.Blocked = true
+				v.Blocking = append(v.Blocking, c.Name)
+			}
+			emit(Event{Stage: StageHost, Finding: &f})
+		}
+		emit(Event{Stage: StageHost, Done: true})
+		if v.Blocked {
+			for st := StageHostEnv; st < numStages; st++ {
+				emit(Event{Stage: st, Done: true})
+			}
+			v.Remedy = "This host cannot build the jail: select a check for its remedy, or run shadow doctor."
+			return v, nil
+		}
+		project := j.Policy.Project
+
+		// The host as it is: information only, the jail hides it.
+		for f := range audit.Run(ctx, audit.Options{Env: audit.LiveEnv(), Project: project, Profile: profile, Domains: audit.InsideDomains}) {
+			uf := auditFinding(StageHostEnv, f, profile)
+			uf.Info, uf.Blocks = true, false
+			emit(Event{Stage: StageHostEnv, Finding: &uf})
+		}
+		emit(Event{Stage: StageHostEnv, Done: true})
+
+		dep, err := audit.Verify(ctx, audit.Options{Project: project, Profile: profile, Domains: []audit.Domain{audit.DomainDep}}, func(f audit.Finding) {
+			uf := auditFinding(StageProject, f, profile)
+			emit(Event{Stage: StageProject, Finding: &uf})
+		})
+		emit(Event{Stage: StageProject, Done: true})
+		if err != nil {
+			return v, fmt.Errorf("audit the project's dependencies in %s: %w", project, err)
+		}
+		in, err := audit.VerifyInside(ctx, profile, j.startInside, func(f audit.Finding) {
+			uf := auditFinding(StageJail, f, profile)
+			emit(Event{Stage: StageJail, Finding: &uf})
+		})
+		emit(Event{Stage: StageJail, Done: true})
+		if err != nil {
+			return v, fmt.Errorf("verify inside the jail: %w", err)
+		}
+		for _, r := range []audit.Report{dep, in} {
+			rv := r.Verdict()
+			v.Blocked = v.Blocked || rv.Blocked
+			v.Warned = v.Warned || rv.Warned
+			v.Blocking = append(v.Blocking, rv.Blocking...)
+		}
+		if v.Blocked {
+			v.Remedy = fmt.Sprintf("Fix what blocks (select a finding for its remedy), or rerun with a --trust profile that accepts it; shadow verify --trust %s writes the full report.", profile)
+		}
+		return v, nil
+	}
+}
+
+// startInside runs `shadow verify --inside-child` in a fresh jail with the
+// run's policy and a throwaway staging layer, its stdout to w.
+func (j *Jail) startInside(ctx context.Context, args []string, w io.Writer) error {
+	p := j.Policy
+	p.Upper, p.Work, p.CacheDir, p.NetLog = "", "", "", ""
+	if len(j.Granted) > 0 {
+		p.Env = append(append([]string{}, p.Env...), audit.GrantedEnvVar+"="+strings.Join(j.Granted, ","))
+	}
+	p.Timeout = j.VerifyTimeout
+	if p.Timeout <= 0 {
+		p.Timeout = 60 * time.Second
+	}
+	return sandbox.RunSelf(ctx, p, args, w)
+}
+
+// stagedFindings names, for the review's badges, the audit rules each staged
+// file newly fails: the project rules run in a jail over the session's staged
+// view and are compared with the base's. It is computed once, when the review
+// first loads after the agent ended (never while a run uses the staging layer).
+func (j *Jail) stagedFindings() func(path string) []string {
+	var once sync.Once
+	var found map[string][]string
+	return func(path string) []string {
+		if j.Session.RunActive() {
+			return nil
+		}
+		once.Do(func() {
+			p := sessionPolicy(j.Policy, j.Session)
+			p.NoCache, p.Publish, p.AllowNetwork, p.AllowDomains, p.NetLog = true, nil, false, nil, ""
+			p.Timeout = 2 * time.Minute
+			start := func(ctx context.Context, args []string, w io.Writer) error {
+				return sandbox.RunSelf(ctx, p, args, w)
+			}
+			found, _ = audit.StagedFindings(context.Background(), j.Session.Project(), start)
+		})
+		return found[path]
+	}
+}
+
+// hostFinding is a doctor check as a preflight line; a missing required
+// check blocks (the jail cannot be built).
+func hostFinding(c doctor.Check) Finding {
+	f := Finding{Stage: StageHost, ID: c.Name, Title: c.Detail, Remedy: c.Remedy}
+	switch c.Status {
+	case doctor.StatusOK:
+		f.Result = audit.Pass
+	case doctor.StatusMissing:
+		f.Result = audit.Fail
+		f.Blocks = c.Required
+	default:
+		f.Result = audit.Skipped
+	}
+	return f
+}
+
+// auditFinding is an audit finding as a preflight line.
+func auditFinding(st Stage, f audit.Finding, p audit.Profile) Finding {
+	uf := Finding{Stage: st, Result: f.Result, Severity: f.Severity, Blocks: f.Blocks(p)}
+	if f.Rule != nil {
+		uf.ID, uf.Title, uf.Remedy = f.Rule.ID, f.Rule.Title, f.Rule.Remedy
+	}
+	for _, e := range f.Evidence {
+		uf.Evidence = append(uf.Evidence, e.String())
+	}
+	if f.SkipReason != "" {
+		uf.Evidence = append(uf.Evidence, "skipped: "+f.SkipReason)
+	}
+	return uf
+}
+
+// SessionStats counts the session's staged paths (up to a bound, so a huge
+// staging layer never slows the status bar) and its network requests.
+func SessionStats(s *session.Session) func() Stats {
+	const maxCount = 100000
+	return func() Stats {
+		var st Stats
+		_ = filepath.WalkDir(s.UpperDir(), func(_ string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if !d.IsDir() {
+				st.Files++
+				if st.Files >= maxCount {
+					return filepath.SkipAll
+				}
+			}
+			return nil
+		})
+		if f, err := os.Open(s.NetLog()); err == nil {
+			sc := bufio.NewScanner(f)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			for sc.Scan() {
+				st.Requests++
+			}
+			f.Close()
+		}
+		return st
+	}
+}
+
+// PolicyLayers lists the jail's layers for a policy as the status bar
+// shows them.
+func PolicyLayers(p sandbox.Policy) []Layer {
+	net := Layer{Name: "netns", On: true}
+	switch {
+	case p.AllowNetwork:
+		net = Layer{Name: "netns+internet", On: false}
+	case len(p.AllowDomains) > 0:
+		net = Layer{Name: "netns+proxy", On: true}
+	}
+	ll := Layer{Name: "landlock", On: false}
+	if abi := confine.LandlockABI(); abi > 0 {
+		ll = Layer{Name: fmt.Sprintf("landlock%d", abi), On: true}
+	}
+	return []Layer{{Name: "userns", On: true}, net, {Name: "overlay", On: true}, ll, {Name: "seccomp", On: true}}
+}
