@@ -1,0 +1,150 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/session"
+)
+
+func newApplyCmd() *cobra.Command {
+	var f sessionFlags
+	var all, yes, includeIgnored, allowProtected, allowOutside, rollback bool
+	var to string
+	cmd := &cobra.Command{
+		Use:   "apply [--all] [--yes] [--include-ignored] [--allow-protected] [--session ID] [PATH...]",
+		Short: "Write accepted changes (or whole files) into the project; --rollback undoes an apply",
+		Long: `apply writes into the project the hunks accepted in review, or with --all or PATHs whole
+files as the agent left them. Ignored paths (the project's .gitignore as it was) need
+--include-ignored; protected paths (.git, CI config, editor and agent settings, rc files...)
+need --allow-protected; paths the host changed since the session started are refused.
+
+Every apply is journaled: a crash at any instant is completed or rolled back by the next
+shadow command, and 'shadow apply --rollback' restores the project byte for byte.`,
+		RunE: func(cmd *cobra.Command, paths []string) error {
+			if rollback {
+				if all || len(paths) > 0 || includeIgnored || allowProtected {
+					return usageError{msg: "--rollback takes only --to, --yes and --project"}
+				}
+				return runRollback(cmd, &f, to, yes)
+			}
+			if to != "" {
+				return usageError{msg: "--to goes with --rollback"}
+			}
+			lk, s, err := f.writeSession("apply", cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
+			if paths, err = projectPaths(s.Project(), paths); err != nil {
+				return err
+			}
+			opts := session.ApplyOptions{All: all, Paths: paths, IncludeIgnored: includeIgnored,
+				AllowProtected: allowProtected, AllowOutsideLinks: allowOutside, Protected: protectedFromConfig(s.Project())}
+			plan, err := s.PlanApply(opts)
+			if err != nil {
+				return err
+			}
+			errw := cmd.ErrOrStderr()
+			printPlan(errw, plan)
+			if len(plan.Files) == 0 {
+				if !all && len(paths) == 0 {
+					fmt.Fprintln(errw, "nothing accepted yet: decide hunks with `shadow review`, or pass --all or PATHs")
+				}
+				return withCode(exitError, nil)
+			}
+			if !yes {
+				ok, err := confirm(cmd.InOrStdin(), errw, fmt.Sprintf("Write %d paths into %s?", len(plan.Files), s.Project()))
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return withCode(exitError, fmt.Errorf("nothing applied"))
+				}
+			}
+			res, err := s.Apply(opts)
+			if err != nil {
+				return err
+			}
+			if res.Recovered != "" {
+				fmt.Fprintln(errw, "shadow:", res.Recovered)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "applied %d paths (apply %s); undo with `shadow apply --rollback`\n", len(res.Files), res.ID)
+			if res.Closes {
+				fmt.Fprintf(cmd.OutOrStdout(), "session %s is applied: nothing is pending\n", s.ID())
+			}
+			return nil
+		},
+	}
+	f.register(cmd, true)
+	fl := cmd.Flags()
+	fl.BoolVar(&all, "all", false, "apply every change as a whole file")
+	fl.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	fl.BoolVar(&includeIgnored, "include-ignored", false, "apply ignored paths too (node_modules/, build output...)")
+	fl.BoolVar(&allowProtected, "allow-protected", false, "apply protected paths too (.git, CI config, agent settings...)")
+	fl.BoolVar(&allowOutside, "allow-outside-links", false, "apply staged symlinks whose target leaves the project")
+	fl.BoolVar(&rollback, "rollback", false, "undo the last apply (or every apply back to --to)")
+	fl.StringVar(&to, "to", "", "with --rollback: undo every apply back to and including APPLY_ID")
+	return cmd
+}
+
+func runRollback(cmd *cobra.Command, f *sessionFlags, to string, yes bool) error {
+	st, err := openStore()
+	if err != nil {
+		return err
+	}
+	project, err := session.ResolveProject(f.project)
+	if err != nil {
+		return err
+	}
+	lk, err := st.LockProject(project, session.LockOptions{Wait: f.wait, Command: "rollback"})
+	if err != nil {
+		return err
+	}
+	defer lk.Release()
+	if lk.Recovered != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", lk.Recovered)
+	}
+	if !yes {
+		what := "the last apply"
+		if to != "" {
+			what = "every apply back to " + to
+		}
+		ok, err := confirm(cmd.InOrStdin(), cmd.ErrOrStderr(), fmt.Sprintf("Roll back %s in %s?", what, project))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return withCode(exitError, fmt.Errorf("nothing rolled back"))
+		}
+	}
+	res, err := lk.Rollback(to)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "rolled back %d apply(s) (%d paths restored)\n", len(res.Applies), res.Restored)
+	return nil
+}
+
+// protectedFromConfig is the config's extra protected paths for a project.
+func protectedFromConfig(project string) []string { return configFor(project).Protected }
+
+// printPlan lists what an apply will write and what it leaves out.
+func printPlan(w io.Writer, p *session.ApplyPlan) {
+	for _, f := range p.Files {
+		how := "whole file"
+		if !f.Whole {
+			how = fmt.Sprintf("%d hunks accepted, %d rejected, %d undecided", f.Accepted, f.Rejected, f.Pending)
+		}
+		fmt.Fprintf(w, "  %-6s %s (%s)\n", f.Action, diffview.Escape(f.Path), how)
+	}
+	for _, s := range p.Skipped {
+		fmt.Fprintf(w, "  skip   %s: %s\n", diffview.Escape(s.Path), s.Reason)
+	}
+	for _, m := range p.Warnings {
+		fmt.Fprintln(w, "  warning:", m)
+	}
+}

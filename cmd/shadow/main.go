@@ -1,0 +1,76 @@
+// Command shadow runs an AI coding agent in an unprivileged Linux jail over a project, stages every
+// write, and lets the developer review, apply and roll back what the agent changed.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/shadow-sandbox/shadow/assets"
+	"github.com/shadow-sandbox/shadow/sandbox"
+	"github.com/shadow-sandbox/shadow/sandbox/doctor"
+)
+
+// Exit codes shared by every command (SPEC §1).
+const (
+	exitOK      = 0
+	exitError   = 1
+	exitUsage   = 2
+	exitBlocked = 3
+	exitTimeout = 124
+	exitNoJail  = 125
+)
+
+// exitCode carries a process exit status through cobra's error return. A nil err means the message
+// was already printed (or there is none).
+type exitCode struct {
+	code int
+	err  error
+}
+
+func (e *exitCode) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitCode) Unwrap() error { return e.err }
+
+// withCode attaches an exit code to an error.
+func withCode(code int, err error) error { return &exitCode{code: code, err: err} }
+
+func main() {
+	// The jail's PID 1 and the doctor's probes are this same binary, re-executed.
+	if sandbox.IsReexec() {
+		sandbox.ReexecMain()
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == doctor.ProbeArg {
+		os.Exit(doctor.ProbeMain(os.Args[2:]))
+	}
+	doctor.AppArmorTemplate = assets.AppArmorTemplate
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ec *exitCode
+	if errors.As(err, &ec) {
+		if ec.err != nil {
+			fmt.Fprintln(os.Stderr, "shadow:", ec.err)
+		}
+		return ec.code
+	}
+	fmt.Fprintln(os.Stderr, "shadow:", err)
+	if isUsageError(err) {
+		return exitUsage
+	}
+	return exitError
+}

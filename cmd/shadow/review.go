@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/shadow-sandbox/shadow/audit"
+	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/sandbox"
+	"github.com/shadow-sandbox/shadow/session"
+	"github.com/shadow-sandbox/shadow/ui"
+)
+
+func newReviewCmd() *cobra.Command {
+	var f sessionFlags
+	cmd := &cobra.Command{
+		Use:   "review [--session ID]",
+		Short: "Review the staged changes hunk by hunk, apply the accepted ones, roll back",
+		Long: `review opens the hunk-level review screen on the session: the changed files on the left,
+the diff on the right. Accept (a) or reject (r) each hunk, a whole file (A/R) or everything
+(ctrl+a); split a hunk (s), pick single lines (space), edit a hunk in $EDITOR (e); apply (w) and
+roll back (b). Decisions are saved as they are made: quit (q) and come back later. ? shows every
+key.
+
+While a run is going on the project, the review opens read-only.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !isTerminal(cmd.OutOrStdout()) {
+				return usageError{msg: "review needs a terminal; use `shadow diff` or `shadow diff --json` in scripts"}
+			}
+			src, s, release, err := openReview(&f, cmd)
+			if err != nil {
+				return err
+			}
+			defer release()
+			cfg := configFor(s.Project())
+			keys, appKeys := diffview.DefaultKeyMap(), ui.DefaultKeyMap()
+			if err := ui.ApplyKeys(&appKeys, &keys, cfg.Keys); err != nil {
+				return usageError{msg: "config keys: " + err.Error()}
+			}
+			_, readOnly := src.(ui.ReadOnlySource)
+			m := diffview.New(diffview.WithSource(src), diffview.WithKeyMap(keys),
+				diffview.WithEditor(editor()), diffview.WithReadOnly(readOnly))
+			if _, err := tea.NewProgram(diffview.NewApp(m), tea.WithContext(cmd.Context())).Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
+				return fmt.Errorf("review: %w", err)
+			}
+			return nil
+		},
+	}
+	f.register(cmd, true)
+	return cmd
+}
+
+// openReview opens the session for review: writable under the project's writer lock, or, while
+// another shadow (a run) holds that lock, read-only.
+func openReview(f *sessionFlags, cmd *cobra.Command) (diffview.Source, *session.Session, func(), error) {
+	lk, s, err := f.writeSession("review", cmd.ErrOrStderr())
+	if err == nil {
+		opts := session.ApplyOptions{Protected: protectedFromConfig(s.Project())}
+		found := stagedFindings(cmd.Context(), s, cmd.ErrOrStderr())
+		return ui.NewReviewSource(lk, s, ui.WithApplyOptions(opts), ui.WithFindings(func(p string) []string { return found[p] })),
+			s, func() { lk.Release() }, nil
+	}
+	if !errors.Is(err, session.ErrBusy) {
+		return nil, nil, nil, err
+	}
+	_, s, rerr := f.readSession()
+	if rerr != nil {
+		return nil, nil, nil, rerr
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), "shadow: another shadow is writing to the project; the review is read-only")
+	return ui.ReadOnlySource{Source: ui.NewReviewSource(nil, s)}, s, func() {}, nil
+}
+
+// editor is the command the review's `e` key runs.
+func editor() string {
+	for _, v := range []string{"VISUAL", "EDITOR"} {
+		if e := os.Getenv(v); e != "" {
+			return e
+		}
+	}
+	return "vi"
+}
+
+// configFor is the effective config of a project; one that cannot be read is empty (the
+// commands that depend on its policy report the error themselves).
+func configFor(project string) session.Config {
+	root, err := session.DefaultRoot()
+	if err != nil {
+		return session.Config{}
+	}
+	userPath, err := session.UserConfigPath()
+	if err != nil {
+		return session.Config{}
+	}
+	cfg, err := session.LoadConfig(userPath, project, root)
+	if err != nil {
+		return session.Config{}
+	}
+	return cfg.Config
+}
+
+// stagedFindings audits the session's staged tree (in a jail over it) against its base and
+// returns the rules each file newly fails, for the review's badges. A failure to audit is
+// reported and leaves the badges off; it never blocks the review.
+func stagedFindings(ctx context.Context, s *session.Session, stderr io.Writer) map[string][]string {
+	p := sandbox.Policy{Project: s.Project(), Upper: s.UpperDir(), Work: s.WorkDir(), NoCache: true,
+		Env: sandbox.BuildEnv(os.Environ(), nil), Timeout: 2 * time.Minute}
+	start := func(ctx context.Context, args []string, stdout io.Writer) error {
+		return sandbox.RunSelf(ctx, p, args, stdout)
+	}
+	found, err := audit.StagedFindings(ctx, s.Project(), start)
+	if err != nil {
+		fmt.Fprintln(stderr, "shadow: warning: the staged tree could not be audited:", err)
+		return nil
+	}
+	return found
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// usageError marks a mistake in how shadow was called (exit 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func isUsageError(err error) bool {
+	var u usageError
+	if errors.As(err, &u) {
+		return true
+	}
+	// cobra's own flag and argument errors.
+	msg := err.Error()
+	for _, p := range []string{"unknown flag", "unknown shorthand flag", "unknown command", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "required flag"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "shadow",
+		Short: "Run an AI coding agent in a jail, then review and apply what it changed",
+		Long: `shadow gives an AI coding agent a terminal without giving it the machine.
+
+It audits the project and the environment first (preflight), runs the agent in an unprivileged
+Linux jail where every write to the project is staged in an overlay (jail), and shows the staged
+changes hunk by hunk so you accept, reject, apply and roll back (review).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{msg: err.Error() + " (see `" + c.CommandPath() + " --help`)"}
+	})
+	root.AddCommand(
+		newDoctorCmd(),
+		newVerifyCmd(),
+		newExecCmd(),
+		newRunCmd(),
+		newShellCmd(),
+		newTUICmd(),
+		newDiffCmd(),
+		newReviewCmd(),
+		newApplyCmd(),
+		newSessionsCmd(),
+		newDiscardCmd(),
+		newVersionCmd(),
+		newTrustConfigCmd(),
+	)
+	return root
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shadow-sandbox/shadow/sandbox"
+	"github.com/shadow-sandbox/shadow/sandbox/doctor"
+	"github.com/shadow-sandbox/shadow/sandbox/preset"
+	"github.com/shadow-sandbox/shadow/session"
+)
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- CMD [ARG...]",
+		Short: "Run a command in the jail over the project, staging every write",
+		Long: `run starts CMD in an unprivileged jail: its own user, mount, PID, network, IPC and UTS
+namespaces, the system read-only, an empty private $HOME and /tmp, no credentials, no host
+network, Landlock and seccomp. The project is visible at its real path through an overlay, so
+every write lands in the session's staging layer; the host project is never written.
+
+When CMD ends, run prints what is staged. Look at it with 'shadow diff' or 'shadow review',
+apply it with 'shadow apply', or drop it with 'shadow discard'.
+
+Exit status: CMD's own; 124 when --timeout stopped it; 125 when the jail could not be built
+(CMD is never run without the jail); 128+N when it died of signal N.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if f.explain {
+				return nil
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.explain {
+				return explainPreset(cmd, &f, args)
+			}
+			return runJailed(cmd, &f, args)
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newShellCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "shell [flags]",
+		Short: "Open an interactive shell in the jail over the session's staged view",
+		Long: `shell opens $SHELL (or /bin/bash) in the jail over the project's open session, so you can
+explore or test what the agent left. Its writes are staged like any run's.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sh := os.Getenv("SHELL")
+			if sh == "" {
+				sh = "/bin/bash"
+			}
+			return runJailed(cmd, &f, []string{sh, "-i"})
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+// runJailed is `shadow run`: lock the project, open its session, run argv in the jail, record
+// the run and print what is staged.
+func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
+	setup, err := f.resolve()
+	if err != nil {
+		return err
+	}
+	if argv, err = setup.applyPreset(argv); err != nil {
+		return usageError{msg: err.Error()}
+	}
+	if setup.trust != "" {
+		if err := preflightGate(cmd.Context(), setup, cmd.ErrOrStderr()); err != nil {
+			return err
+		}
+	}
+	lk, err := setup.store.LockProject(setup.project, session.LockOptions{Wait: f.wait, Command: "run"})
+	if err != nil {
+		return err
+	}
+	defer lk.Release()
+	if lk.Recovered != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", lk.Recovered)
+	}
+	var s *session.Session
+	if f.newSession {
+		s, err = lk.Create()
+	} else {
+		s, _, err = lk.CurrentOrCreate()
+	}
+	if err != nil {
+		return err
+	}
+	p := setup.policy
+	p.Upper, p.Work = s.UpperDir(), s.WorkDir()
+	p.CacheDir, p.RuntimeDir = s.CacheDir(), s.RuntimeDir()
+	p.NetLog = s.NetLog()
+
+	if err := s.BeginRun(argv); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	res, runErr := sandbox.Run(ctx, p, argv)
+	code := res.ExitCode
+	if runErr != nil {
+		code = exitNoJail
+	} else if res.TimedOut {
+		code = exitTimeout
+	}
+	if err := s.EndRun(code); err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), "shadow: record the run:", err)
+	}
+	if runErr != nil {
+		if !sandbox.IsJailError(runErr) {
+			return withCode(exitNoJail, runErr)
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", runErr)
+		fmt.Fprintln(cmd.ErrOrStderr(), "shadow: the command was not started. What `shadow doctor` says about this host:")
+		printDoctorProblems(cmd.Context(), cmd.ErrOrStderr())
+		return withCode(exitNoJail, nil)
+	}
+	printRunSummary(cmd.ErrOrStderr(), s, res)
+	return withCode(code, nil)
+}
+
+// printRunSummary is the one-screen summary shown when a run ends.
+func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result) {
+	fmt.Fprintln(w)
+	switch {
+	case res.StopReason != "":
+		fmt.Fprintf(w, "shadow: stopped: %s\n", res.StopReason)
+	case res.Signal != 0:
+		fmt.Fprintf(w, "shadow: command killed by signal %d (%s) after %s\n", res.Signal, res.Signal, res.Duration.Round(1e6))
+	default:
+		fmt.Fprintf(w, "shadow: command exited with status %d after %s\n", res.ExitCode, res.Duration.Round(1e6))
+	}
+	cs, err := s.Changes()
+	if err != nil {
+		fmt.Fprintln(w, "shadow: read the staged changes:", err)
+		return
+	}
+	sum := session.Summarize(cs, 15)
+	fmt.Fprintf(w, "session %s: %s\n", s.ID(), sum.Headline())
+	for _, l := range sum.Lines {
+		fmt.Fprintln(w, "  "+l)
+	}
+	if sum.More > 0 {
+		fmt.Fprintf(w, "  … and %d more\n", sum.More)
+	}
+	if sum.Total()+sum.Ignored > 0 {
+		fmt.Fprintln(w, "next: shadow diff | shadow review | shadow apply --all | shadow discard")
+	}
+}
+
+// printDoctorProblems prints the doctor's lines for what is not ok, with their remedies.
+func printDoctorProblems(ctx context.Context, w io.Writer) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	rep := doctor.Run(ctx)
+	var bad doctor.Report
+	bad.Distro, bad.Kernel = rep.Distro, rep.Kernel
+	for _, c := range rep.Checks {
+		if c.Status != doctor.StatusOK {
+			bad.Checks = append(bad.Checks, c)
+		}
+	}
+	if len(bad.Checks) == 0 {
+		fmt.Fprintln(w, "  every check passes; the failure above is specific to this run")
+		return
+	}
+	bad.Text(w, false)
+}
+
+// explainPreset prints what the preset of a run would grant, without running anything.
+func explainPreset(cmd *cobra.Command, f *runFlags, argv []string) error {
+	name := f.preset
+	if !f.changed("preset") {
+		if setup, err := f.resolve(); err == nil {
+			name = setup.preset
+		}
+	}
+	argv0 := ""
+	if len(argv) > 0 {
+		argv0 = argv[0]
+	}
+	p, err := preset.Select(name, argv0)
+	if err != nil {
+		return usageError{msg: err.Error()}
+	}
+	fmt.Fprint(cmd.OutOrStdout(), preset.Explain(p))
+	return nil
+}

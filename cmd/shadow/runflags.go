@@ -1,0 +1,248 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/shadow-sandbox/shadow/audit"
+	"github.com/shadow-sandbox/shadow/sandbox"
+	"github.com/shadow-sandbox/shadow/sandbox/preset"
+	"github.com/shadow-sandbox/shadow/sandbox/proxy"
+	"github.com/shadow-sandbox/shadow/session"
+)
+
+// runFlags are the flags shared by run, shell and tui (SPEC §1). Each has a config key of the
+// same name; a flag given on the command line wins over both config files.
+type runFlags struct {
+	project       string
+	newSession    bool
+	wait          bool
+	allowNetwork  bool
+	allowDomain   []string
+	publish       []int
+	timeout       time.Duration
+	env           []string
+	ro, rw        []string
+	noCache       bool
+	preset        string
+	trust         string
+	gitWritable   bool
+	maxUpperBytes string
+	explain       bool
+	fs            *pflag.FlagSet
+}
+
+func (f *runFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	f.fs = fl
+	fl.StringVar(&f.project, "project", "", "project directory (default: the git top level of the working directory, else the working directory)")
+	fl.BoolVar(&f.newSession, "new", false, "start a new session instead of continuing the open one")
+	fl.BoolVar(&f.wait, "wait", false, "wait for another shadow writing to the project instead of failing")
+	fl.BoolVar(&f.allowNetwork, "allow-network", false, "give the jail internet access (through pasta or slirp4netns when installed)")
+	fl.StringArrayVar(&f.allowDomain, "allow-domain", nil, "allow HOST[:PORT] through the jail's proxy (repeatable; *.example.com wildcards)")
+	fl.IntSliceVar(&f.publish, "publish", nil, "forward the host's 127.0.0.1:PORT to the jail's lo:PORT (repeatable)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "stop the command after this long (exit 124)")
+	fl.StringArrayVar(&f.env, "env", nil, "pass the host variable NAME into the jail (repeatable)")
+	fl.StringArrayVar(&f.ro, "ro", nil, "bind a host PATH read-only into the jail (repeatable)")
+	fl.StringArrayVar(&f.rw, "rw", nil, "bind a host PATH read-write into the jail: writes there are NOT staged (repeatable)")
+	fl.BoolVar(&f.noCache, "no-cache", false, "hide the host's package caches (~/.npm, ~/go/pkg/mod, ...)")
+	fl.StringVar(&f.preset, "preset", "", "agent preset (default: chosen from the command's name)")
+	fl.StringVar(&f.trust, "trust", "", "run the preflight audit under this profile first (repo, dependency, untrusted) and refuse to start when it blocks")
+	fl.BoolVar(&f.gitWritable, "git-writable", false, "stage writes to .git like the rest instead of making it read-only")
+	fl.StringVar(&f.maxUpperBytes, "max-upper-bytes", "", "stop the run when the staged changes grow past this size (e.g. 2G)")
+	fl.BoolVar(&f.explain, "explain", false, "print exactly what the preset grants (variables, domains, state directories) and exit")
+}
+
+// runSetup is everything a jailed command needs, resolved from flags and config.
+type runSetup struct {
+	project string
+	store   *session.Store
+	cfg     session.LoadedConfig
+	policy  sandbox.Policy
+	trust   string
+	preset  string
+	// granted are the variables a preset passes on purpose; the in-jail audit reports them as
+	// granted rather than leaked.
+	granted []string
+}
+
+func (f *runFlags) changed(name string) bool { return f.fs != nil && f.fs.Changed(name) }
+
+// resolve merges flags over the config files and builds the jail's policy (without the session's
+// directories, which the caller fills in once it holds the project lock).
+func (f *runFlags) resolve() (*runSetup, error) {
+	project, err := session.ResolveProject(f.project)
+	if err != nil {
+		return nil, err
+	}
+	root, err := session.DefaultRoot()
+	if err != nil {
+		return nil, err
+	}
+	store, err := session.Open(root)
+	if err != nil {
+		return nil, err
+	}
+	userPath, err := session.UserConfigPath()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := session.LoadConfig(userPath, project, root)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(os.Stderr, "shadow: warning:", w)
+	}
+	c := cfg.Config
+	p := sandbox.Policy{Project: project}
+	p.AllowNetwork = pick(f.changed("allow-network"), f.allowNetwork, c.AllowNetwork)
+	p.NoCache = pick(f.changed("no-cache"), f.noCache, c.NoCache)
+	p.GitWritable = pick(f.changed("git-writable"), f.gitWritable, c.GitWritable)
+	p.Publish = pickSlice(f.changed("publish"), f.publish, c.Publish)
+	for _, port := range p.Publish {
+		if port < 1 || port > 65535 {
+			return nil, usageError{msg: fmt.Sprintf("--publish %d: not a TCP port", port)}
+		}
+	}
+	if f.changed("timeout") {
+		p.Timeout = f.timeout
+	} else if c.Timeout != nil {
+		p.Timeout = c.Timeout.Duration
+	}
+	if f.changed("max-upper-bytes") {
+		n, err := parseSize(f.maxUpperBytes)
+		if err != nil {
+			return nil, usageError{msg: "--max-upper-bytes: " + err.Error()}
+		}
+		p.MaxUpperBytes = n
+	} else if c.MaxUpperBytes != nil {
+		p.MaxUpperBytes = *c.MaxUpperBytes
+	}
+	p.AllowDomains, err = proxy.ParseRules(pickSlice(f.changed("allow-domain"), f.allowDomain, c.AllowDomain))
+	if err != nil {
+		return nil, usageError{msg: "--allow-domain: " + err.Error()}
+	}
+	pass := pickSlice(f.changed("env"), f.env, c.Env)
+	p.Env = sandbox.BuildEnv(os.Environ(), pass)
+	p.ReadOnly, err = expandPaths(pickSlice(f.changed("ro"), f.ro, c.RO))
+	if err != nil {
+		return nil, err
+	}
+	p.ReadWrite, err = expandPaths(pickSlice(f.changed("rw"), f.rw, c.RW))
+	if err != nil {
+		return nil, err
+	}
+	trust := f.trust
+	if !f.changed("trust") && c.Trust != nil {
+		trust = *c.Trust
+	}
+	if trust != "" && !validTrust(trust) {
+		return nil, usageError{msg: fmt.Sprintf("--trust %q: use one of %s", trust, strings.Join(session.TrustLevels, ", "))}
+	}
+	presetName := f.preset
+	if !f.changed("preset") && c.Preset != nil {
+		presetName = *c.Preset
+	}
+	return &runSetup{project: project, store: store, cfg: cfg, policy: p, trust: trust, preset: presetName}, nil
+}
+
+// applyPreset chooses the agent preset (--preset, else the command's name), prepares its
+// per-project state directory and adds what it grants to the policy. It returns the argv to
+// run, with the preset's own arguments.
+func (s *runSetup) applyPreset(argv []string) ([]string, error) {
+	home := s.policy.Home
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	out, grant, err := preset.ForRun(s.preset, argv, &s.policy, preset.Options{Home: home,
+		StateRoot: s.store.Root, Project: s.project, HostEnv: os.Environ()})
+	if err != nil {
+		return nil, err
+	}
+	if grant != nil {
+		s.granted = grant.PassEnv
+	}
+	return out, nil
+}
+
+// insidePolicy is the policy of the in-jail audit: the run's, plus the names of the variables
+// the preset passes on purpose.
+func (s *runSetup) insidePolicy() sandbox.Policy {
+	p := s.policy
+	if len(s.granted) > 0 {
+		p.Env = append(append([]string{}, p.Env...), audit.GrantedEnvVar+"="+strings.Join(s.granted, ","))
+	}
+	return p
+}
+
+func validTrust(p string) bool {
+	for _, t := range session.TrustLevels {
+		if p == t {
+			return true
+		}
+	}
+	return false
+}
+
+func pick(flagSet bool, flag bool, cfg *bool) bool {
+	if flagSet || cfg == nil {
+		return flag
+	}
+	return *cfg
+}
+
+func pickSlice[T any](flagSet bool, flag []T, cfg []T) []T {
+	if flagSet {
+		return flag
+	}
+	return cfg
+}
+
+// expandPaths turns ~ and relative paths into absolute ones and checks they exist.
+func expandPaths(paths []string) ([]string, error) {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if p == "~" || strings.HasPrefix(p, "~/") {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return nil, err
+			}
+			p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return nil, fmt.Errorf("extra path %s: %w", abs, err)
+		}
+		out = append(out, abs)
+	}
+	return out, nil
+}
+
+// parseSize reads a byte count with an optional K, M, G or T suffix (powers of 1024).
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(strings.ToUpper(s))
+	mult := int64(1)
+	for i, suf := range []string{"K", "M", "G", "T"} {
+		if strings.HasSuffix(s, suf) || strings.HasSuffix(s, suf+"B") || strings.HasSuffix(s, suf+"IB") {
+			mult = int64(1) << (10 * (i + 1))
+			s = strings.TrimRight(s, "KMGTIB")
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a size such as 500M or 2G", s)
+	}
+	return n * mult, nil
+}

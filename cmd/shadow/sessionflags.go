@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shadow-sandbox/shadow/session"
+)
+
+// sessionFlags select the session a command works on: the project's open one, or --session ID.
+type sessionFlags struct {
+	project string
+	id      string
+	wait    bool
+}
+
+func (f *sessionFlags) register(cmd *cobra.Command, writer bool) {
+	cmd.Flags().StringVar(&f.project, "project", "", "project directory (default: the git top level, else the working directory)")
+	cmd.Flags().StringVar(&f.id, "session", "", "session id (default: the project's open session)")
+	if writer {
+		cmd.Flags().BoolVar(&f.wait, "wait", false, "wait for another shadow writing to the project instead of failing")
+	}
+}
+
+func openStore() (*session.Store, error) {
+	root, err := session.DefaultRoot()
+	if err != nil {
+		return nil, err
+	}
+	return session.Open(root)
+}
+
+// readSession opens the selected session for reading: no writer lock, so it works while a run is
+// going.
+func (f *sessionFlags) readSession() (*session.Store, *session.Session, error) {
+	st, err := openStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	var s *session.Session
+	if f.id != "" {
+		if s, err = st.Get(f.id); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		project, err := session.ResolveProject(f.project)
+		if err != nil {
+			return nil, nil, err
+		}
+		if s, err = st.Current(project); err != nil {
+			return nil, nil, noSessionHint(err, project)
+		}
+	}
+	// An apply a crash interrupted is finished or rolled back before anything is shown.
+	if msg, err := st.Recover(s.Project()); err != nil {
+		return nil, nil, err
+	} else if msg != "" {
+		fmt.Fprintln(os.Stderr, "shadow:", msg)
+		if s, err = st.Get(s.ID()); err != nil {
+			return nil, nil, err
+		}
+	}
+	s.SetProtected(protectedFromConfig(s.Project()))
+	return st, s, nil
+}
+
+// writeSession takes the project's writer lock and opens the selected session writable. The
+// caller releases the lock.
+func (f *sessionFlags) writeSession(command string, stderr io.Writer) (*session.ProjectLock, *session.Session, error) {
+	st, err := openStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	project := ""
+	if f.id != "" {
+		s, err := st.Get(f.id)
+		if err != nil {
+			return nil, nil, err
+		}
+		project = s.Project()
+	} else if project, err = session.ResolveProject(f.project); err != nil {
+		return nil, nil, err
+	}
+	lk, err := st.LockProject(project, session.LockOptions{Wait: f.wait, Command: command})
+	if err != nil {
+		return nil, nil, err
+	}
+	if lk.Recovered != "" {
+		fmt.Fprintln(stderr, "shadow:", lk.Recovered)
+	}
+	var s *session.Session
+	if f.id != "" {
+		s, err = lk.Get(f.id)
+	} else if s, err = lk.Current(); err != nil {
+		err = noSessionHint(err, project)
+	}
+	if err != nil {
+		lk.Release()
+		return nil, nil, err
+	}
+	s.SetProtected(protectedFromConfig(s.Project()))
+	return lk, s, nil
+}
+
+func noSessionHint(err error, project string) error {
+	if errors.Is(err, session.ErrNoSession) {
+		return fmt.Errorf("project %s has no open session; start one with `shadow run -- CMD`", project)
+	}
+	return err
+}
+
+// confirm asks a yes/no question on the terminal. Without a terminal it refuses, so a script
+// must pass --yes.
+func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
+	f, ok := in.(*os.File)
+	if !ok || !isTerminal(f) {
+		return false, usageError{msg: "not a terminal: pass --yes to confirm"}
+	}
+	fmt.Fprintf(out, "%s [y/N] ", question)
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && line == "" {
+		return false, nil
+	}
+	a := strings.ToLower(strings.TrimSpace(line))
+	return a == "y" || a == "yes", nil
+}
+
+// projectPaths turns PATH arguments into project-relative paths: absolute paths and paths
+// relative to a working directory inside the project are converted; other relative paths are
+// taken as relative to the project already.
+func projectPaths(project string, args []string) ([]string, error) {
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		abs, err := filepath.Abs(a)
+		if err != nil {
+			return nil, err
+		}
+		if rel, err := filepath.Rel(project, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			out = append(out, rel)
+			continue
+		}
+		if filepath.IsAbs(a) {
+			return nil, usageError{msg: fmt.Sprintf("%s is outside the project %s", a, project)}
+		}
+		out = append(out, filepath.Clean(a))
+	}
+	return out, nil
+}
