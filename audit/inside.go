@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -42,15 +43,42 @@ func EncodeFinding(w io.Writer, f Finding) error {
 
 // DecodeFinding reads one line written by EncodeFinding. Only rules of the inside domains are
 // accepted.
-func DecodeFinding(line []byte) (Finding, error) {
-	return decodeFinding(line, func(r *Rule) bool {
-		for _, d := range InsideDomains {
-			if r.Domain == d {
-				return true
-			}
+func DecodeFinding(line []byte) (Finding, error) { return decodeFinding(line, insideRule) }
+
+// insideRule reports whether r is evaluated inside the jail.
+func insideRule(r *Rule) bool { return slices.Contains(InsideDomains, r.Domain) }
+
+// streamFindings runs start with args, its stdout a pipe of EncodeFinding lines, and passes each
+// finding of a rule allowed accepts to emit as it arrives. It returns start's error and the
+// lines that could not be decoded.
+func streamFindings(ctx context.Context, start func(ctx context.Context, args []string, stdout io.Writer) error,
+	args []string, allowed func(*Rule) bool, emit func(Finding)) (runErr, decodeErr error) {
+	pr, pw := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		err := start(ctx, args, pw)
+		pw.Close()
+		errc <- err
+	}()
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
 		}
-		return false
-	})
+		f, err := decodeFinding([]byte(line), allowed)
+		if err != nil {
+			decodeErr = errors.Join(decodeErr, err)
+			continue
+		}
+		emit(f)
+	}
+	if err := sc.Err(); err != nil {
+		decodeErr = errors.Join(decodeErr, err)
+	}
+	pr.Close()
+	return <-errc, decodeErr
 }
 
 // decodeFinding reads one EncodeFinding line, accepting only the rules allowed says yes to.
@@ -97,46 +125,18 @@ func VerifyInside(ctx context.Context, profile Profile, start func(ctx context.C
 		profile = DefaultProfile
 	}
 	rep := Report{Profile: profile, RuleSetVersion: RuleSetVersion, Domains: InsideDomains, Started: time.Now()}
-	pr, pw := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		err := start(ctx, InsideChildArgs, pw)
-		pw.CloseWithError(io.EOF)
-		errc <- err
-	}()
 	got := map[string]Finding{}
-	var decodeErr error
-	sc := bufio.NewScanner(pr)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		f, err := DecodeFinding([]byte(line))
-		if err != nil {
-			decodeErr = errors.Join(decodeErr, err)
-			continue
-		}
+	runErr, decodeErr := streamFindings(ctx, start, InsideChildArgs, insideRule, func(f Finding) {
 		if _, dup := got[f.Rule.ID]; dup {
-			continue
+			return
 		}
 		got[f.Rule.ID] = f
 		if onFinding != nil {
 			onFinding(f)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		decodeErr = errors.Join(decodeErr, err)
-	}
-	pr.Close()
-	runErr := <-errc
+	})
 	for _, r := range Catalog() {
-		inside := false
-		for _, d := range InsideDomains {
-			inside = inside || r.Domain == d
-		}
-		if !inside {
+		if !insideRule(r) {
 			continue
 		}
 		f, ok := got[r.ID]

@@ -1,13 +1,11 @@
 package audit
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"slices"
 	"sort"
-	"strings"
 )
 
 // StagedChildArgs are the arguments, after the shadow binary, that make shadow audit the project
@@ -34,32 +32,12 @@ func StagedFindings(ctx context.Context, project string, start func(ctx context.
 	if err != nil {
 		return nil, fmt.Errorf("audit the base of %s: %w", project, err)
 	}
-	pr, pw := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		err := start(ctx, StagedChildArgs, pw)
-		pw.Close()
-		errc <- err
-	}()
 	var staged []Finding
-	var decodeErr error
-	sc := bufio.NewScanner(pr)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		f, err := decodeFinding([]byte(line), func(r *Rule) bool { return slices.Contains(ProjectRules, r.ID) })
-		if err != nil {
-			decodeErr = err
-			continue
-		}
-		staged = append(staged, f)
-	}
-	pr.Close()
-	if err := <-errc; err != nil {
-		return nil, fmt.Errorf("audit the staged tree: %w", err)
+	runErr, decodeErr := streamFindings(ctx, start, StagedChildArgs,
+		func(r *Rule) bool { return slices.Contains(ProjectRules, r.ID) },
+		func(f Finding) { staged = append(staged, f) })
+	if runErr != nil {
+		return nil, fmt.Errorf("audit the staged tree: %w", runErr)
 	}
 	if decodeErr != nil {
 		return nil, decodeErr
