@@ -5,7 +5,9 @@
 // review source) come in through Options, so the app runs the same over a
 // real jail (WithJail) and over test doubles. The pane draws the agent's
 // terminal from an emulator's cells, so nothing the agent writes reaches the
-// real terminal.
+// real terminal. With a session store, the real agent runs in an agent host
+// (agenthost.go) that outlives the app, so the app can detach from it and
+// `shadow tui --attach` can come back.
 package ui
 
 import (
@@ -96,6 +98,11 @@ type Options struct {
 	OnResize func()
 	// Detach, when set, leaves the app while the agent keeps running.
 	Detach func() error
+	// Attach opens the app on the agent's pane, without a preflight: the
+	// agent already runs and Agent connects to it.
+	Attach bool
+	// Started is when an attached agent started, for the elapsed time.
+	Started time.Time
 	// Dark selects the theme until the terminal reports its background.
 	Dark bool
 	// Jail, when set, supplies the real preflight, agent, review, counts
@@ -128,16 +135,17 @@ type Model struct {
 	phase         phase
 	pre           preflight
 
-	pane     *Pane
-	run      *agentRun
-	started  time.Time
-	now      time.Time
-	stats    Stats
-	result   *AgentResult
-	agentErr error
-	menu     bool
-	helpOpen bool
-	note     string
+	pane      *Pane
+	run       *agentRun
+	started   time.Time
+	now       time.Time
+	stats     Stats
+	result    *AgentResult
+	agentErr  error
+	menu      bool
+	helpOpen  bool
+	detaching bool // the app is leaving the agent running
+	note      string
 
 	review    diffview.Model
 	reviewing bool // a review browser is open (read-only over a running agent, or the review phase)
@@ -162,7 +170,7 @@ func NewModel(ctx context.Context, opts Options) (Model, error) {
 	if err := ApplyKeys(&m.keys, &m.rkeys, opts.Keys); err != nil {
 		return m, err
 	}
-	if opts.Preflight == nil || opts.Agent == nil || opts.Review == nil {
+	if (opts.Preflight == nil && !opts.Attach) || opts.Agent == nil || opts.Review == nil {
 		return m, errors.New("ui: Preflight, Agent and Review are required")
 	}
 	m.styles = DefaultStyles(m.dark)
@@ -171,6 +179,9 @@ func NewModel(ctx context.Context, opts Options) (Model, error) {
 	m.pre = newPreflight()
 	m.width, m.height = 80, 24
 	m.pane = NewPane(m.paneSize())
+	if opts.Attach {
+		m.phase = phaseAgent
+	}
 	return m, nil
 }
 
@@ -181,8 +192,12 @@ func (m Model) ExitCode() int { return m.exit }
 // Err is what made the app fail, if anything.
 func (m Model) Err() error { return m.err }
 
-// Init starts the preflight.
+// Init starts the preflight, or connects to the running agent.
 func (m Model) Init() tea.Cmd {
+	if m.opts.Attach {
+		w, h := m.paneSize()
+		return tea.Batch(startAgent(m.ctx, m.opts.Agent, m.pane, w, h), tea.RequestBackgroundColor)
+	}
 	return tea.Batch(startPreflight(m.ctx, m.opts.Preflight), m.pre.spinner.Tick, tea.RequestBackgroundColor)
 }
 
@@ -248,6 +263,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.run = msg.run
 		m.started = m.opts.Now()
 		m.now = m.started
+		if !m.opts.Started.IsZero() {
+			m.started = m.opts.Started
+		}
 		return m, tea.Batch(waitFrame(msg.run), waitAgent(msg.run), tick(), m.pollStats())
 	case agentStartFailedMsg:
 		m.agentErr = msg.err
@@ -259,6 +277,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, waitFrame(msg.run)
 	case agentExitMsg:
+		if m.detaching {
+			return m, nil
+		}
 		res := msg.res
 		m.result, m.agentErr = &res, msg.err
 		m.menu = false
@@ -278,6 +299,10 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case statusNoteMsg:
 		m.note = string(msg)
+		return m, nil
+	case detachFailedMsg:
+		m.detaching = false
+		m.note = "detach: " + msg.err.Error()
 		return m, nil
 
 	case tea.KeyPressMsg:
@@ -396,9 +421,10 @@ func (m Model) agentKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 				return m, nil
 			}
 			detach := m.opts.Detach
+			m.detaching = true
 			return m, func() tea.Msg {
 				if err := detach(); err != nil {
-					return statusNoteMsg("detach: " + err.Error())
+					return detachFailedMsg{err: err}
 				}
 				return tea.Quit()
 			}
@@ -418,6 +444,12 @@ func (m Model) agentKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 
 // statusNoteMsg puts a note in the status bar.
 type statusNoteMsg string
+
+// detachFailedMsg says the agent could not be left running.
+type detachFailedMsg struct{ err error }
+
+// Detached reports whether the app quit leaving the agent running.
+func (m Model) Detached() bool { return m.detaching }
 
 // openReview opens the review browser: read-only over a running agent, or
 // as the review phase once it has ended.

@@ -57,6 +57,14 @@ func NewReviewSource(lock *session.ProjectLock, s *session.Session, opts ...Revi
 	return r
 }
 
+// rebind points the source at a session obtained through a new writer
+// lock (the app took the lock back from the agent host).
+func (r *ReviewSource) rebind(lock *session.ProjectLock, s *session.Session) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lock, r.sess = lock, s
+}
+
 // Session is the session the source reads and writes.
 func (r *ReviewSource) Session() *session.Session { return r.sess }
 

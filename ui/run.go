@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/audit"
 	"github.com/shadow-sandbox/shadow/sandbox"
@@ -39,6 +41,32 @@ type Jail struct {
 	Granted []string
 	// VerifyTimeout bounds the in-jail verification (default 60s).
 	VerifyTimeout time.Duration
+	// Store, when set, runs the agent in an agent host (`shadow
+	// __agent-host`) that outlives the app, so that the app can detach; the
+	// app hands the writer lock to the host while the agent runs and takes
+	// it back when the agent ends. Nil runs the agent inside the app.
+	Store *session.Store
+	// Attach, when set, is a running agent host of Session to connect to
+	// instead of starting one (`shadow tui --attach`); Lock may be nil until
+	// the agent ends.
+	Attach *AgentHostState
+
+	mu       sync.Mutex
+	client   *hostClient
+	review   *ReviewSource
+	running  atomic.Bool
+	detached atomic.Bool
+}
+
+// Detached reports whether the app left the agent running in its host.
+func (j *Jail) Detached() bool { return j.detached.Load() }
+
+// Release gives up the writer lock the jail holds now (the app may have
+// handed it to the agent host and taken it back).
+func (j *Jail) Release() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.Lock.Release()
 }
 
 // Run runs the app on the terminal until the user quits, and returns its
@@ -62,7 +90,7 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	if !ok {
 		return ExitError, errors.New("run the app: no final state")
 	}
-	if r := fm.run; r != nil && fm.result == nil {
+	if r := fm.run; r != nil && fm.result == nil && !fm.Detached() {
 		// The app ended under a running agent: stop the jail and let the run
 		// be recorded before returning.
 		r.cancel()
@@ -84,17 +112,27 @@ func WithJail(opts Options, j *Jail) Options {
 	if opts.Preflight == nil {
 		opts.Preflight = JailPreflight(j, profile)
 	}
+	if opts.Layers == nil {
+		opts.Layers = PolicyLayers(j.Policy)
+	}
+	if opts.Agent == nil && (j.Store != nil || j.Attach != nil) {
+		opts.Agent = j.hostAgent(opts.Argv, opts.Layers)
+		opts.Detach = j.detach
+		opts.OnResize = j.resizeHost
+		if j.Attach != nil {
+			opts.Attach, opts.Started = true, j.Attach.Started
+		}
+	}
 	if opts.Agent == nil {
 		opts.Agent = JailAgent(j, opts.Argv)
 	}
 	if opts.Review == nil {
-		opts.Review = NewReviewSource(j.Lock, j.Session, WithApplyOptions(j.Apply), WithFindings(j.stagedFindings()))
+		rs := NewReviewSource(j.Lock, j.Session, WithApplyOptions(j.Apply), WithFindings(j.stagedFindings()))
+		j.review = rs
+		opts.Review = rs
 	}
 	if opts.Stats == nil {
 		opts.Stats = SessionStats(j.Session)
-	}
-	if opts.Layers == nil {
-		opts.Layers = PolicyLayers(j.Policy)
 	}
 	if opts.SessionID == "" {
 		opts.SessionID = j.Session.ID()
@@ -137,6 +175,120 @@ func JailAgent(j *Jail, argv []string) AgentFunc {
 			err = fmt.Errorf("record the end of the run in session %s: %w", j.Session.ID(), e)
 		}
 		return AgentResult{ExitCode: code, Reason: res.StopReason, Duration: res.Duration}, err
+	}
+}
+
+// hostAgent runs argv in an agent host that the app connects to (or, with
+// j.Attach, connects to the running one), and takes the project's writer
+// lock back when the agent ends.
+func (j *Jail) hostAgent(argv []string, layers []Layer) AgentFunc {
+	return func(ctx context.Context, tty *os.File) (AgentResult, error) {
+		j.running.Store(true)
+		defer j.running.Store(false)
+		c, err := j.connect(argv, layers, tty)
+		if err != nil {
+			// The host may hold the lock still (or another client is
+			// attached): take it back only if it is free.
+			if e := j.relock(false); e != nil && !errors.Is(e, session.ErrBusy) {
+				err = errors.Join(err, e)
+			}
+			return AgentResult{ExitCode: -1}, err
+		}
+		res, err := c.relay(ctx, tty)
+		if errors.Is(err, errDetached) || errors.Is(err, errBusy) {
+			return res, err
+		}
+		// Once the agent has ended, its host releases the lock before it
+		// says so; after a lost connection the host may still hold it.
+		if e := j.relock(c.ended); e != nil && err == nil {
+			err = e
+		}
+		return res, err
+	}
+}
+
+// connect starts the agent host, handing it the writer lock, or finds the
+// one to attach to, and connects to it.
+func (j *Jail) connect(argv []string, layers []Layer, tty *os.File) (*hostClient, error) {
+	sock := ""
+	if j.Attach != nil {
+		sock = j.Attach.Socket
+	} else {
+		if j.Store == nil {
+			return nil, errors.New("start the agent host: no session store")
+		}
+		cols, rows := 80, 24
+		if raw, err := tty.SyscallConn(); err == nil {
+			_ = raw.Control(func(fd uintptr) {
+				if ws, err := unix.IoctlGetWinsize(int(fd), unix.TIOCGWINSZ); err == nil {
+					cols, rows = int(ws.Col), int(ws.Row)
+				}
+			})
+		}
+		j.mu.Lock()
+		j.Lock.Release()
+		j.mu.Unlock()
+		if err := startAgentHost(j.Store, j.Session, j.Policy, argv, layers, cols, rows); err != nil {
+			return nil, err
+		}
+		sock = hostSocketPath(agentHostDir(j.Session))
+	}
+	c, err := dialAgentHost(sock)
+	if err != nil {
+		return nil, err
+	}
+	j.mu.Lock()
+	j.client = c
+	j.mu.Unlock()
+	return c, nil
+}
+
+// relock takes the project's writer lock again once the agent host has
+// released it, for the review; wait blocks until it is free.
+func (j *Jail) relock(wait bool) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.client = nil
+	if j.Store == nil {
+		return errors.New("take the project's writer lock for the review: no session store")
+	}
+	lk, err := j.Store.LockProject(j.Session.Project(), session.LockOptions{Wait: wait, Command: "tui"})
+	if err != nil {
+		return err
+	}
+	s, err := lk.Get(j.Session.ID())
+	if err != nil {
+		lk.Release()
+		return err
+	}
+	s.SetProtected(j.Apply.Protected)
+	j.Lock, j.Session = lk, s
+	if j.review != nil {
+		j.review.rebind(lk, s)
+	}
+	return nil
+}
+
+// detach closes the app's connection to the agent host; the agent keeps
+// running.
+func (j *Jail) detach() error {
+	j.mu.Lock()
+	c := j.client
+	j.mu.Unlock()
+	if c == nil {
+		return errors.New("the agent is not connected yet")
+	}
+	j.detached.Store(true)
+	return c.detach()
+}
+
+// resizeHost passes the app's pty size on to the agent host.
+func (j *Jail) resizeHost() {
+	j.mu.Lock()
+	c := j.client
+	j.mu.Unlock()
+	if c != nil {
+		c.resize()
 	}
 }
 
@@ -225,7 +377,7 @@ func (j *Jail) stagedFindings() func(path string) []string {
 	var once sync.Once
 	var found map[string][]string
 	return func(path string) []string {
-		if j.Session.RunActive() {
+		if j.running.Load() || j.Session.RunActive() {
 			return nil
 		}
 		once.Do(func() {

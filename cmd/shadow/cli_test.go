@@ -418,3 +418,21 @@ func TestCLIUnprivileged(t *testing.T) {
 		t.Errorf("a.txt after apply = %q", got)
 	}
 }
+
+// A jail that cannot be built exits 125 with doctor's advice, and the command never runs.
+func TestJailErrorExits125(t *testing.T) {
+	c := newCLI(t)
+	home := fixture(t, map[string]string{"a.txt": "1\n"})
+	c.env = append(c.env, "HOME="+home)
+	marker := filepath.Join(t.TempDir(), "ran")
+	_, errs, code := c.run(home, "run", "--project", home, "--", "sh", "-c", "touch "+marker)
+	if code != 125 {
+		t.Fatalf("run with the home directory as project: exit %d, want 125\n%s", code, errs)
+	}
+	if !strings.Contains(errs, "cannot build the jail") || !strings.Contains(errs, "shadow doctor") {
+		t.Errorf("no jail error with the doctor's advice:\n%s", errs)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Error("the command ran although the jail could not be built")
+	}
+}

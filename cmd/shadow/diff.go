@@ -44,12 +44,10 @@ exact bytes. It works while a run is going.`,
 			tty := isTerminal(out)
 			switch {
 			case nameOnly:
+				// Quoted like git's core.quotePath, so a name with a newline or an escape
+				// sequence stays one line and never reaches a terminal raw.
 				for _, c := range changes {
-					name := c.Path
-					if tty {
-						name = diffview.Escape(name)
-					}
-					fmt.Fprintln(out, name)
+					fmt.Fprintln(out, diffview.QuotePath(c.Path))
 				}
 				return nil
 			case asJSON:

@@ -10,6 +10,7 @@ import (
 	"github.com/shadow-sandbox/shadow/assets"
 	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/sandbox/doctor"
+	"github.com/shadow-sandbox/shadow/ui"
 )
 
 // Exit codes shared by every command (SPEC §1).
@@ -49,6 +50,10 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == doctor.ProbeArg {
 		os.Exit(doctor.ProbeMain(os.Args[2:]))
+	}
+	// The agent host of `shadow tui`, which keeps a detached agent running.
+	if len(os.Args) > 1 && os.Args[1] == ui.AgentHostArg {
+		os.Exit(ui.AgentHostMain())
 	}
 	doctor.AppArmorTemplate = assets.AppArmorTemplate
 	os.Exit(run(os.Args[1:]))

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -135,4 +137,104 @@ func TestReviewInTmux(t *testing.T) {
 		t.Errorf("rollback from the review left changes:\n%s", st)
 	}
 	scr.keys("Escape", "", "q", "")
+}
+
+// TestTUIDetachAttachInTmux runs `shadow tui` on an agent that waits for a line, detaches with the
+// prefix key's menu (the agent keeps running and the session refuses an apply meanwhile), then
+// comes back with `shadow tui --attach`, answers the agent and reviews what it wrote.
+func TestTUIDetachAttachInTmux(t *testing.T) {
+	c := newCLI(t)
+	p := fixture(t, map[string]string{"a.txt": "alpha\n"})
+	env := []string{"SHADOW_TEST_CLI=1", "TERM=xterm-256color"}
+	for _, e := range c.env {
+		if strings.HasPrefix(e, "XDG_") {
+			env = append(env, e)
+		}
+	}
+	// The agent's words are printed with printf so that its command line, shown by the preflight,
+	// never matches them.
+	agent := `printf 'agent-%s\n' ready; read x; printf 'agent-got-%s\n' "$x"; echo "$x" > answer.txt`
+	script := shellQuote(c.bin) + " tui -- sh -c " + shellQuote(agent) + "; echo SHADOW-EXIT=$?; read y; " +
+		shellQuote(c.bin) + " tui --attach; echo ATTACH-EXIT=$?; " +
+		shellQuote(c.bin) + " tui --attach; echo AGAIN-EXIT=$?"
+	scr := newTmux(t, p, env, "sh", "-c", script)
+	// An agent host left running by a failed step is stopped with the test.
+	t.Cleanup(func() {
+		left, _ := filepath.Glob(filepath.Join(c.state, "shadow", "sessions", "*", "agent", "state.json"))
+		for _, f := range left {
+			var st struct {
+				PID int `json:"pid"`
+			}
+			if data, err := os.ReadFile(f); err == nil && json.Unmarshal(data, &st) == nil && st.PID > 0 {
+				_ = syscall.Kill(st.PID, syscall.SIGKILL)
+			}
+		}
+	})
+
+	first := scr.waitFor("allowed")
+	if !strings.Contains(first, "Inside the jail") {
+		t.Fatalf("no preflight screen:\n%s", first)
+	}
+	scr.keys("Enter", "agent-ready")
+	scr.keys("C-]", "detach (the agent keeps running)", "D", "SHADOW-EXIT=")
+	out := scr.screen()
+	if !strings.Contains(out, "SHADOW-EXIT=0") || !strings.Contains(out, "shadow tui --attach") {
+		t.Fatalf("detaching did not leave shadow with status 0 and a note:\n%s", out)
+	}
+	states, _ := filepath.Glob(filepath.Join(c.state, "shadow", "sessions", "*", "agent", "state.json"))
+	if len(states) != 1 {
+		t.Fatalf("agent state files: %v", states)
+	}
+	var st struct {
+		PID int `json:"pid"`
+	}
+	data, err := os.ReadFile(states[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	if !processRuns(st.PID) {
+		t.Fatalf("the agent host (pid %d) is gone after detaching", st.PID)
+	}
+	if _, errs, code := c.run(p, "apply", "--all"); code == 0 || !strings.Contains(errs, "busy") {
+		t.Fatalf("apply did not refuse while the detached agent runs (exit %d): %s", code, errs)
+	}
+
+	scr.keys("Enter", "agent-ready")
+	scr.waitFor("ctrl+]") // the app's status bar, over the agent's replayed screen
+	if out, _ := exec.Command("tmux", "-L", scr.socket, "send-keys", "-l", "hello").CombinedOutput(); len(out) > 0 {
+		t.Fatalf("tmux send-keys: %s", out)
+	}
+	scr.keys("Enter", "agent-got-hello")
+	scr.waitFor("exited with status 0")
+	scr.keys("Enter", "answer.txt", "q", "AGAIN-EXIT=")
+	end := scr.screen()
+	if !strings.Contains(end, "ATTACH-EXIT=0") {
+		t.Fatalf("shadow tui --attach did not exit 0:\n%s", end)
+	}
+	// With the agent gone, --attach says so in one line and fails.
+	if !strings.Contains(end, "no agent is running") || !strings.Contains(end, "AGAIN-EXIT=1") {
+		t.Fatalf("shadow tui --attach without an agent:\n%s", end)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for processRuns(st.PID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent host (pid %d) still runs after the agent ended", st.PID)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// processRuns reports whether pid is a live process (not a zombie: an orphaned agent host may wait
+// for a parent that does not reap).
+func processRuns(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -12,16 +14,28 @@ import (
 
 func newTUICmd() *cobra.Command {
 	var f runFlags
+	var attach bool
 	cmd := &cobra.Command{
 		Use:   "tui [run flags] [--trust P] -- CMD [ARG...]",
 		Short: "The whole flow in one app: live preflight, the agent in a jailed terminal pane, review",
 		Long: `tui runs the preflight (doctor's host checks, the project's dependency audit and the
 environment rules inside a fresh jail) with each finding appearing as it completes; if the trust
 profile allows, it starts CMD in the jail in a terminal pane (ctrl+] opens shadow's commands:
-review so far, stop the agent, help); when the agent ends, the review screen opens on the session:
-accept or reject each hunk, apply, roll back. Quitting before applying keeps the session open for
-'shadow review'.`,
-		Args: cobra.MinimumNArgs(1),
+review so far, stop the agent, detach, help); when the agent ends, the review screen opens on the
+session: accept or reject each hunk, apply, roll back. Quitting before applying keeps the session
+open for 'shadow review'.
+
+Detaching leaves the agent running in its jail; 'shadow tui --attach' comes back to it, and the
+review follows when it ends.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if attach {
+				if len(args) > 0 {
+					return usageError{msg: "tui --attach takes no command: it connects to the running one"}
+				}
+				return nil
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if !isTerminal(cmd.OutOrStdout()) || !isTerminal(cmd.InOrStdin()) {
 				return usageError{msg: "tui needs a terminal; use `shadow run` in scripts"}
@@ -30,14 +44,23 @@ accept or reject each hunk, apply, roll back. Quitting before applying keeps the
 			if err != nil {
 				return err
 			}
+			if attach {
+				return attachTUI(cmd.Context(), setup)
+			}
 			if argv, err = setup.applyPreset(argv); err != nil {
 				return usageError{msg: err.Error()}
 			}
 			lk, err := setup.store.LockProject(setup.project, session.LockOptions{Wait: f.wait, Command: "tui"})
+			if errors.Is(err, session.ErrBusy) {
+				if s, e := setup.store.Current(setup.project); e == nil {
+					if _, e := ui.FindAgentHost(s); e == nil {
+						return fmt.Errorf("a detached agent still runs in session %s of %s: shadow tui --attach comes back to it", s.ID(), setup.project)
+					}
+				}
+			}
 			if err != nil {
 				return err
 			}
-			defer lk.Release()
 			if lk.Recovered != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", lk.Recovered)
 			}
@@ -48,6 +71,7 @@ accept or reject each hunk, apply, roll back. Quitting before applying keeps the
 				s, _, err = lk.CurrentOrCreate()
 			}
 			if err != nil {
+				lk.Release()
 				return err
 			}
 			s.SetProtected(setup.cfg.Protected)
@@ -56,27 +80,68 @@ accept or reject each hunk, apply, roll back. Quitting before applying keeps the
 			if trust == "" {
 				trust = "dependency"
 			}
+			jail := &ui.Jail{Lock: lk, Session: s, Store: setup.store, Policy: setup.policy, Granted: setup.granted,
+				Apply: session.ApplyOptions{Protected: setup.cfg.Protected}}
+			defer jail.Release()
 			opts := ui.Options{
 				Argv:      argv,
 				Profile:   trust,
 				Countdown: ui.DefaultCountdown,
 				Keys:      setup.cfg.Keys,
-				Jail: &ui.Jail{Lock: lk, Session: s, Policy: setup.policy, Granted: setup.granted,
-					Apply: session.ApplyOptions{Protected: setup.cfg.Protected}},
+				Jail:      jail,
 			}
 			if setup.cfg.PrefixKey != nil {
 				opts.PrefixKey = *setup.cfg.PrefixKey
 			}
-			code, err := ui.Run(cmd.Context(), opts)
-			if err != nil {
-				return withCode(code, err)
-			}
-			if code == exitOK {
-				fmt.Fprintf(os.Stderr, "session %s: `shadow review` to come back to it\n", s.ID())
-			}
-			return withCode(code, nil)
+			return finishTUI(cmd.Context(), opts, jail, s)
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().BoolVar(&attach, "attach", false, "come back to the agent a detached 'shadow tui' left running in the project's session")
 	return cmd
+}
+
+// attachTUI opens the app on the agent running in the project's open session.
+func attachTUI(ctx context.Context, setup *runSetup) error {
+	s, err := setup.store.Current(setup.project)
+	if errors.Is(err, session.ErrNoSession) {
+		return fmt.Errorf("no agent is running for %s (it has no open session); start one with shadow tui -- CMD", setup.project)
+	}
+	if err != nil {
+		return err
+	}
+	host, err := ui.FindAgentHost(s)
+	if errors.Is(err, ui.ErrNoAgent) {
+		return fmt.Errorf("no agent is running in session %s of %s; start one with shadow tui -- CMD, or review it with shadow review", s.ID(), setup.project)
+	}
+	if err != nil {
+		return err
+	}
+	s.SetProtected(setup.cfg.Protected)
+	jail := &ui.Jail{Session: s, Store: setup.store, Policy: setup.policy, Granted: setup.granted, Attach: &host,
+		Apply: session.ApplyOptions{Protected: setup.cfg.Protected}}
+	defer jail.Release()
+	opts := ui.Options{Argv: host.Argv, Keys: setup.cfg.Keys, Layers: host.Layers, Jail: jail}
+	if setup.trust != "" {
+		opts.Profile = setup.trust
+	}
+	if setup.cfg.PrefixKey != nil {
+		opts.PrefixKey = *setup.cfg.PrefixKey
+	}
+	return finishTUI(ctx, opts, jail, s)
+}
+
+// finishTUI runs the app and says how to come back to the session or the agent.
+func finishTUI(ctx context.Context, opts ui.Options, jail *ui.Jail, s *session.Session) error {
+	code, err := ui.Run(ctx, opts)
+	if err != nil {
+		return withCode(code, err)
+	}
+	switch {
+	case jail.Detached():
+		fmt.Fprintf(os.Stderr, "the agent keeps running in session %s: `shadow tui --attach` to come back to it\n", s.ID())
+	case code == exitOK:
+		fmt.Fprintf(os.Stderr, "session %s: `shadow review` to come back to it\n", s.ID())
+	}
+	return withCode(code, nil)
 }

@@ -1,0 +1,210 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/sandbox"
+	"github.com/shadow-sandbox/shadow/session"
+)
+
+// appPty is the app's side of an agent connection: a pty whose master
+// output is collected as the pane would read it.
+type appPty struct {
+	master, tty *os.File
+	mu          sync.Mutex
+	out         bytes.Buffer
+}
+
+func newAppPty(t *testing.T) *appPty {
+	t.Helper()
+	master, tty, err := pty.Open()
+	if err != nil {
+		t.Fatalf("open a pty: %v", err)
+	}
+	if err := pty.Setsize(master, &pty.Winsize{Cols: 80, Rows: 24}); err != nil {
+		t.Fatal(err)
+	}
+	p := &appPty{master: master, tty: tty}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			p.mu.Lock()
+			p.out.Write(buf[:n])
+			p.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { master.Close(); tty.Close() })
+	return p
+}
+
+func (p *appPty) waitFor(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		p.mu.Lock()
+		got := p.out.String()
+		p.mu.Unlock()
+		if strings.Contains(got, want) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t.Fatalf("the agent's output never showed %q; it shows %q", want, p.out.String())
+}
+
+type agentEnd struct {
+	res AgentResult
+	err error
+}
+
+func runAgent(agent AgentFunc, ctx context.Context, tty *os.File) chan agentEnd {
+	ch := make(chan agentEnd, 1)
+	go func() {
+		res, err := agent(ctx, tty)
+		ch <- agentEnd{res, err}
+	}()
+	return ch
+}
+
+func waitEnd(t *testing.T, ch chan agentEnd) agentEnd {
+	t.Helper()
+	select {
+	case e := <-ch:
+		return e
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent connection never ended")
+	}
+	return agentEnd{}
+}
+
+// TestAgentHostDetachAndAttach runs a real agent host (this test binary,
+// re-executed) with a jailed shell, detaches from it, checks that it keeps
+// running and holds the session's run, attaches again, talks to the shell
+// and sees its end.
+func TestAgentHostDetachAndAttach(t *testing.T) {
+	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
+		t.Skip("no user namespaces")
+	}
+	dir := t.TempDir()
+	project := filepath.Join(dir, "p")
+	if err := os.MkdirAll(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := session.Open(filepath.Join(dir, "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk, err := st.LockProject(project, session.LockOptions{Command: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := lk.Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := []string{"/bin/sh", "-c", "echo ready; read x; echo got $x; echo staged > b.txt"}
+	j := &Jail{Lock: lk, Session: s, Store: st, Policy: sandbox.Policy{Project: project, NoCache: true}}
+	defer j.Release()
+	// An agent host left running by a failed step is stopped with the test.
+	t.Cleanup(func() {
+		if h, err := FindAgentHost(s); err == nil {
+			_ = unix.Kill(h.PID, unix.SIGKILL)
+		}
+	})
+
+	app := newAppPty(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := runAgent(j.hostAgent(argv, PolicyLayers(j.Policy)), ctx, app.tty)
+	app.waitFor(t, "ready")
+
+	cur, err := st.Current(project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := FindAgentHost(cur)
+	if err != nil {
+		t.Fatalf("find the agent host: %v", err)
+	}
+	if host.PID == os.Getpid() || cur.Meta.Active == nil || cur.Meta.Active.PID != host.PID || !cur.RunActive() {
+		t.Fatalf("the run is not recorded as the agent host's: host pid %d, active %+v", host.PID, cur.Meta.Active)
+	}
+	if fi, err := os.Stat(host.Socket); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("agent socket %s: %v, mode %v", host.Socket, err, fi.Mode())
+	}
+	if _, err := st.LockProject(project, session.LockOptions{Command: "apply"}); !errors.Is(err, session.ErrBusy) {
+		t.Fatalf("a writer could lock the project while the agent runs: %v", err)
+	}
+
+	if err := j.detach(); err != nil {
+		t.Fatalf("detach: %v", err)
+	}
+	if e := waitEnd(t, first); !errors.Is(e.err, errDetached) {
+		t.Fatalf("after detach the agent function returned %+v, want errDetached", e)
+	}
+	cancel() // the app leaving must not stop a detached agent
+	time.Sleep(300 * time.Millisecond)
+	if err := unix.Kill(host.PID, 0); err != nil {
+		t.Fatalf("the agent host died when the app detached: %v", err)
+	}
+	if cur, err = st.Current(project); err != nil || !cur.RunActive() {
+		t.Fatalf("the detached run is not active in the session: %v", err)
+	}
+
+	// Attach as `shadow tui --attach` does: a read-only session and the
+	// host's state file.
+	j2 := &Jail{Session: cur, Store: st, Attach: &host}
+	defer j2.Release()
+	app2 := newAppPty(t)
+	second := runAgent(j2.hostAgent(nil, nil), context.Background(), app2.tty)
+	app2.waitFor(t, "ready") // replayed
+	// One client at a time: a second one is turned away.
+	third, err := dialAgentHost(host.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := third.relay(context.Background(), newAppPty(t).tty); !errors.Is(err, errBusy) {
+		t.Fatalf("a second client was not turned away: %v", err)
+	}
+	if _, err := app2.master.Write([]byte("hello\r")); err != nil {
+		t.Fatal(err)
+	}
+	app2.waitFor(t, "got hello")
+	e := waitEnd(t, second)
+	if e.err != nil || e.res.ExitCode != 0 {
+		t.Fatalf("the attached agent ended with %+v", e)
+	}
+	if j2.Lock == nil || j2.Session.RunActive() {
+		t.Fatal("after the agent ended the app does not hold the writer lock of a finished run")
+	}
+	runs := j2.Session.Meta.Runs
+	if len(runs) != 1 || runs[0].PID != host.PID || runs[0].ExitCode != 0 {
+		t.Fatalf("recorded runs: %+v", runs)
+	}
+	if _, err := os.Stat(filepath.Join(j2.Session.UpperDir(), "b.txt")); err != nil {
+		t.Fatalf("the agent's write was not staged: %v", err)
+	}
+	if _, err := FindAgentHost(j2.Session); !errors.Is(err, ErrNoAgent) {
+		t.Fatalf("the ended agent can still be found: %v", err)
+	}
+}

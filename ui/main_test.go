@@ -1,0 +1,21 @@
+package ui
+
+import (
+	"os"
+	"testing"
+
+	"github.com/shadow-sandbox/shadow/sandbox"
+)
+
+// TestMain lets the test binary act as the shadow binary where the ui
+// re-executes it: the jail's stages (sandbox.Run) and the agent host.
+func TestMain(m *testing.M) {
+	if sandbox.IsReexec() {
+		sandbox.ReexecMain()
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == AgentHostArg {
+		os.Exit(AgentHostMain())
+	}
+	os.Exit(m.Run())
+}
