@@ -156,6 +156,7 @@ func (s *Session) plan(opts ApplyOptions) (*ApplyPlan, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer b.close()
 	pl := &ApplyPlan{Closes: true, decisions: map[string]*FileDecision{}, prior: map[string]*FileDecision{}, contents: map[string][]byte{}}
 	for i := range cs.Changes {
 		c := &cs.Changes[i]
@@ -409,6 +410,7 @@ func (s *Session) applyOps(id string, pl *ApplyPlan) error {
 	if err != nil {
 		return err
 	}
+	defer b.close()
 	// Partial contents become base objects first: a recovered, done apply records them as bases.
 	partial := false
 	for _, o := range pl.ops {
@@ -729,6 +731,7 @@ func (s *Session) commitApply(e *journalEntry) error {
 	if err != nil {
 		return err
 	}
+	defer b.close()
 	for _, jp := range e.Paths {
 		h, err := root.lstat(jp.Path)
 		if err != nil {

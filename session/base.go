@@ -1,21 +1,27 @@
 package session
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // The base of a path is what the review diffs against and what partial applies start from: the
 // project's content when the session started, then whatever an apply wrote. It is recorded lazily:
-// the manifest holds only stats; when a run ends, the pre-image of each path it changed is copied
-// into base/ (content-addressed objects) and listed in base/index.json.
+// the manifest holds only stats; when a run ends, the pre-image of each path it changed is appended
+// to one pack file of that run (base/pack-*, one file and one fsync per run, however many paths)
+// and listed in base/index.json with its offset, length and hash. Applies store the content they
+// write as content-addressed objects (base/<hash>).
 
 type baseKind string
 
@@ -32,6 +38,14 @@ type baseEntry struct {
 	Mode   uint32   `json:"m,omitempty"`
 	Hash   string   `json:"h,omitempty"` // sha256 of the content of a regular file
 	Target string   `json:"l,omitempty"`
+	// Pack, when set, names the pack file in base/ holding the content at Off, Len bytes long;
+	// otherwise the content is the object base/<Hash>.
+	Pack string `json:"p,omitempty"`
+	Off  int64  `json:"o,omitempty"`
+	Len  int64  `json:"n,omitempty"`
+	// Bin records, for a packed pre-image, that its first 8000 bytes hold a NUL (the review's
+	// binary test), so that a change set needs no read of the pack.
+	Bin bool `json:"b,omitempty"`
 	// Host is the host file's stat when this base was recorded: a host file that still matches it
 	// is unchanged.
 	Host fileStat `json:"s"`
@@ -47,6 +61,24 @@ type bases struct {
 	dir   string
 	index baseIndex
 	man   *manifest
+	// pack receives the pre-images of the capture in progress; nil until the first one.
+	pack *packWriter
+	// packs are the pack files opened for reading, by name, shared by their readers.
+	packs map[string]packFile
+}
+
+// packFile is a pack file opened for reading and its size (a finished pack never changes).
+type packFile struct {
+	f    *os.File
+	size int64
+}
+
+// close closes the pack files opened for reading.
+func (b *bases) close() {
+	for _, p := range b.packs {
+		p.f.Close()
+	}
+	b.packs = nil
 }
 
 func (s *Session) loadBases() (*bases, error) {
@@ -144,7 +176,12 @@ func (b *bases) capture(root *projectRoot, path string) (baseEntry, bool, error)
 			return e, false, err
 		}
 		defer f.Close()
-		sum, err := b.putObject(f, false)
+		if b.pack == nil {
+			if b.pack, err = newPackWriter(b.dir); err != nil {
+				return e, false, err
+			}
+		}
+		sum, off, n, bin, err := b.pack.add(f)
 		if err != nil {
 			return e, false, fmt.Errorf("%s: %w", visible(path), err)
 		}
@@ -152,7 +189,8 @@ func (b *bases) capture(root *projectRoot, path string) (baseEntry, bool, error)
 		if after, err := root.lstat(path); err != nil || !sameStat(after.stat, e.Host) {
 			return baseEntry{Kind: baseUnknown, Host: after.stat}, true, nil
 		}
-		return baseEntry{Kind: baseObject, Type: 'f', Mode: e.Mode, Hash: sum, Host: h.stat}, true, nil
+		return baseEntry{Kind: baseObject, Type: 'f', Mode: e.Mode, Hash: sum, Host: h.stat,
+			Pack: b.pack.name, Off: off, Len: n, Bin: bin}, true, nil
 	}
 	return baseEntry{Kind: baseUnknown, Host: h.stat}, true, nil
 }
@@ -161,6 +199,9 @@ func (b *bases) capture(root *projectRoot, path string) (baseEntry, bool, error)
 func (b *bases) open(root *projectRoot, path string, e baseEntry) (io.ReadCloser, error) {
 	switch e.Kind {
 	case baseObject:
+		if e.Pack != "" {
+			return b.openPacked(path, e)
+		}
 		f, err := os.Open(b.objectPath(e.Hash))
 		if err != nil {
 			return nil, fmt.Errorf("read base of %s: %w", visible(path), err)
@@ -178,3 +219,146 @@ func (b *bases) open(root *projectRoot, path string, e baseEntry) (io.ReadCloser
 	}
 	return nil, fmt.Errorf("read base of %s: no content (%s)", visible(path), e.Kind)
 }
+
+// errCorruptBase marks a pre-image that base/ should hold but does not: a base that is lost, not a
+// host that moved on.
+var errCorruptBase = errors.New("corrupt")
+
+// packWriter appends the pre-images of one capture to one new pack file.
+type packWriter struct {
+	f    *os.File
+	w    *bufio.Writer
+	name string
+	off  int64
+}
+
+func newPackWriter(dir string) (*packWriter, error) {
+	f, err := os.CreateTemp(dir, "pack-*")
+	if err != nil {
+		return nil, fmt.Errorf("store pre-images: %w", err)
+	}
+	return &packWriter{f: f, w: bufio.NewWriterSize(f, 1<<16), name: filepath.Base(f.Name())}, nil
+}
+
+// add appends r's content and returns its sha256, offset, length and whether its first 8000 bytes
+// hold a NUL.
+func (p *packWriter) add(r io.Reader) (sum string, off, n int64, bin bool, err error) {
+	h := sha256.New()
+	sniff := &nulSniffer{left: 8000}
+	bp := copyBuffers.Get().(*[]byte)
+	n, err = copyPooled(io.MultiWriter(p.w, h, sniff), r, *bp)
+	copyBuffers.Put(bp)
+	off = p.off
+	p.off += n // bytes written even on error: later entries start after them
+	if err != nil {
+		return "", 0, 0, false, fmt.Errorf("store pre-image in %s: %w", p.name, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), off, n, sniff.found, nil
+}
+
+// nulSniffer looks for a NUL in the first left bytes written to it.
+type nulSniffer struct {
+	left  int
+	found bool
+}
+
+func (s *nulSniffer) Write(b []byte) (int, error) {
+	if s.left > 0 && !s.found {
+		head := b[:min(len(b), s.left)]
+		s.found = bytes.IndexByte(head, 0) >= 0
+		s.left -= len(head)
+	}
+	return len(b), nil
+}
+
+// finish makes the pack durable: flush, one fsync, close.
+func (p *packWriter) finish() error {
+	err := p.w.Flush()
+	if err == nil {
+		err = fsync(p.f)
+	}
+	if cerr := p.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(p.f.Name())
+		return fmt.Errorf("store pre-images in %s: %w", p.name, err)
+	}
+	return nil
+}
+
+// abandon drops a pack that no index entry will reference.
+func (p *packWriter) abandon() {
+	p.f.Close()
+	os.Remove(p.f.Name())
+}
+
+// checkPacked reports a packed pre-image that its pack cannot hold (a missing or truncated pack)
+// without reading it.
+func (b *bases) checkPacked(path string, e baseEntry) error {
+	rc, err := b.openPacked(path, e)
+	if err != nil {
+		return err
+	}
+	return rc.Close()
+}
+
+// openPacked returns a reader of a packed pre-image that fails, at the end, when the content does
+// not hash to what was captured: a damaged pack never passes for a base.
+func (b *bases) openPacked(path string, e baseEntry) (io.ReadCloser, error) {
+	if strings.ContainsAny(e.Pack, "/\\") || !strings.HasPrefix(e.Pack, "pack-") || e.Off < 0 || e.Len < 0 {
+		return nil, fmt.Errorf("read base of %s: base/index.json is %w (bad pack reference %q)", visible(path), errCorruptBase, e.Pack)
+	}
+	f, size, err := b.openPack(e.Pack)
+	if err != nil {
+		return nil, fmt.Errorf("read base of %s: base/%s is %w: %w", visible(path), e.Pack, errCorruptBase, err)
+	}
+	if size < e.Off+e.Len {
+		return nil, fmt.Errorf("read base of %s: base/%s is %w (truncated: %d bytes, the pre-image ends at %d)",
+			visible(path), e.Pack, errCorruptBase, size, e.Off+e.Len)
+	}
+	return &packedReader{r: io.NewSectionReader(f, e.Off, e.Len), h: sha256.New(), want: e.Hash,
+		path: path, pack: e.Pack}, nil
+}
+
+// openPack returns the named pack file, opened once for all the pre-images read from it, and its
+// size.
+func (b *bases) openPack(name string) (*os.File, int64, error) {
+	if p, ok := b.packs[name]; ok {
+		return p.f, p.size, nil
+	}
+	f, err := os.Open(filepath.Join(b.dir, name))
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if b.packs == nil {
+		b.packs = map[string]packFile{}
+	}
+	b.packs[name] = packFile{f: f, size: fi.Size()}
+	return f, fi.Size(), nil
+}
+
+// packedReader reads one pre-image from a pack and checks its hash at the end.
+type packedReader struct {
+	r          *io.SectionReader
+	h          hash.Hash
+	want       string
+	path, pack string
+}
+
+func (p *packedReader) Read(buf []byte) (int, error) {
+	n, err := p.r.Read(buf)
+	p.h.Write(buf[:n])
+	if err == io.EOF && p.want != "" && hex.EncodeToString(p.h.Sum(nil)) != p.want {
+		return n, fmt.Errorf("base/%s is %w (the pre-image of %s does not match its hash)", p.pack, errCorruptBase, visible(p.path))
+	}
+	return n, err
+}
+
+// Close does nothing: the pack file is shared, and closed with the bases.
+func (p *packedReader) Close() error { return nil }

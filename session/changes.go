@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"unicode"
 	"unicode/utf8"
@@ -287,10 +288,14 @@ func (s *Session) changes(extraProtected []string) (*ChangeSet, error) {
 		return nil, fmt.Errorf("session %s: %w", s.Meta.ID, err)
 	}
 	defer upper.Close()
+	if empty, err := emptyDir(s.UpperDir()); err == nil && empty {
+		return &ChangeSet{}, nil // nothing staged: no need for the bases and the manifest
+	}
 	b, err := s.loadBases()
 	if err != nil {
 		return nil, err
 	}
+	defer b.close()
 	raw, err := scanUpper(s.UpperDir(), host)
 	if err != nil {
 		return nil, err
@@ -315,17 +320,30 @@ func (s *Session) changes(extraProtected []string) (*ChangeSet, error) {
 // headHash reads r fully, returning its sha256, its size and whether its first 8 KiB hold a NUL.
 func headHash(r io.Reader) (string, int64, bool, error) {
 	h := sha256.New()
-	head := make([]byte, 8000)
+	bp := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(bp)
+	buf := *bp
+	head := buf[:8000]
 	n, err := io.ReadFull(r, head)
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 		return "", 0, false, err
 	}
 	h.Write(head[:n])
-	rest, err := io.Copy(h, r)
+	binary := bytes.IndexByte(head[:n], 0) >= 0
+	rest, err := copyPooled(h, r, buf)
 	if err != nil {
 		return "", 0, false, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), int64(n) + rest, bytes.IndexByte(head[:n], 0) >= 0, nil
+	return hex.EncodeToString(h.Sum(nil)), int64(n) + rest, binary, nil
+}
+
+// copyBuffers hold the buffers of copyPooled: one change set reads thousands of small files, and
+// io.Copy from an *os.File would allocate (and clear) 32 KiB for each.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyPooled copies r to w through buf (never through r's WriteTo, which allocates its own).
+func copyPooled(w io.Writer, r io.Reader, buf []byte) (int64, error) {
+	return io.CopyBuffer(w, struct{ io.Reader }{r}, buf)
 }
 
 // stagedHash is the sha256 of a staged regular file ("" when unreadable).
@@ -377,8 +395,18 @@ func buildChange(b *bases, host, upper *projectRoot, r rawEntry) (Change, bool, 
 		if e.Type == 'f' && e.Kind == baseHost && e.Hash != "" && r.kind == 'f' && stagedHash(upper, r.path) == e.Hash {
 			// An applied file whose staged copy is what was applied: nothing to read on the host.
 			c.Old.Size = r.stat.Size
+		} else if e.Type == 'f' && e.Kind == baseObject && e.Pack != "" {
+			// A packed pre-image: its hash, size and binary test were recorded when it was
+			// taken; its content is read (and checked against the hash) only when shown.
+			if err := b.checkPacked(r.path, e); err != nil {
+				return c, false, fmt.Errorf("session %s: %w", filepath.Base(filepath.Dir(b.dir)), err)
+			}
+			c.Old.Size, oldBinary = e.Len, e.Bin
 		} else if e.Type == 'f' {
 			rc, err := b.open(host, r.path, e)
+			if errors.Is(err, errCorruptBase) {
+				return c, false, fmt.Errorf("session %s: %w", filepath.Base(filepath.Dir(b.dir)), err)
+			}
 			if err != nil {
 				// The host moved on without a pre-image: review treats it as a conflict.
 				c.BaseUnknown = true

@@ -133,6 +133,7 @@ func (s *Session) Contents(c *Change, limit int64) (old, new []byte, err error) 
 	if err != nil {
 		return nil, nil, err
 	}
+	defer b.close()
 	return s.contents(b, host, c, limit)
 }
 

@@ -48,6 +48,7 @@ func (s *Session) Patches(changes []*Change) ([]diffview.FilePatch, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer b.close()
 	var out []diffview.FilePatch
 	for _, c := range changes {
 		if c.Old.Kind == KindSpecial || c.New.Kind == KindSpecial {

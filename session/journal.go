@@ -243,6 +243,7 @@ func (s *Session) commitRollback(root *projectRoot, e *journalEntry) error {
 	if err != nil {
 		return err
 	}
+	defer b.close()
 	for _, jp := range e.Paths {
 		h, err := root.lstat(jp.Path)
 		if err != nil {

@@ -1,8 +1,12 @@
 package session
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -77,7 +81,7 @@ func (s *Session) BeginRun(argv []string) error {
 	}
 	pid := os.Getpid()
 	s.Meta.Active = &Run{Argv: append([]string(nil), argv...), Start: time.Now().UTC(), PID: pid, PIDStart: processStart(pid)}
-	return s.saveMeta()
+	return s.saveRunRecord()
 }
 
 // closeStaleRun moves a run left active by a crashed process into the finished runs, after taking
@@ -96,7 +100,7 @@ func (s *Session) closeStaleRun() error {
 	r.Captured, r.Unknown = captured, unknown
 	s.Meta.Runs = append(s.Meta.Runs, r)
 	s.Meta.Active = nil
-	return s.saveMeta()
+	return s.saveRunRecord()
 }
 
 // EndRun records the active run's end and exit code, and copies into base/ the pre-image of every
@@ -122,11 +126,28 @@ func (s *Session) EndRun(exitCode int) error {
 	r.Captured, r.Unknown = captured, unknown
 	s.Meta.Runs = append(s.Meta.Runs, r)
 	s.Meta.Active = nil
-	return s.saveMeta()
+	return s.saveRunRecord()
 }
 
-// capturePreimages takes the pre-images of every path the upper layer touches.
+// saveRunRecord writes session.json for a run's start or end: atomically and with its content
+// fsynced, but without the fsync of the directory. Should a crash lose the rename, the previous
+// session.json stays, whole: a start not recorded, or an end that the next run records as an
+// interrupted one (its pre-images are already durable in base/, and taking them again changes
+// nothing).
+func (s *Session) saveRunRecord() error {
+	data, err := json.MarshalIndent(s.Meta, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode session %s: %w", s.Meta.ID, err)
+	}
+	return writeFileReplace(filepath.Join(s.dir, "session.json"), append(data, '\n'), 0o600, false)
+}
+
+// capturePreimages takes the pre-images of every path the upper layer touches, appending them to
+// one pack file made durable with one fsync before the index that refers to it is saved.
 func (s *Session) capturePreimages() (captured, unknown int, err error) {
+	if empty, err := emptyDir(s.UpperDir()); err != nil || empty {
+		return 0, 0, err // nothing staged, nothing to capture
+	}
 	unlock, err := s.store.stateLock(s.Meta.Project, true)
 	if err != nil {
 		return 0, 0, err
@@ -141,6 +162,7 @@ func (s *Session) capturePreimages() (captured, unknown int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	defer b.close()
 	raw, err := scanUpper(s.UpperDir(), host)
 	if err != nil {
 		return 0, 0, err
@@ -149,7 +171,10 @@ func (s *Session) capturePreimages() (captured, unknown int, err error) {
 	for _, r := range raw {
 		e, changed, err := b.capture(host, r.path)
 		if err != nil {
-			return captured, unknown, fmt.Errorf("take pre-image of %s: %w", visible(r.path), err)
+			if b.pack != nil {
+				b.pack.abandon()
+			}
+			return 0, 0, fmt.Errorf("take pre-image of %s: %w", visible(r.path), err)
 		}
 		if !changed {
 			continue
@@ -162,13 +187,32 @@ func (s *Session) capturePreimages() (captured, unknown int, err error) {
 			captured++
 		}
 	}
+	if b.pack != nil {
+		if err := b.pack.finish(); err != nil {
+			return 0, 0, fmt.Errorf("take pre-images: %w", err)
+		}
+	}
 	if !dirty {
 		return 0, 0, nil
 	}
-	if err := syncfsAt(b.dir); err != nil {
-		return captured, unknown, fmt.Errorf("take pre-images: %w", err)
-	}
 	return captured, unknown, b.save()
+}
+
+// emptyDir reports whether dir has no entries.
+func emptyDir(dir string) (bool, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", dir, err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if errors.Is(err, io.EOF) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", dir, err)
+	}
+	return len(names) == 0, nil
 }
 
 // syncfsAt flushes the whole filesystem holding dir, batching the fsync of many files.

@@ -230,8 +230,10 @@ func (st *Store) all() ([]*Session, []error, error) {
 }
 
 // Current returns the project's open session, read-only, or ErrNoSession.
+// An unreadable session could be the project's open one, so when there is one, the error names
+// it instead of ErrNoSession: a new session is never started over work that may still be staged.
 func (st *Store) Current(project string) (*Session, error) {
-	all, _, err := st.all()
+	all, bad, err := st.all()
 	if err != nil {
 		return nil, err
 	}
@@ -239,6 +241,9 @@ func (st *Store) Current(project string) (*Session, error) {
 		if all[i].Meta.Project == project && all[i].Meta.State == StateOpen {
 			return all[i], nil
 		}
+	}
+	if len(bad) > 0 {
+		return nil, bad[0]
 	}
 	return nil, fmt.Errorf("project %s: %w", project, ErrNoSession)
 }
@@ -368,6 +373,12 @@ func (s *Session) reload() error {
 
 // writeFileAtomic replaces path with data so that readers see the old or the new file, never a part.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeFileReplace(path, data, perm, true)
+}
+
+// writeFileReplace is writeFileAtomic; with syncParent unset, the rename itself is not made durable
+// (no fsync of the directory).
+func writeFileReplace(path string, data []byte, perm os.FileMode, syncParent bool) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -397,6 +408,9 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	ok = true
+	if !syncParent {
+		return nil
+	}
 	return syncDir(dir)
 }
 
@@ -433,7 +447,8 @@ func (st *Store) create(project string, lk *ProjectLock) (*Session, error) {
 	if err := writeManifest(project, filepath.Join(dir, "manifest"), st.Root); err != nil {
 		return fail(fmt.Errorf("create session %s: %w", id, err))
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "decisions.json"), []byte("{\"version\":1,\"files\":{}}\n"), 0o600); err != nil {
+	// The fsync of the directory that makes session.json's entry durable, last, covers this one too.
+	if err := writeFileReplace(filepath.Join(dir, "decisions.json"), []byte("{\"version\":1,\"files\":{}}\n"), 0o600, false); err != nil {
 		return fail(err)
 	}
 	if err := os.WriteFile(s.NetLog(), nil, 0o600); err != nil {

@@ -1,0 +1,72 @@
+package session
+
+import (
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkEndRun5k records the end of a run that modified 5,000 project files: the pre-image of
+// every one is captured into base/, fsyncs included, then the change set of the run's summary is
+// computed.
+func BenchmarkEndRun5k(b *testing.B) {
+	durable = true
+	defer func() { durable = false }()
+	var endRun, changes time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		f := newFixture(b, nil)
+		benchTree(b, f.project, 5000, "line %d\n")
+		f.s.Discard()
+		s, err := f.lock.Create()
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchTree(b, s.UpperDir(), 5000, "line %d\nappended\n")
+		if err := s.BeginRun([]string{"agent"}); err != nil {
+			b.Fatal(err)
+		}
+		unix.Sync()
+		b.StartTimer()
+		t0 := time.Now()
+		if err := s.EndRun(0); err != nil {
+			b.Fatal(err)
+		}
+		endRun += time.Since(t0)
+		b.StopTimer()
+		if n := s.Meta.Runs[len(s.Meta.Runs)-1].Captured; n != 5000 {
+			b.Fatalf("captured %d pre-images, want 5000", n)
+		}
+		b.StartTimer()
+		t0 = time.Now()
+		cs, err := s.Changes()
+		if err != nil || len(cs.Changes) != 5000 {
+			b.Fatalf("changes: %v", err)
+		}
+		changes += time.Since(t0)
+	}
+	b.ReportMetric(float64(endRun.Milliseconds())/float64(b.N), "endrun-ms/op")
+	b.ReportMetric(float64(changes.Milliseconds())/float64(b.N), "changes-ms/op")
+}
+
+// BenchmarkEndRunEmpty records the end of a run that staged nothing (`shadow run -- true`).
+func BenchmarkEndRunEmpty(b *testing.B) {
+	durable = true
+	defer func() { durable = false }()
+	f := newFixture(b, nil)
+	benchTree(b, f.project, 100, "line %d\n")
+	f.s.Discard()
+	s, err := f.lock.Create()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := s.BeginRun([]string{"true"}); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.EndRun(0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
