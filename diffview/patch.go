@@ -31,6 +31,11 @@ type FilePatch struct {
 	Binary bool
 	// Similarity is the rename's similarity percentage; computed when zero.
 	Similarity int
+	// TooLarge marks a change whose contents were too large to load: Old and New are empty,
+	// OldSize and NewSize give the sizes, and it is written as a binary change without an
+	// index line. A binary patch of it is refused.
+	TooLarge         bool
+	OldSize, NewSize int64
 }
 
 // PatchOptions tune the git patch writer.
@@ -75,6 +80,9 @@ func WritePatch(w io.Writer, patches []FilePatch, opts PatchOptions) error {
 		}
 		if p.OldPath == "" {
 			return fmt.Errorf("write patch: file patch without a path")
+		}
+		if p.TooLarge && opts.Binary {
+			return fmt.Errorf("write patch: %s is too large for a binary patch (%d bytes)", QuotePath(p.NewPath), max(p.OldSize, p.NewSize))
 		}
 		if p.OldMode != 0 && p.NewMode != 0 && isLink(p.OldMode) != isLink(p.NewMode) {
 			// A file replaced by a symlink (or the reverse) is a deletion
@@ -129,6 +137,17 @@ func writeFile(b *strings.Builder, p FilePatch, opts PatchOptions) {
 			sim = similarity(p.Old, p.New)
 		}
 		fmt.Fprintf(b, "similarity index %d%%\nrename from %s\nrename to %s\n", sim, QuotePath(p.OldPath), QuotePath(p.NewPath))
+	}
+	if p.TooLarge {
+		oldName, newName := QuotePath("a/"+p.OldPath), QuotePath("b/"+p.NewPath)
+		if isNew {
+			oldName = "/dev/null"
+		}
+		if isDeleted {
+			newName = "/dev/null"
+		}
+		fmt.Fprintf(b, "Binary files %s and %s differ\n", oldName, newName)
+		return
 	}
 	if same && !isNew && !isDeleted {
 		return

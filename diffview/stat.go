@@ -14,7 +14,7 @@ type StatEntry struct {
 	Added, Deleted int
 	// Binary files are counted in bytes, as git shows them ("Bin 10 -> 12 bytes").
 	Binary           bool
-	OldSize, NewSize int
+	OldSize, NewSize int64
 }
 
 // StatOf counts the added and deleted lines of a file patch.
@@ -25,8 +25,11 @@ func StatOf(p FilePatch, opts Options) StatEntry {
 	} else if p.OldPath != "" && p.OldPath != p.NewPath {
 		path = p.OldPath + " => " + p.NewPath
 	}
-	e := StatEntry{Path: path, OldSize: len(p.Old), NewSize: len(p.New)}
-	if p.Binary || IsBinary(p.Old) || IsBinary(p.New) {
+	e := StatEntry{Path: path, OldSize: int64(len(p.Old)), NewSize: int64(len(p.New))}
+	if p.TooLarge {
+		e.OldSize, e.NewSize = p.OldSize, p.NewSize
+	}
+	if p.TooLarge || p.Binary || IsBinary(p.Old) || IsBinary(p.New) {
 		e.Binary = true
 		return e
 	}

@@ -58,6 +58,12 @@ func (s *Session) Patches(changes []*Change) ([]diffview.FilePatch, error) {
 		if c.From != "" {
 			fp.OldPath = c.From
 		}
+		if c.Old.Size > maxPatchBytes || c.New.Size > maxPatchBytes {
+			// Too large to hold in memory: shown as a binary change, never read.
+			fp.TooLarge, fp.OldSize, fp.NewSize, fp.Binary = true, c.Old.Size, c.New.Size, true
+			out = append(out, fp)
+			continue
+		}
 		old, new, err := s.contents(b, host, c, maxPatchBytes)
 		if err != nil {
 			return nil, fmt.Errorf("diff %s: %w", visible(c.Path), err)

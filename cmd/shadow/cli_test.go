@@ -436,3 +436,33 @@ func TestJailErrorExits125(t *testing.T) {
 		t.Error("the command ran although the jail could not be built")
 	}
 }
+
+// A 2 GB file and names carrying escape sequences and newlines in the change set: listed, shown
+// escaped or quoted, never sent raw; a binary patch of the huge file is refused in one line.
+func TestHugeFileAndHostileNames(t *testing.T) {
+	c := newCLI(t)
+	p := fixture(t, map[string]string{"a.txt": "1\n"})
+	_, errs, code := c.run(p, "run", "--", "sh", "-c",
+		`truncate -s 2G big.bin && printf 'x\n' > "$(printf 'evil\033]52;c;aGk=\007\nname')"`)
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	if strings.ContainsRune(errs, 0x1b) {
+		t.Errorf("the run summary sent an escape sequence raw: %q", errs)
+	}
+	names := c.must(p, "diff", "--name-only")
+	if want := "\"evil\\033]52;c;aGk=\\a\\nname\"\n"; !strings.Contains(names, want) {
+		t.Errorf("--name-only = %q, want the name quoted as %q", names, want)
+	}
+	stat := c.must(p, "diff", "--stat")
+	if !strings.Contains(stat, "Bin 0 -> 2147483648 bytes") || strings.ContainsRune(stat, 0x1b) {
+		t.Errorf("--stat = %q", stat)
+	}
+	_, errs, code = c.run(p, "diff", "--binary")
+	if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "too large") {
+		t.Errorf("diff --binary with a 2 GB file: exit %d: %q", code, errs)
+	}
+	if st := git(t, p, "status", "--porcelain"); st != "" {
+		t.Errorf("the project changed:\n%s", st)
+	}
+}
