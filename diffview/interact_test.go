@@ -1,6 +1,7 @@
 package diffview
 
 import (
+	"bytes"
 	"io"
 	"strings"
 	"testing"
@@ -241,7 +242,9 @@ func (sc *screen) waitFor(t *testing.T, tm *teatest.TestModel, s string) {
 	t.Helper()
 	fed := 0
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
-		sc.emu.Write(b[fed:])
+		// The output is not a terminal, so lines end in a bare "\n" that a real terminal's
+		// line discipline would turn into "\r\n"; the emulator needs the "\r" too.
+		sc.emu.Write(bytes.ReplaceAll(b[fed:], []byte("\n"), []byte("\r\n")))
 		fed = len(b)
 		return strings.Contains(sc.emu.String(), s)
 	}, teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
