@@ -717,6 +717,11 @@ func checkDEP005(s *scan) outcome {
 		if found || u.line != 0 {
 			continue
 		}
+		if fetchesOnlyFromRegistry(u) {
+			// A package fetching its own platform binary from the package registry (esbuild's
+			// install.js) downloads nothing npm would not; DEP003 still reports the hook.
+			continue
+		}
 		if _, l1, ok1 := u.at(jsFetch); ok1 {
 			if _, _, ok2 := u.at(jsWrite); ok2 {
 				if _, _, ok3 := u.at(jsExec); ok3 {
@@ -727,6 +732,20 @@ func checkDEP005(s *scan) outcome {
 		}
 	}
 	return byHand(depOutcome(bad, nil, unchecked, "no download-then-execute in scripts or hook code"), automatic)
+}
+
+// fetchesOnlyFromRegistry reports whether every URL a hook file names is on a default package
+// registry. A file that names no URL at all fetches from somewhere it computes: not this case.
+func fetchesOnlyFromRegistry(u codeUnit) bool {
+	if u.js == nil || len(u.js.URLs) == 0 {
+		return false
+	}
+	for _, hit := range u.js.URLs {
+		if !manifest.IsDefaultRegistry(hit.Text) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkDEP006: unpinned git refs, URL tarballs, paths outside the workspace.

@@ -2,6 +2,8 @@
 # Whole-process comparisons for the review pipeline (SPEC §9), as ratios in one run:
 #   shadow diff --stat over N changed files  vs  git diff --no-index --stat of the same two trees
 #   shadow apply --all of N files            vs  cp -a of the same files
+# (shadow apply journals and fsyncs what it writes; cp -a does neither. Both start from a synced
+# disk, so neither pays for the other's writeback.)
 # Usage: bench/review.sh [PATH/TO/shadow] [N]   (needs hyperfine)
 set -euo pipefail
 shadow=$(realpath "${1:-bin/shadow}")
@@ -36,8 +38,8 @@ hyperfine --warmup 1 --runs 5 --export-markdown "$out/diff-stat.md" \
 
 rm -rf "$work/copy"
 hyperfine --runs 5 --export-markdown "$out/apply.md" \
-  --prepare "$shadow apply --project $project --rollback --yes >/dev/null 2>&1 || true" \
+  --prepare "$shadow apply --project $project --rollback --yes >/dev/null 2>&1 || true; sync" \
   -n "shadow apply --all" "$shadow apply --project $project --all --yes >/dev/null 2>&1" \
-  --prepare "rm -rf $work/copy" \
+  --prepare "rm -rf $work/copy; sync" \
   -n "cp -a" "cp -a $work/agent $work/copy"
 cat "$out/diff-stat.md" "$out/apply.md"
