@@ -31,9 +31,13 @@ unit:
 
 test: deps lint unit
 
+# bench prints the figures of SPEC §9 as ratios against the named peer in the same run
+# (needs hyperfine and bubblewrap; bench/audit.sh installs a real node_modules with npm once).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x $(PKGS)
-	bash bench/jail.sh
+	SHADOW=$(BIN) bash bench/jail.sh 5
+	bash bench/review.sh $(BIN) 10000
+	bash bench/audit.sh $(BIN)
 
 # fuzz runs every fuzz target for FUZZTIME each (make test only runs their seed corpora).
 fuzz:
