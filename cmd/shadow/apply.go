@@ -44,19 +44,18 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 			}
 			opts := session.ApplyOptions{All: all, Paths: paths, IncludeIgnored: includeIgnored,
 				AllowProtected: allowProtected, AllowOutsideLinks: allowOutside, Protected: protectedFromConfig(s.Project())}
-			plan, err := s.PlanApply(opts)
-			if err != nil {
-				return err
-			}
 			errw := cmd.ErrOrStderr()
-			printPlan(errw, plan)
-			if len(plan.Files) == 0 {
-				if !all && len(paths) == 0 {
-					fmt.Fprintln(errw, "nothing accepted yet: decide hunks with `shadow review`, or pass --all or PATHs")
-				}
-				return withCode(exitError, nil)
-			}
 			if !yes {
+				// Asking first needs the plan; with --yes, Apply plans once itself and the
+				// plan is shown with the result.
+				plan, err := s.PlanApply(opts)
+				if err != nil {
+					return err
+				}
+				printPlan(errw, plan)
+				if len(plan.Files) == 0 {
+					return nothingToApply(errw, all || len(paths) > 0)
+				}
 				ok, err := confirm(cmd.InOrStdin(), errw, fmt.Sprintf("Write %d paths into %s?", len(plan.Files), s.Project()))
 				if err != nil {
 					return err
@@ -68,6 +67,12 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 			res, err := s.Apply(opts)
 			if err != nil {
 				return err
+			}
+			if yes {
+				printPlan(errw, &res.ApplyPlan)
+				if len(res.Files) == 0 {
+					return nothingToApply(errw, all || len(paths) > 0)
+				}
 			}
 			if res.Recovered != "" {
 				fmt.Fprintln(errw, "shadow:", res.Recovered)
@@ -131,6 +136,14 @@ func runRollback(cmd *cobra.Command, f *sessionFlags, to string, yes bool) error
 
 // protectedFromConfig is the config's extra protected paths for a project.
 func protectedFromConfig(project string) []string { return configFor(project).Protected }
+
+// nothingToApply ends an apply that found nothing to write, saying how to choose something.
+func nothingToApply(w io.Writer, chose bool) error {
+	if !chose {
+		fmt.Fprintln(w, "nothing accepted yet: decide hunks with `shadow review`, or pass --all or PATHs")
+	}
+	return withCode(exitError, nil)
+}
 
 // printPlan lists what an apply will write and what it leaves out.
 func printPlan(w io.Writer, p *session.ApplyPlan) {
