@@ -466,3 +466,40 @@ func TestHugeFileAndHostileNames(t *testing.T) {
 		t.Errorf("the project changed:\n%s", st)
 	}
 }
+
+// The in-jail preflight passes a plain policy under untrusted, and a widened one fails the rule
+// that names what was widened; a blocked preflight never starts the command.
+func TestPreflightInsideJail(t *testing.T) {
+	c := newCLI(t)
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte("-----BEGIN KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.env = append(c.env, "HOME="+home, "AWS_SECRET_ACCESS_KEY=abc123abc123")
+	p := fixture(t, map[string]string{"package.json": `{"name":"x","version":"1.0.0"}` + "\n",
+		"package-lock.json": `{"name":"x","version":"1.0.0","lockfileVersion":3,"requires":true,"packages":{"":{"name":"x","version":"1.0.0"}}}` + "\n"})
+
+	out, errs, code := c.run(p, "run", "--trust", "untrusted", "--", "echo", "started")
+	if code != 0 || !strings.Contains(out, "started") {
+		t.Fatalf("plain policy under untrusted: exit %d\n%s%s", code, out, errs)
+	}
+	for _, tc := range []struct {
+		flags []string
+		rule  string
+	}{
+		{[]string{"--rw", filepath.Join(home, ".ssh")}, "FS002"},
+		{[]string{"--env", "AWS_SECRET_ACCESS_KEY"}, "FS007"},
+	} {
+		args := append(append([]string{"run", "--trust", "untrusted"}, tc.flags...), "--", "echo", "started")
+		out, errs, code := c.run(p, args...)
+		if code != 3 || strings.Contains(out, "started") {
+			t.Errorf("%v: exit %d, want 3 and the command never started\n%s", tc.flags, code, out)
+		}
+		if !strings.Contains(errs, tc.rule) {
+			t.Errorf("%v: the block does not name %s:\n%s", tc.flags, tc.rule, errs)
+		}
+	}
+}
