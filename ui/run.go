@@ -381,16 +381,24 @@ func (j *Jail) stagedFindings() func(path string) []string {
 			return nil
 		}
 		once.Do(func() {
-			p := sessionPolicy(j.Policy, j.Session)
-			p.NoCache, p.Publish, p.AllowNetwork, p.AllowDomains, p.NetLog = true, nil, false, nil, ""
-			p.Timeout = 2 * time.Minute
-			start := func(ctx context.Context, args []string, w io.Writer) error {
-				return sandbox.RunSelf(ctx, p, args, w)
-			}
-			found, _ = audit.StagedFindings(context.Background(), j.Session.Project(), start)
+			found, _ = StagedFindings(context.Background(), j.Session, j.Policy)
 		})
 		return found[path]
 	}
+}
+
+// StagedFindings audits a session's staged tree against its base and returns, per file, the
+// audit rules the agent's changes newly make it fail. The project rules run in a jail over the
+// session's staged view, built from p without network, caches or published ports; nothing is
+// written to the session. Call it only while no run uses the session.
+func StagedFindings(ctx context.Context, s *session.Session, p sandbox.Policy) (map[string][]string, error) {
+	p = sessionPolicy(p, s)
+	p.NoCache, p.Publish, p.AllowNetwork, p.AllowDomains, p.NetLog = true, nil, false, nil, ""
+	p.Timeout = 2 * time.Minute
+	start := func(ctx context.Context, args []string, w io.Writer) error {
+		return sandbox.RunSelf(ctx, p, args, w)
+	}
+	return audit.StagedFindings(ctx, s.Project(), start)
 }
 
 // hostFinding is a doctor check as a preflight line; a missing required

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/spf13/cobra"
 
-	"github.com/shadow-sandbox/shadow/audit"
 	"github.com/shadow-sandbox/shadow/diffview"
 	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/session"
@@ -111,12 +109,8 @@ func configFor(project string) session.Config {
 // returns the rules each file newly fails, for the review's badges. A failure to audit is
 // reported and leaves the badges off; it never blocks the review.
 func stagedFindings(ctx context.Context, s *session.Session, stderr io.Writer) map[string][]string {
-	p := sandbox.Policy{Project: s.Project(), Upper: s.UpperDir(), Work: s.WorkDir(), NoCache: true,
-		Env: sandbox.BuildEnv(os.Environ(), nil), Timeout: 2 * time.Minute}
-	start := func(ctx context.Context, args []string, stdout io.Writer) error {
-		return sandbox.RunSelf(ctx, p, args, stdout)
-	}
-	found, err := audit.StagedFindings(ctx, s.Project(), start)
+	p := sandbox.Policy{Project: s.Project(), Env: sandbox.BuildEnv(os.Environ(), nil)}
+	found, err := ui.StagedFindings(ctx, s, p)
 	if err != nil {
 		fmt.Fprintln(stderr, "shadow: warning: the staged tree could not be audited:", err)
 		return nil

@@ -83,23 +83,11 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 			return err
 		}
 	}
-	lk, err := setup.store.LockProject(setup.project, session.LockOptions{Wait: f.wait, Command: "run"})
+	lk, s, err := f.openSession(setup, "run", cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
 	defer lk.Release()
-	if lk.Recovered != "" {
-		fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", lk.Recovered)
-	}
-	var s *session.Session
-	if f.newSession {
-		s, err = lk.Create()
-	} else {
-		s, _, err = lk.CurrentOrCreate()
-	}
-	if err != nil {
-		return err
-	}
 	p := setup.policy
 	p.Upper, p.Work = s.UpperDir(), s.WorkDir()
 	p.CacheDir, p.RuntimeDir = s.CacheDir(), s.RuntimeDir()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -245,4 +246,29 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size such as 500M or 2G", s)
 	}
 	return n * mult, nil
+}
+
+// openSession takes the project's writer lock for command and opens the session a run works in:
+// a new one with --new, else the open one (created when there is none). The caller releases the
+// lock; on error it is already released, and a busy project's error is returned as it is.
+func (f *runFlags) openSession(setup *runSetup, command string, stderr io.Writer) (*session.ProjectLock, *session.Session, error) {
+	lk, err := setup.store.LockProject(setup.project, session.LockOptions{Wait: f.wait, Command: command})
+	if err != nil {
+		return nil, nil, err
+	}
+	if lk.Recovered != "" {
+		fmt.Fprintln(stderr, "shadow:", lk.Recovered)
+	}
+	var s *session.Session
+	if f.newSession {
+		s, err = lk.Create()
+	} else {
+		s, _, err = lk.CurrentOrCreate()
+	}
+	if err != nil {
+		lk.Release()
+		return nil, nil, err
+	}
+	s.SetProtected(setup.cfg.Protected)
+	return lk, s, nil
 }

@@ -50,31 +50,17 @@ review follows when it ends.`,
 			if argv, err = setup.applyPreset(argv); err != nil {
 				return usageError{msg: err.Error()}
 			}
-			lk, err := setup.store.LockProject(setup.project, session.LockOptions{Wait: f.wait, Command: "tui"})
+			lk, s, err := f.openSession(setup, "tui", cmd.ErrOrStderr())
 			if errors.Is(err, session.ErrBusy) {
-				if s, e := setup.store.Current(setup.project); e == nil {
-					if _, e := ui.FindAgentHost(s); e == nil {
-						return fmt.Errorf("a detached agent still runs in session %s of %s: shadow tui --attach comes back to it", s.ID(), setup.project)
+				if cur, e := setup.store.Current(setup.project); e == nil {
+					if _, e := ui.FindAgentHost(cur); e == nil {
+						return fmt.Errorf("a detached agent still runs in session %s of %s: shadow tui --attach comes back to it", cur.ID(), setup.project)
 					}
 				}
 			}
 			if err != nil {
 				return err
 			}
-			if lk.Recovered != "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", lk.Recovered)
-			}
-			var s *session.Session
-			if f.newSession {
-				s, err = lk.Create()
-			} else {
-				s, _, err = lk.CurrentOrCreate()
-			}
-			if err != nil {
-				lk.Release()
-				return err
-			}
-			s.SetProtected(setup.cfg.Protected)
 			setup.policy.NetLog = s.NetLog()
 			trust := setup.trust
 			if trust == "" {
