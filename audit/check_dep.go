@@ -656,7 +656,7 @@ func (u codeUnit) at(re *regexp.Regexp) (string, int, bool) {
 	return u.text[loc[0]:loc[1]], line, true
 }
 
-var pipedShell = regexp.MustCompile(`(?i)\b(curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod)\b[^|;&\n]{0,300}\|\s*(sudo\s+)?(-?\s*)(sh|bash|zsh|dash|ksh|iex|invoke-expression|python3?|node|perl|ruby)\b|\b(sh|bash|zsh)\s+(-c\s+)?["']?\$\(\s*(curl|wget)\b|\b(sh|bash)\s+<\(\s*(curl|wget)\b|\biex\s*\(\s*(new-object\s+net\.webclient|iwr|irm|invoke-webrequest)`)
+var pipedShell = lazyRE(`(?i)\b(curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod)\b[^|;&\n]{0,300}\|\s*(sudo\s+)?(-?\s*)(sh|bash|zsh|dash|ksh|iex|invoke-expression|python3?|node|perl|ruby)\b|\b(sh|bash|zsh)\s+(-c\s+)?["']?\$\(\s*(curl|wget)\b|\b(sh|bash)\s+<\(\s*(curl|wget)\b|\biex\s*\(\s*(new-object\s+net\.webclient|iwr|irm|invoke-webrequest)`)
 
 // checkDEP004: piped shell installers.
 func checkDEP004(s *scan) outcome {
@@ -667,7 +667,7 @@ func checkDEP004(s *scan) outcome {
 	var bad []Evidence
 	automatic := false
 	for _, u := range units {
-		if hit, line, ok := u.at(pipedShell); ok {
+		if hit, line, ok := u.at(pipedShell()); ok {
 			bad = append(bad, at(u.file, line, "%s pipes a download into a shell: %s", u.what, oneLine(truncate(hit, 100))))
 			automatic = automatic || u.hook
 		}
@@ -685,15 +685,15 @@ func byHand(o outcome, automatic bool) outcome {
 }
 
 var (
-	downloadExec = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)\b(curl|wget)\b[^\n;&|]*\s(-o|-O|--output)\s*\S+[^\n]{0,200}?(&&|;)\s*(chmod\s+\+?[0-7x]+|sh\s|bash\s|\./|node\s|python3?\s)`),
-		regexp.MustCompile(`\bnode\s+(-e|--eval|-p)\s+["'][^"']*https?://`),
-		regexp.MustCompile(`(?i)\b(bun\.sh/install|deno\.land/install|deno\.land/x/install|get\.pnpm\.io|install\.python-poetry\.org)\b`),
-		regexp.MustCompile(`(?i)\b(setup_bun|bun_environment)\.js\b`),
+	downloadExec = []func() *regexp.Regexp{
+		lazyRE(`(?i)\b(curl|wget)\b[^\n;&|]*\s(-o|-O|--output)\s*\S+[^\n]{0,200}?(&&|;)\s*(chmod\s+\+?[0-7x]+|sh\s|bash\s|\./|node\s|python3?\s)`),
+		lazyRE(`\bnode\s+(-e|--eval|-p)\s+["'][^"']*https?://`),
+		lazyRE(`(?i)\b(bun\.sh/install|deno\.land/install|deno\.land/x/install|get\.pnpm\.io|install\.python-poetry\.org)\b`),
+		lazyRE(`(?i)\b(setup_bun|bun_environment)\.js\b`),
 	}
-	jsFetch = regexp.MustCompile(`\b(https?\.get|https?\.request|fetch\(|axios|got\(|request\()`)
-	jsExec  = regexp.MustCompile(`\b(chmodSync|chmod\(|execFileSync|execFile\(|spawnSync|spawn\(|execSync|exec\()`)
-	jsWrite = regexp.MustCompile(`\b(createWriteStream|writeFileSync|writeFile\()`)
+	jsFetch = lazyRE(`\b(https?\.get|https?\.request|fetch\(|axios|got\(|request\()`)
+	jsExec  = lazyRE(`\b(chmodSync|chmod\(|execFileSync|execFile\(|spawnSync|spawn\(|execSync|exec\()`)
+	jsWrite = lazyRE(`\b(createWriteStream|writeFileSync|writeFile\()`)
 )
 
 // checkDEP005: download-then-execute.
@@ -707,7 +707,7 @@ func checkDEP005(s *scan) outcome {
 	for _, u := range units {
 		found := false
 		for _, re := range downloadExec {
-			if hit, line, ok := u.at(re); ok {
+			if hit, line, ok := u.at(re()); ok {
 				bad = append(bad, at(u.file, line, "%s downloads and runs code: %s", u.what, oneLine(truncate(hit, 100))))
 				automatic = automatic || u.hook
 				found = true
@@ -722,9 +722,9 @@ func checkDEP005(s *scan) outcome {
 			// install.js) downloads nothing npm would not; DEP003 still reports the hook.
 			continue
 		}
-		if _, l1, ok1 := u.at(jsFetch); ok1 {
-			if _, _, ok2 := u.at(jsWrite); ok2 {
-				if _, _, ok3 := u.at(jsExec); ok3 {
+		if _, l1, ok1 := u.at(jsFetch()); ok1 {
+			if _, _, ok2 := u.at(jsWrite()); ok2 {
+				if _, _, ok3 := u.at(jsExec()); ok3 {
 					bad = append(bad, at(u.file, l1, "%s fetches over the network, writes a file and executes", u.what))
 					automatic = automatic || u.hook
 				}

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/shadow-sandbox/shadow/audit/manifest"
@@ -68,7 +67,7 @@ var (
 	rustTraversal = []string{"std::fs::read_dir", "walkdir", "glob", "ignore::Walk", "jwalk", "std::env::home_dir",
 		"dirs::home_dir", "home::home_dir", "dirs", "directories"}
 	rustWrites  = []string{"std::fs::write", "std::fs::File::create", "std::fs::OpenOptions", "std::fs::copy", "std::fs::rename", "std::fs::remove_dir_all"}
-	secretPaths = regexp.MustCompile(`(?i)(\.ssh(/|$)|id_rsa|id_ed25519|\.aws/|\.kube/|\.gnupg|\.npmrc|\.netrc|\.git-credentials|\.docker/config|\.config/gh|\.cargo/credentials|/etc/shadow|/etc/passwd|\.pypirc)`)
+	secretPaths = lazyRE(`(?i)(\.ssh(/|$)|id_rsa|id_ed25519|\.aws/|\.kube/|\.gnupg|\.npmrc|\.netrc|\.git-credentials|\.docker/config|\.config/gh|\.cargo/credentials|/etc/shadow|/etc/passwd|\.pypirc)`)
 )
 
 // checkDEP008: build scripts and proc-macros using processes or the network.
@@ -164,7 +163,7 @@ func checkDEP009(s *scan) outcome {
 				outDir = true
 			case t.Text == "HOME" || t.Text == "USERPROFILE":
 				bad = append(bad, at(b.rel, t.Line, "build script reads %s", t.Text))
-			case secretPaths.MatchString(t.Text):
+			case secretPaths().MatchString(t.Text):
 				bad = append(bad, at(b.rel, t.Line, "build script names a credential path %q", truncate(t.Text, 60)))
 			}
 		}
@@ -311,7 +310,7 @@ const (
 	hexIdentMinimum = 5
 )
 
-var base64Shell = regexp.MustCompile(`base64\s+(-d|--decode)[^|\n]*\|\s*(sh|bash|node)\b`)
+var base64Shell = lazyRE(`base64\s+(-d|--decode)[^|\n]*\|\s*(sh|bash|node)\b`)
 
 // checkDEP012: obfuscated or encoded code run by hooks.
 func checkDEP012(s *scan) outcome {
@@ -322,7 +321,7 @@ func checkDEP012(s *scan) outcome {
 	var bad []Evidence
 	for _, u := range units {
 		if u.js == nil {
-			if _, line, ok := u.at(base64Shell); ok {
+			if _, line, ok := u.at(base64Shell()); ok {
 				bad = append(bad, at(u.file, line, "%s decodes base64 into a shell", u.what))
 			}
 			continue
@@ -350,9 +349,9 @@ func checkDEP012(s *scan) outcome {
 }
 
 var (
-	exfilDomains = regexp.MustCompile(`(?i)\b(webhook\.site|requestbin\.(com|net)|pipedream\.net|[a-z0-9-]+\.workers\.dev|ngrok(-free)?\.(io|app|dev)|pastebin\.com|paste\.ee|hastebin\.com|transfer\.sh|api\.telegram\.org|discord(app)?\.com/api/webhooks|interact\.sh|oast\.(fun|pro|live|site|online|me)|oastify\.com|burpcollaborator\.net|canarytokens\.com|dnslog\.cn|ceye\.io|beeceptor\.com|requestcatcher\.com|hookbin\.com|trycloudflare\.com|serveo\.net|localtunnel\.me|loca\.lt)\b`)
-	rawIPURL     = regexp.MustCompile(`(?i)\b(https?|wss?|ftp)://(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})`)
-	envDump      = regexp.MustCompile(`JSON\.stringify\(\s*process\.env\s*\)|\bprintenv\b[^\n]*\|\s*(curl|wget|nc|base64)|\benv\s*\|\s*(curl|wget|nc|base64)`)
+	exfilDomains = lazyRE(`(?i)\b(webhook\.site|requestbin\.(com|net)|pipedream\.net|[a-z0-9-]+\.workers\.dev|ngrok(-free)?\.(io|app|dev)|pastebin\.com|paste\.ee|hastebin\.com|transfer\.sh|api\.telegram\.org|discord(app)?\.com/api/webhooks|interact\.sh|oast\.(fun|pro|live|site|online|me)|oastify\.com|burpcollaborator\.net|canarytokens\.com|dnslog\.cn|ceye\.io|beeceptor\.com|requestcatcher\.com|hookbin\.com|trycloudflare\.com|serveo\.net|localtunnel\.me|loca\.lt)\b`)
+	rawIPURL     = lazyRE(`(?i)\b(https?|wss?|ftp)://(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})`)
+	envDump      = lazyRE(`JSON\.stringify\(\s*process\.env\s*\)|\bprintenv\b[^\n]*\|\s*(curl|wget|nc|base64)|\benv\s*\|\s*(curl|wget|nc|base64)`)
 )
 
 // checkDEP013: exfiltration indicators in hook code and build scripts.
@@ -364,10 +363,10 @@ func checkDEP013(s *scan) outcome {
 	var bad []Evidence
 	for _, u := range units {
 		var hits []Evidence
-		if hit, line, ok := u.at(exfilDomains); ok {
+		if hit, line, ok := u.at(exfilDomains()); ok {
 			hits = append(hits, at(u.file, line, "%s names the exfiltration endpoint %s", u.what, strings.ToLower(hit)))
 		}
-		if m := rawIPURL.FindStringSubmatchIndex(u.text); m != nil {
+		if m := rawIPURL().FindStringSubmatchIndex(u.text); m != nil {
 			ip, err := netip.ParseAddr(u.text[m[4]:m[5]])
 			if err == nil && !ip.IsLoopback() && !ip.IsUnspecified() {
 				line := u.line
@@ -377,13 +376,13 @@ func checkDEP013(s *scan) outcome {
 				hits = append(hits, at(u.file, line, "%s contacts the raw IP address %s", u.what, ip))
 			}
 		}
-		if _, line, ok := u.at(envDump); ok {
+		if _, line, ok := u.at(envDump()); ok {
 			hits = append(hits, at(u.file, line, "%s serialises the whole environment", u.what))
 		} else if u.js != nil && len(u.js.EnvDump) > 0 {
 			hits = append(hits, at(u.file, u.js.EnvDump[0].Line, "%s collects process.env: %s", u.what, oneLine(truncate(u.js.EnvDump[0].Text, 60))))
 		}
 		if u.file != "" && !strings.HasSuffix(u.what, "build script string") {
-			if hit, line, ok := u.at(secretPaths); ok {
+			if hit, line, ok := u.at(secretPaths()); ok {
 				hits = append(hits, at(u.file, line, "%s reads a credential path (%s)", u.what, hit))
 			}
 		}
@@ -393,12 +392,12 @@ func checkDEP013(s *scan) outcome {
 }
 
 var (
-	npmPublish   = regexp.MustCompile(`\bnpm\s+(publish|whoami|token)\b|/-/npm/v1/tokens|/-/whoami`)
-	childProcess = regexp.MustCompile(`\bchild_process\b|\bexecSync\b|\bspawnSync\b|\bBun\.spawn\b`)
-	pkgWrite     = regexp.MustCompile(`(?s)(writeFileSync|writeFile)\s*\([^)]{0,200}package\.json|package\.json.{0,200}(writeFileSync|writeFile)\s*\(`)
-	workflows    = regexp.MustCompile(`\.github/workflows`)
-	secretScan   = regexp.MustCompile(`(?i)\btrufflehog\b|\bgitleaks\b`)
-	aiYolo       = regexp.MustCompile(`--dangerously-skip-permissions|--dangerously-bypass-approvals-and-sandbox|--trust-all-tools|--yolo\b`)
+	npmPublish   = lazyRE(`\bnpm\s+(publish|whoami|token)\b|/-/npm/v1/tokens|/-/whoami`)
+	childProcess = lazyRE(`\bchild_process\b|\bexecSync\b|\bspawnSync\b|\bBun\.spawn\b`)
+	pkgWrite     = lazyRE(`(?s)(writeFileSync|writeFile)\s*\([^)]{0,200}package\.json|package\.json.{0,200}(writeFileSync|writeFile)\s*\(`)
+	workflows    = lazyRE(`\.github/workflows`)
+	secretScan   = lazyRE(`(?i)\btrufflehog\b|\bgitleaks\b`)
+	aiYolo       = lazyRE(`--dangerously-skip-permissions|--dangerously-bypass-approvals-and-sandbox|--trust-all-tools|--yolo\b`)
 )
 
 // checkDEP014: self-propagation and CI tampering from hooks.
@@ -409,9 +408,9 @@ func checkDEP014(s *scan) outcome {
 	units, unchecked := s.installCode(false)
 	var bad []Evidence
 	for _, u := range units {
-		if hit, line, ok := u.at(npmPublish); ok {
-			_, _, proc := u.at(childProcess)
-			_, _, write := u.at(pkgWrite)
+		if hit, line, ok := u.at(npmPublish()); ok {
+			_, _, proc := u.at(childProcess())
+			_, _, write := u.at(pkgWrite())
 			isCommand := u.js == nil && u.line != 0
 			if proc || write || isCommand {
 				extra := ""
@@ -424,13 +423,13 @@ func checkDEP014(s *scan) outcome {
 				bad = append(bad, at(u.file, line, "%s runs %q%s (worm pattern)", u.what, oneLine(hit), extra))
 			}
 		}
-		if _, line, ok := u.at(workflows); ok {
+		if _, line, ok := u.at(workflows()); ok {
 			bad = append(bad, at(u.file, line, "%s touches .github/workflows", u.what))
 		}
-		if hit, line, ok := u.at(secretScan); ok {
+		if hit, line, ok := u.at(secretScan()); ok {
 			bad = append(bad, at(u.file, line, "%s runs the secret scanner %s", u.what, strings.ToLower(hit)))
 		}
-		if hit, line, ok := u.at(aiYolo); ok {
+		if hit, line, ok := u.at(aiYolo()); ok {
 			bad = append(bad, at(u.file, line, "%s launches an AI CLI with %s", u.what, hit))
 		}
 	}

