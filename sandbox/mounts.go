@@ -336,16 +336,22 @@ func lockedFlags(f int64) uintptr {
 	return m
 }
 
-// mountPointsUnder lists the mount points at or below dir, parents first,
-// from /proc/self/mountinfo.
+// mountPointsUnder lists the mount points of the mount tree last mounted at
+// dir (the mount itself and its submounts), parents first, from
+// /proc/self/mountinfo. Mounts that were under dir before and are now hidden
+// by it (the jail's $HOME tmpfs under a `--ro` of its parent) are not in the
+// tree: they cannot be reached, let alone remounted.
 func mountPointsUnder(dir string) ([]string, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, fmt.Errorf("read mount table: %w", err)
 	}
 	defer f.Close()
-	var out []string
-	seen := make(map[string]bool)
+	type entry struct {
+		id, parent string
+		path       string
+	}
+	var all []entry
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -353,14 +359,34 @@ func mountPointsUnder(dir string) ([]string, error) {
 		if len(fields) < 5 {
 			continue
 		}
-		p := unescapeMountinfo(fields[4])
-		if (p == dir || strings.HasPrefix(p, dir+"/")) && !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
+		all = append(all, entry{id: fields[0], parent: fields[1], path: unescapeMountinfo(fields[4])})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read mount table: %w", err)
+	}
+	top := -1
+	for i, e := range all {
+		if e.path == dir {
+			top = i
+		}
+	}
+	if top < 0 {
+		return nil, fmt.Errorf("read mount table: nothing is mounted at %s", dir)
+	}
+	// The table lists mounts in the order they were made, so a submount
+	// comes after its parent.
+	inTree := map[string]bool{all[top].id: true}
+	out := []string{dir}
+	seen := map[string]bool{dir: true}
+	for _, e := range all[top+1:] {
+		if !inTree[e.parent] {
+			continue
+		}
+		inTree[e.id] = true
+		if !seen[e.path] {
+			seen[e.path] = true
+			out = append(out, e.path)
+		}
 	}
 	return out, nil
 }

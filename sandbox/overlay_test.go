@@ -156,6 +156,26 @@ func TestProjectUnderTmp(t *testing.T) {
 	}
 }
 
+// TestReadOnlyAncestorOfProject: `--ro` of a directory holding the project
+// shows it read-only without covering the project's overlay.
+func TestReadOnlyAncestorOfProject(t *testing.T) {
+	j := newTestJail(t)
+	writeFiles(t, j.base, map[string]string{"sibling.txt": "s\n"})
+	p := j.policy()
+	p.ReadOnly = append(p.ReadOnly, j.base)
+	res, out, errOut := j.run(t, p, "/bin/sh", "-c",
+		`cat a.txt ../sibling.txt; echo staged > new.txt && cat new.txt; echo x > ../sibling.txt || echo refused`)
+	if res.ExitCode != 0 || out != "a\ns\nstaged\nrefused\n" {
+		t.Fatalf("exit %d, out %q; stderr %s", res.ExitCode, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(j.project, "new.txt")); !os.IsNotExist(err) {
+		t.Errorf("new.txt reached the host project (%v)", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(j.upper, "new.txt")); err != nil || string(b) != "staged\n" {
+		t.Errorf("staged new.txt = %q, %v", b, err)
+	}
+}
+
 func TestGitFileBindsGitdirReadOnly(t *testing.T) {
 	j := newTestJail(t)
 	gitdir := filepath.Join(j.base, "main.git", "worktrees", "wt")

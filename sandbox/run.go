@@ -152,7 +152,7 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 	}
 	var tooBig <-chan int64
 	if p.MaxUpperBytes > 0 {
-		tooBig = watchUpper(ctx, s.Mounts[0].Upper, p.MaxUpperBytes, j.exited)
+		tooBig = watchUpper(ctx, s.projectUpper(), p.MaxUpperBytes, j.exited)
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGWINCH)
@@ -207,7 +207,7 @@ loop:
 		res.ExitCode = ws.ExitStatus()
 	}
 	// The overlay is mounted volatile: make what the run staged durable now.
-	syncDir(s.Mounts[0].Upper)
+	syncDir(s.projectUpper())
 	return res, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/shadow-sandbox/shadow/sandbox/confine"
@@ -207,6 +208,10 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 	for _, m := range state {
 		rw = append(rw, m.Dst)
 	}
+	// A mount hides whatever was mounted under its destination before it, so
+	// a shallower destination goes first: `--ro ~/src` must not cover the
+	// overlay of the project ~/src/app. Equal depths keep their order.
+	slices.SortStableFunc(s.Mounts, func(a, b mountSpec) int { return pathDepth(a.Dst) - pathDepth(b.Dst) })
 
 	// The command's Landlock rules. --ro paths may be executed too: they
 	// are read-only mounts, and a toolchain brought in with --ro must run.
@@ -443,4 +448,23 @@ func setEnv(env []string, name, value string) []string {
 		}
 	}
 	return append(out, name+"="+value)
+}
+
+// pathDepth is the number of components of a clean absolute path.
+func pathDepth(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
+}
+
+// projectUpper is the upper layer of the project's overlay: what the run
+// stages.
+func (s *jailSpec) projectUpper() string {
+	for _, m := range s.Mounts {
+		if m.Kind == mountOverlay && m.Dst == s.Project {
+			return m.Upper
+		}
+	}
+	return ""
 }
