@@ -19,6 +19,10 @@ import (
 	"github.com/shadow-sandbox/shadow/sandbox/confine"
 )
 
+// landlockABI is the kernel's Landlock ABI; a variable so that a test can
+// play a kernel without Landlock.
+var landlockABI = confine.LandlockABI
+
 // defaultKillGrace is the time between SIGTERM and SIGKILL when stopping.
 const defaultKillGrace = 2 * time.Second
 
@@ -29,7 +33,7 @@ const defaultKillGrace = 2 * time.Second
 func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 	start := time.Now()
 	res := Result{Network: "none"}
-	if os.Geteuid() == 0 && confine.LandlockABI() == 0 {
+	if os.Geteuid() == 0 && landlockABI() == 0 {
 		return res, &JailError{Step: "landlock", Err: errors.New(
 			"the kernel offers no Landlock; shadow refuses to run as root without it (run it as a normal user)")}
 	}
