@@ -166,6 +166,15 @@ func TestEscapeSyscalls(t *testing.T) {
 	}
 }
 
+// TestCommandLandlockDomain: the command runs under its own Landlock
+// ruleset, narrower than PID 1's, which may execute the jail's shadow.
+func TestCommandLandlockDomain(t *testing.T) {
+	j := newTestJail(t)
+	if got := j.try(t, j.policy(), "exec-init"); !slices.Equal(got, []string{"EACCES"}) {
+		t.Errorf("exec %s from the command: %v, want [EACCES]", jailInitBinary, got)
+	}
+}
+
 func TestEscapeProcSys(t *testing.T) {
 	j := newTestJail(t)
 	// As root of the jail, the file permissions allow the write (the UTS
@@ -251,6 +260,8 @@ func TestEscapeRegainCapabilities(t *testing.T) {
 	want := []string{
 		"CapInh=0000000000000000", "CapPrm=0000000000000000", "CapEff=0000000000000000",
 		"CapBnd=0000000000000000", "CapAmb=0000000000000000", "NoNewPrivs=1", "Seccomp=2", "core=0/0",
+		// NOROOT, NO_SETUID_FIXUP and NO_CAP_AMBIENT_RAISE, each locked.
+		"securebits=0xcf",
 	}
 	for _, w := range want {
 		if !slices.Contains(got, w) {

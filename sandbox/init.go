@@ -24,7 +24,7 @@ import (
 // Hidden first arguments of the re-executed stages.
 const (
 	initArg = "__shadow-init" // PID 1 of the jail
-	execArg = "__shadow-exec" // confines itself and execs the command
+	execArg = "__shadow-exec" // confines itself and execs the command (execstage.c, before Go starts)
 )
 
 // Inherited descriptors of both stages: control messages in, status out.
@@ -33,20 +33,18 @@ const (
 	statusFD  = 4
 )
 
-// IsReexec reports whether this process is one of the jail's own stages.
+// IsReexec reports whether this process is the jail's PID 1 stage (the exec
+// stage never reaches Go code).
 // cmd/shadow's main (and TestMain of tests that build jails) must call it
 // first and, if true, call ReexecMain.
 func IsReexec() bool {
-	return len(os.Args) > 1 && (os.Args[1] == initArg || os.Args[1] == execArg)
+	return len(os.Args) > 1 && os.Args[1] == initArg
 }
 
 // ReexecMain runs the jail stage named by os.Args[1]. It never returns.
 func ReexecMain() {
-	switch os.Args[1] {
-	case initArg:
+	if os.Args[1] == initArg {
 		initMain()
-	case execArg:
-		execMain()
 	}
 	os.Exit(125)
 }
@@ -295,9 +293,39 @@ type startedCommand struct {
 // startCommand starts the exec stage in a nested user namespace that maps
 // the invoking uid and gid (as the host sees them) to PID 1's root, so that
 // `id -u` in the jail is the host uid, and waits until it has confined
-// itself and exec'd the command (or failed to).
+// itself and exec'd the command (or failed to). The stage is C code run
+// before the Go runtime (execstage.c); PID 1 does for it what needs Go:
+// finding the executable, building the Landlock ruleset, compiling the
+// seccomp filter.
 func startCommand(s *jailSpec, stdio *commandStdio) (startedCommand, error) {
 	var none startedCommand
+	path, err := lookPath(s.Exec.Argv[0], lookupEnv(s.Exec.Env, "PATH"))
+	if err != nil {
+		fmt.Fprintf(stdio.files[2], "shadow: %v\n", err)
+		code := 127
+		return startedCommand{execFailed: &code}, nil
+	}
+	rulesetFD, abi, err := confine.Ruleset(s.Exec.Rules)
+	if err != nil {
+		return none, &JailError{Step: "landlock", Err: err}
+	}
+	if abi == 0 && s.HostUID == 0 {
+		return none, &JailError{Step: "landlock", Err: errors.New("the kernel has no Landlock; shadow refuses to run a command as root without it")}
+	}
+	extra := []*os.File{nil, nil, nil}
+	if rulesetFD >= 0 {
+		ruleset := os.NewFile(uintptr(rulesetFD), "landlock ruleset")
+		defer ruleset.Close()
+		extra[2] = ruleset
+	}
+	bpf, err := confine.SeccompProgram()
+	if err != nil {
+		return none, &JailError{Step: "command filter", Err: err}
+	}
+	spec, err := encodeExecSpec(path, s.Exec.Argv, s.Exec.Env, abi, bpf)
+	if err != nil {
+		return none, &JailError{Step: "command spec", Err: err}
+	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return none, fmt.Errorf("pipe: %w", err)
@@ -306,11 +334,15 @@ func startCommand(s *jailSpec, stdio *commandStdio) (startedCommand, error) {
 	if err != nil {
 		return none, fmt.Errorf("pipe: %w", err)
 	}
+	extra[0], extra[1] = specR, errW
+	if extra[2] == nil {
+		extra = extra[:2]
+	}
 	cmd := &exec.Cmd{
 		Path:       jailInitBinary,
 		Args:       []string{"shadow", execArg},
 		Env:        stageEnv,
-		ExtraFiles: []*os.File{specR, errW},
+		ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:  unix.CLONE_NEWUSER,
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: s.HostUID, HostID: 0, Size: 1}},
@@ -328,20 +360,20 @@ func startCommand(s *jailSpec, stdio *commandStdio) (startedCommand, error) {
 		cmd.SysProcAttr.Setctty = true
 		cmd.SysProcAttr.Ctty = 0
 	}
-	if err := json.NewEncoder(specW).Encode(s.Exec); err != nil {
-		return none, fmt.Errorf("send command spec: %w", err)
-	}
-	specW.Close()
 	if err := cmd.Start(); err != nil {
 		return none, fmt.Errorf("exec %s: %w", jailInitBinary, err)
 	}
 	specR.Close()
 	errW.Close()
+	// The spec may be larger than a pipe holds: the stage reads it while it
+	// is written.
+	_, werr := specW.Write(spec)
+	specW.Close()
 	pid := cmd.Process.Pid
 	// The exec stage reports the Landlock ABI, then either exec succeeds
 	// (the pipe closes on exec) or it reports why it failed.
 	dec := json.NewDecoder(errR)
-	abi, confined := 0, false
+	confined := false
 	for {
 		var m message
 		if err := dec.Decode(&m); err != nil {
@@ -363,6 +395,9 @@ func startCommand(s *jailSpec, stdio *commandStdio) (startedCommand, error) {
 	if !confined {
 		var ws unix.WaitStatus
 		unix.Wait4(pid, &ws, 0, nil)
+		if werr != nil {
+			return none, &JailError{Step: "exec stage", Err: fmt.Errorf("send command spec: %w", werr)}
+		}
 		return none, &JailError{Step: "exec stage", Err: fmt.Errorf("ended before confining the command (%v)", ws)}
 	}
 	return startedCommand{pid: pid, abi: abi}, nil
@@ -442,56 +477,6 @@ func resizePTY(master *os.File) {
 			return
 		}
 	}
-}
-
-// execMain is the last stage: in the command's user namespace, it drops
-// every capability, applies Landlock, loads seccomp last, and execs the
-// command.
-func execMain() {
-	// Capabilities and securebits are per thread: stay on one.
-	runtime.LockOSThread()
-	closeExtraFDs(statusFD + 1)
-	unix.CloseOnExec(controlFD)
-	unix.CloseOnExec(statusFD)
-	report := json.NewEncoder(os.NewFile(statusFD, "status"))
-	jailFail := func(step string, err error) {
-		_ = report.Encode(message{Step: step, Error: err.Error()})
-		os.Exit(125)
-	}
-	cmdFail := func(code int, err error) {
-		fmt.Fprintf(os.Stderr, "shadow: %v\n", err)
-		_ = report.Encode(message{Error: err.Error(), Exit: &code})
-		os.Exit(code)
-	}
-	var s execSpec
-	if err := json.NewDecoder(os.NewFile(controlFD, "control")).Decode(&s); err != nil {
-		jailFail("read command spec", err)
-	}
-	path, err := lookPath(s.Argv[0], lookupEnv(s.Env, "PATH"))
-	if err != nil {
-		cmdFail(127, err)
-	}
-	if err := confine.DropPrivileges(); err != nil {
-		jailFail("drop privileges", err)
-	}
-	abi, err := confine.RestrictFiles(s.Rules)
-	if err != nil {
-		jailFail("landlock", err)
-	}
-	if abi == 0 && os.Getuid() == 0 {
-		jailFail("landlock", errors.New("the kernel has no Landlock; shadow refuses to run a command as root without it"))
-	}
-	_ = report.Encode(message{Confined: true, Landlock: abi})
-	// seccomp last: from here on only execve remains to be done.
-	if err := confine.LoadSeccomp(); err != nil {
-		jailFail("seccomp", err)
-	}
-	err = unix.Exec(path, s.Argv, s.Env)
-	code := 126
-	if errors.Is(err, unix.ENOENT) {
-		code = 127
-	}
-	cmdFail(code, fmt.Errorf("exec %s: %w", path, err))
 }
 
 // lookPath finds cmd like a shell would, in the jail's view.

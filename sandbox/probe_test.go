@@ -148,6 +148,12 @@ var probes = map[string]func() []string{
 		return append(out, "setuid0="+errName(unix.Setuid(0)))
 	},
 	"caps-exec": capLines,
+	"exec-init": func() []string {
+		// PID 1 may execute the jail's copy of shadow; the command's own
+		// Landlock domain must not let it (were the exec to succeed, the
+		// test binary would run no test and exit).
+		return []string{errName(exec.Command(jailInitBinary, "-test.run=^$").Run())}
+	},
 	"rename": func() []string {
 		from, to, _ := strings.Cut(os.Getenv("P"), ":")
 		return []string{errName(os.Rename(from, to))}
@@ -213,6 +219,9 @@ func capLines() []string {
 	var core unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_CORE, &core); err == nil {
 		out = append(out, fmt.Sprintf("core=%d/%d", core.Cur, core.Max))
+	}
+	if bits, err := unix.PrctlRetInt(unix.PR_GET_SECUREBITS, 0, 0, 0, 0); err == nil {
+		out = append(out, fmt.Sprintf("securebits=%#x", bits))
 	}
 	return out
 }

@@ -59,6 +59,51 @@ func RestrictFiles(r FileRules) (abi int, err error) {
 	if abi == 0 {
 		return 0, nil
 	}
+	rules, err := pathRules(r, abi)
+	if err != nil {
+		return 0, err
+	}
+	if err := landlockConfig().Restrict(rules...); err != nil {
+		return 0, fmt.Errorf("landlock: restrict: %w", err)
+	}
+	return abi, nil
+}
+
+// Ruleset builds the Landlock ruleset of r, as RestrictFiles would apply
+// it, without enforcing it: a process that cannot run Go code (the jail's
+// exec stage) enforces it with landlock_restrict_self(2). It returns the
+// ruleset's descriptor (close-on-exec; -1 when the kernel has no Landlock)
+// and the ABI used.
+func Ruleset(r FileRules) (fd int, abi int, err error) {
+	abi = min(LandlockABI(), maxLandlockABI)
+	if abi == 0 {
+		return -1, 0, nil
+	}
+	rules, err := pathRules(r, abi)
+	if err != nil {
+		return -1, 0, err
+	}
+	fd, _, err = landlockConfig().NewRulesetFD(rules...)
+	if err != nil {
+		return -1, 0, fmt.Errorf("landlock: build ruleset: %w", err)
+	}
+	if fd < 0 {
+		return -1, 0, nil
+	}
+	return fd, abi, nil
+}
+
+// landlockConfig handles every right and scope go-landlock knows, down to
+// what the kernel offers.
+func landlockConfig() landlock.Config {
+	return landlock.Config{
+		HandledAccessFS: landlock.V11.HandledAccessFS,
+		Scoped:          landlock.V11.Scoped,
+	}.BestEffort()
+}
+
+// pathRules are the rules of r for a kernel of the given ABI.
+func pathRules(r FileRules, abi int) ([]landlock.Rule, error) {
 	rw := uint64(accessReadWrite)
 	if abi >= 2 {
 		// Renames and links across directories need REFER. It is only asked
@@ -82,7 +127,7 @@ func RestrictFiles(r FileRules) (abi int, err error) {
 				continue
 			}
 			if err != nil {
-				return 0, fmt.Errorf("landlock: stat %s: %w", p, err)
+				return nil, fmt.Errorf("landlock: stat %s: %w", p, err)
 			}
 			access := g.access
 			if !st.IsDir() {
@@ -91,12 +136,5 @@ func RestrictFiles(r FileRules) (abi int, err error) {
 			rules = append(rules, landlock.PathAccess(landlock.AccessFSSet(access), p))
 		}
 	}
-	cfg := landlock.Config{
-		HandledAccessFS: landlock.V11.HandledAccessFS,
-		Scoped:          landlock.V11.Scoped,
-	}.BestEffort()
-	if err := cfg.Restrict(rules...); err != nil {
-		return 0, fmt.Errorf("landlock: restrict: %w", err)
-	}
-	return abi, nil
+	return rules, nil
 }

@@ -30,10 +30,6 @@ func childMain(mode string, args []string) int {
 		return x32Child(args)
 	case "landlock":
 		return landlockChild(args)
-	case "dropcaps":
-		return dropCapsChild(args)
-	case "capreport":
-		return capReportChild()
 	}
 	os.Stderr.WriteString("unknown child mode " + mode + "\n")
 	return 2

@@ -2,9 +2,12 @@ package confine
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"syscall"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
+	"golang.org/x/sys/unix"
 )
 
 // action is what a denied syscall returns.
@@ -51,6 +54,36 @@ func bitSet(i uint, flag uint64) argCond { return argCond{Index: i, Mask: flag, 
 // architecture (i386, x32) kill the process.
 func LoadSeccomp() error {
 	return loadFilter(denyList, func(a action) syscall.Errno { return a.errno() })
+}
+
+// SeccompProgram is the jail's filter (see LoadSeccomp) compiled to raw BPF
+// instructions, for a process that loads it itself with
+// prctl(PR_SET_SECCOMP) after setting no_new_privs (the jail's exec stage).
+func SeccompProgram() ([]byte, error) {
+	f, err := buildFilter(denyList, func(a action) syscall.Errno { return a.errno() })
+	if err != nil {
+		return nil, err
+	}
+	defer f.Release()
+	// libseccomp before 2.6 (Debian 12 has 2.5) exports only to a
+	// descriptor.
+	fd, err := unix.MemfdCreate("shadow-seccomp", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: export filter: %w", err)
+	}
+	mem := os.NewFile(uintptr(fd), "shadow-seccomp")
+	defer mem.Close()
+	if err := f.ExportBPF(mem); err != nil {
+		return nil, fmt.Errorf("seccomp: export filter: %w", err)
+	}
+	if _, err := mem.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("seccomp: export filter: %w", err)
+	}
+	b, err := io.ReadAll(mem)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: export filter: %w", err)
+	}
+	return b, nil
 }
 
 // loadFilter builds the filter of rules, each failing with errnoOf(action),
