@@ -7,7 +7,6 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/lipgloss/v2"
 	"github.com/alecthomas/chroma/v2"
-	"github.com/alecthomas/chroma/v2/lexers"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -650,7 +649,7 @@ func (fv *fileView) lexer() chroma.Lexer {
 	if !fv.lexerSet {
 		fv.lexerSet = true
 		if !fv.Binary {
-			fv.lex = lexers.Match(fv.Path)
+			fv.lex = lexerFor(fv.Path)
 		}
 	}
 	return fv.lex
