@@ -91,6 +91,8 @@ hyperfine --warmup 1 --runs "$RUNS" \
 $discard "$files" >/dev/null 2>&1 || true
 
 echo "== 4. go build, warm cache"
+# Both sides link: go build skips the link when the -o file is already up to date, and the jail's
+# /tmp/out is new on every run, so the outside build starts from a removed output too.
 hyperfine --warmup 1 --runs "$RUNS" \
 	--command-name "in the jail" "$jail --project $mod -- go build -o /tmp/out . 2>/dev/null" \
-	--command-name "outside" "cd $mod && go build -o $work/out ."
+	--command-name "outside" "sh -c 'cd $mod && rm -f $work/out && go build -o $work/out .'"
