@@ -81,30 +81,68 @@ func startAgent(ctx context.Context, agent AgentFunc, pane *Pane, w, h int) tea.
 	}
 }
 
-// maxBacklog is how much agent output may wait for the pane before the
-// agent's writes block.
-const maxBacklog = 1 << 20
+// Bounds on the agent output waiting for the pane.
+const (
+	// maxBacklog is how much agent output may wait for the pane before it
+	// is compacted (and, what cannot be compacted, before the agent's
+	// writes block).
+	maxBacklog = 1 << 20
+	// compactRows is the fewest rows compacted output is kept right for,
+	// as the pane may grow between compacting and feeding. Should it grow
+	// past them, its top rows show older lines until the flood has drawn
+	// a screenful more.
+	compactRows = 64
+	// gatherBytes and gatherWait: during a flood, a batch smaller than
+	// gatherBytes waits gatherWait for more output before it is fed.
+	gatherBytes = 64 << 10
+	gatherWait  = time.Millisecond
+)
 
 // copyOutput feeds the agent's output to the pane and marks it dirty. One
 // goroutine reads the pty while another feeds the pane, so that output
 // arriving while the pane is busy is fed in one batch: a flood of lines
-// then costs the pane a screenful per batch rather than per line.
+// then costs the pane a screenful per batch rather than per line. When the
+// pane falls behind by maxBacklog, the waiting output is compacted (the
+// lines that would scroll off unseen are dropped, see compactOutput) rather
+// than the agent's writes blocked; only output that cannot be compacted
+// blocks them.
 func (r *agentRun) copyOutput(pane *Pane) {
 	var (
 		mu      sync.Mutex
 		cond    = sync.NewCond(&mu)
 		backlog []byte
+		spare   []byte // a fed batch's buffer, for reuse
 		eof     bool
+		// The pane's clamp state where the backlog starts, which compacting
+		// needs: base, or while a batch is being fed, inflightBase (where
+		// the batch starts) carried over the batch.
+		base         = pane.clampState()
+		inflight     []byte
+		inflightBase clamper
 	)
 	go func() {
 		buf := make([]byte, 32<<10)
+		var scratch []byte
 		for {
 			n, err := r.master.Read(buf)
 			mu.Lock()
-			for len(backlog) >= maxBacklog && !eof {
-				cond.Wait()
-			}
 			backlog = append(backlog, buf[:n]...)
+			if len(backlog) >= maxBacklog && err == nil {
+				st := base.clone()
+				if inflight != nil {
+					st = inflightBase.clone()
+					scratch = st.filterInto(scratch[:0], inflight)
+				}
+				rows := compactRows
+				if ws, err := pty.GetsizeFull(r.master); err == nil {
+					rows = max(rows, int(ws.Rows)) // the pane's size, told to the agent
+				}
+				backlog = compactOutput(backlog, st, rows)
+				// What compacting cannot shrink enough waits for the pane.
+				for len(backlog) >= maxBacklog*3/4 {
+					cond.Wait()
+				}
+			}
 			if err != nil {
 				eof = true
 			}
@@ -116,13 +154,24 @@ func (r *agentRun) copyOutput(pane *Pane) {
 		}
 	}()
 	defer close(r.outputDone)
+	var fed time.Time
 	for {
 		mu.Lock()
 		for len(backlog) == 0 && !eof {
 			cond.Wait()
 		}
+		// In a flood (the last batch was fed a moment ago), let a batch
+		// gather a little: a batch of a screenful of lines or more is drawn
+		// without scrolling at all (see coalesceLines).
+		if !eof && len(backlog) < gatherBytes && time.Since(fed) < frameInterval {
+			mu.Unlock()
+			time.Sleep(gatherWait)
+			mu.Lock()
+		}
+		fed = time.Now()
 		data, done := backlog, eof
-		backlog = nil
+		backlog, spare = spare[:0], nil
+		inflight, inflightBase = data, base
 		cond.Broadcast()
 		mu.Unlock()
 		if len(data) > 0 {
@@ -132,6 +181,13 @@ func (r *agentRun) copyOutput(pane *Pane) {
 			default:
 			}
 		}
+		end := pane.clampState()
+		mu.Lock()
+		base, inflight = end, nil
+		if cap(data) <= maxBacklog {
+			spare = data // the next batch is read into it
+		}
+		mu.Unlock()
 		if done {
 			return
 		}

@@ -4,21 +4,29 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
-
-	"github.com/creack/pty"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 )
 
 // colouredOutput is n bytes of output like a busy agent's: coloured,
 // wrapped lines, cursor movement, and now and then a terminal query.
-func colouredOutput(n int) []byte {
+func colouredOutput(n int) []byte { return colouredOutputEvery(n, 500) }
+
+// colouredOutputEvery is colouredOutput with the cursor movement and the
+// query every so many lines.
+func colouredOutputEvery(n, every int) []byte {
 	var b bytes.Buffer
 	for i := 0; b.Len() < n; i++ {
 		fmt.Fprintf(&b, "\x1b[38;5;%dm%6d\x1b[0m \x1b[1mbuild\x1b[22m step %s \x1b[48;2;%d;40;60m ok \x1b[m\r\n", i%256, i, strings.Repeat("·", i%50), i%256)
-		if i%500 == 0 {
+		if i%every == 0 {
 			b.WriteString("\x1b[6n\x1b[H\x1b[2K\x1b[24;1H")
 		}
 	}
@@ -111,6 +119,114 @@ func BenchmarkPaneFrame(b *testing.B) {
 	}
 	b.ReportMetric(float64(drawing.Nanoseconds())/float64(frames), "ns/frame")
 	b.ReportMetric(float64(worst.Nanoseconds()), "worst-ns/frame")
+}
+
+// BenchmarkAgentOutputRatio gives the agent pane's target in one run: how
+// much the pane slows an agent that streams 10 MB of coloured output. The
+// same agent (bash running cat of the output to its terminal, timing its
+// own writes) runs twice on a 160×48 pty: (a) with the pty drained by a
+// plain reader, as when shadow run gives the agent a terminal, and (b)
+// with the pty read by the app's output path into a 160×48 pane, frames
+// drawn at most once per frame interval as the app does. It reports the
+// agent's write time of both, their ratio (target ≤ 1.2) and the mean and
+// worst frame time of (b). The agent runs as a plain process, not in the
+// jail: the jail adds nothing between the agent's writes and the pty
+// (namespaces, mounts and filters cost at start and on file access, while
+// the agent's terminal is the same pty in both), and leaving it out keeps
+// the figure about the pane alone.
+func BenchmarkAgentOutputRatio(b *testing.B) {
+	const total = 10 << 20
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		b.Skip("bash is needed for the agent:", err)
+	}
+	path := filepath.Join(b.TempDir(), "output")
+	if err := os.WriteFile(path, colouredOutput(total), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(total)
+	var plain, app, drawing, worst time.Duration
+	frames := 0
+	for i := 0; i < b.N; i++ {
+		plain += runOutputAgent(b, bash, path, func(master *os.File) {
+			_, _ = io.Copy(io.Discard, master)
+		})
+		app += runOutputAgent(b, bash, path, func(master *os.File) {
+			p := NewPane(160, 48)
+			defer p.Close()
+			r := &agentRun{master: master, dirty: make(chan struct{}, 1), outputDone: make(chan struct{})}
+			go r.copyOutput(p)
+			for streaming := true; streaming; {
+				select {
+				case <-r.outputDone:
+					streaming = false
+				case <-time.After(frameInterval):
+				}
+				start := time.Now()
+				_ = p.View()
+				d := time.Since(start)
+				drawing += d
+				worst = max(worst, d)
+				frames++
+			}
+		})
+	}
+	b.ReportMetric(float64(plain.Milliseconds())/float64(b.N), "plain-ms")
+	b.ReportMetric(float64(app.Milliseconds())/float64(b.N), "pane-ms")
+	b.ReportMetric(app.Seconds()/plain.Seconds(), "ratio")
+	b.ReportMetric(float64(drawing.Nanoseconds())/float64(frames), "ns/frame")
+	b.ReportMetric(float64(worst.Nanoseconds()), "worst-ns/frame")
+}
+
+// runOutputAgent runs the agent of BenchmarkAgentOutputRatio on a fresh
+// 160×48 pty whose master read drains, and returns how long the agent's
+// writes took by its own clock.
+func runOutputAgent(b *testing.B, bash, path string, read func(master *os.File)) time.Duration {
+	b.Helper()
+	master, tty, err := pty.Open()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer master.Close()
+	if err := pty.Setsize(master, &pty.Winsize{Cols: 160, Rows: 48}); err != nil {
+		b.Fatal(err)
+	}
+	clock, clockW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer clock.Close()
+	cmd := exec.Command(bash, "-c", `s=$EPOCHREALTIME; cat "$1"; e=$EPOCHREALTIME; echo "$s $e" >&3`, "agent", path)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.ExtraFiles = []*os.File{clockW}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	tty.Close()
+	clockW.Close()
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		read(master)
+	}()
+	if err := cmd.Wait(); err != nil {
+		b.Fatalf("the agent failed: %v", err)
+	}
+	<-drained
+	times, err := io.ReadAll(clock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(times))
+	if len(f) != 2 {
+		b.Fatalf("the agent's clock said %q", times)
+	}
+	s, err1 := strconv.ParseFloat(strings.Replace(f[0], ",", ".", 1), 64)
+	e, err2 := strconv.ParseFloat(strings.Replace(f[1], ",", ".", 1), 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("the agent's clock said %q", times)
+	}
+	return time.Duration((e - s) * float64(time.Second))
 }
 
 // BenchmarkPaneView is the cost of drawing one 160×48 frame alone.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -288,21 +289,68 @@ func TestPaneSplitGraphemeKeepsTheGrid(t *testing.T) {
 	checkPaneView(t, q.View(), 30, 3)
 }
 
-// TestPaneCoalescingKeepsTheScreen feeds random floods of plain lines to
-// two panes, one skipping the lines that scroll off unseen and one drawing
-// every line, and requires the same screen and cursor from both.
-func TestPaneCoalescingKeepsTheScreen(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	controls := []string{"\x1b[H", "\x1b[2;3H", "\x1b[K", "\x1b[3A", "\x1b]0;title\x07", "\x1b]0;unterminated",
-		"\x1b\\", "\x1b[2;4r", "\x1b[r", "\t", "\x1b(0", "\x1b(B", "\x1bM", "\x1b[?1049h", "\x1b[?1049l", "\x1b[2S", "\x1b[?25l"}
+// sameScreen fails unless two panes hold the same cells (text, width,
+// colours, attributes, links), the same cursor, and sent the agent the same
+// replies to its queries; then it writes a probe that shows the pen and
+// the last character printed (REP repeats it, the erase fills with the
+// pen's background) and compares again.
+func sameScreen(t *testing.T, fast, slow *Pane, what string) {
+	t.Helper()
+	compare := func(stage string) {
+		t.Helper()
+		w, h := slow.Size()
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				fc, sc := fast.emu.CellAt(x, y), slow.emu.CellAt(x, y)
+				if (fc == nil) != (sc == nil) || fc != nil && !fc.Equal(sc) {
+					t.Fatalf("%s, %s: cell (%d,%d) is %+v, drawing every line gives %+v\ncoalesced:\n%s\nraw:\n%s",
+						what, stage, x, y, fc, sc, ansi.Strip(fast.View()), ansi.Strip(slow.View()))
+				}
+			}
+		}
+		if fp, sp := fast.emu.CursorPosition(), slow.emu.CursorPosition(); fp != sp {
+			t.Fatalf("%s, %s: cursor at %v, drawing every line gives %v", what, stage, fp, sp)
+		}
+	}
+	compare("after the writes")
+	// The device attributes query comes last, so its reply ends the rest.
+	probe := []byte("\x1b[3bZ\x1b[K\r\nq\x1b[6n\x1b[c")
+	fast.Write(probe)
+	slow.Write(probe)
+	compare("after a probe of the pen and the last character")
+	if fr, sr := replies(t, fast), replies(t, slow); fr != sr {
+		t.Fatalf("%s: replies to queries %q, drawing every line gives %q", what, fr, sr)
+	}
+}
+
+// replies drains what a pane sent the agent up to its reply to a device
+// attributes query.
+func replies(t *testing.T, p *Pane) string {
+	t.Helper()
+	var b strings.Builder
+	for !strings.HasSuffix(b.String(), "c") {
+		select {
+		case r := <-p.Input():
+			b.Write(r)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no reply to the device attributes query, only %q", b.String())
+		}
+	}
+	return b.String()
+}
+
+// randomOutput is random agent output for the coalescing tests: floods of
+// coloured lines (wide characters, combining marks, CR within lines,
+// background colours), mixed with control sequences the coalescing follows
+// (cursor moves, erases, status queries, REP) and ones it does not
+// (margins, the alternate screen, strings, tabs, character sets).
+func randomOutput(rng *rand.Rand, w, h int) []byte {
+	followed := []string{"\x1b[H", "\x1b[2;3H", "\x1b[%d;1H", "\x1b[%dH", "\x1b[K", "\x1b[2K", "\x1b[1K", "\x1b[J", "\x1b[2J",
+		"\x1b[3A", "\x1b[A", "\x1b[2B", "\x1b[0B", "\x1b[000003;0002H", "\x1b[;4H", "\x1b[0A", "\x1b[%dd", "\x1b[5G", "\x1b[G", "\x1b[3C", "\x1b[2D", "\x1b[4X", "\x1b[6n", "\x1b[5n", "\x1b[2b"}
+	other := []string{"\x1b]0;title\x07", "\x1b]0;unterminated", "\x1b\\", "\x1b[2;4r", "\x1b[r", "\t", "\x1b(0", "\x1b(B",
+		"\x1bM", "\x1b[?1049h", "\x1b[?1049l", "\x1b[2S", "\x1b[?25l", "\x1b7", "\x1b8", "\x1b[3L", "\x1b[2M", "\x1b[?6h", "\x1b[?6l", "\x1b[20h", "\x1b[20l"}
 	word := func() string {
-		switch rng.IntN(16) {
-		case 12:
-			return controls[rng.IntN(len(controls))]
-		case 13:
-			return "世界"
-		case 14:
-			return "e\u0301"
+		switch rng.IntN(24) {
 		case 0:
 			return fmt.Sprintf("\x1b[%dm", 30+rng.IntN(8))
 		case 1:
@@ -310,53 +358,156 @@ func TestPaneCoalescingKeepsTheScreen(t *testing.T) {
 		case 2:
 			return "\x1b[m"
 		case 3:
-			return "héllo"
+			return "\x1b[0;1;4m"
 		case 4:
+			return fmt.Sprintf("\x1b[4%dm", rng.IntN(8))
+		case 5:
+			return "héllo"
+		case 6:
 			return "\r"
+		case 7:
+			return "世界"
+		case 8:
+			return "e\u0301"
+		case 9:
+			return "\u0301"
+		case 10, 11:
+			c := followed[rng.IntN(len(followed))]
+			if strings.Contains(c, "%d") {
+				c = fmt.Sprintf(c, 1+rng.IntN(h+2))
+			}
+			return c
+		case 12:
+			return other[rng.IntN(len(other))]
+		case 13:
+			return strings.Repeat("x", w+rng.IntN(w)) // wraps
 		}
 		return strings.Repeat(string(rune('a'+rng.IntN(26))), rng.IntN(9))
 	}
-	skipped := 0
-	for trial := 0; trial < 300; trial++ {
-		w, h := 5+rng.IntN(30), 2+rng.IntN(12)
+	var b strings.Builder
+	for stretch := rng.IntN(4) + 1; stretch > 0; stretch-- {
+		plain := rng.IntN(3) > 0 // a stretch without the sequences not followed, or of anything
+		for l := rng.IntN(3 * h); l > 0; l-- {
+			for k := rng.IntN(4); k > 0; k-- {
+				x := word()
+				for plain && slices.Contains(other, x) {
+					x = word()
+				}
+				b.WriteString(x)
+			}
+			if rng.IntN(6) > 0 {
+				b.WriteString("\r")
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString(word())
+	}
+	return []byte(b.String())
+}
+
+// TestPaneCoalescingKeepsTheScreen feeds random output to two panes, one
+// coalescing it and one drawing every line, in writes cut at random bytes
+// (within characters and control sequences too), and requires the same
+// cells, cursor, pen, last character and query replies from both.
+func TestPaneCoalescingKeepsTheScreen(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	trials := 400
+	if raceEnabled {
+		trials = 80
+	}
+	coalesced := 0
+	for trial := 0; trial < trials; trial++ {
+		w, h := 5+rng.IntN(30), 1+rng.IntN(14)
 		fast, slow := NewPane(w, h), NewPane(w, h)
 		slow.coalesce = false
+		out := randomOutput(rng, w, h)
 		var writes [][]byte
-		for n := rng.IntN(4) + 1; n > 0; n-- {
-			var b strings.Builder
-			for l := rng.IntN(4 * h); l > 0; l-- {
-				for k := rng.IntN(4); k > 0; k-- {
-					b.WriteString(word())
-				}
-				if rng.IntN(5) > 0 {
-					b.WriteString("\r")
-				}
-				b.WriteString("\n")
+		for len(out) > 0 {
+			n := len(out)
+			if rng.IntN(3) > 0 {
+				n = min(n, 1+rng.IntN(len(out)))
 			}
-			b.WriteString(word())
-			writes = append(writes, []byte(b.String()))
+			writes = append(writes, out[:n])
+			out = out[n:]
 		}
 		for _, wr := range writes {
-			if c, ok := fast.coalesced(wr); ok && len(c) < len(wr) {
-				skipped++
+			if _, ok := fast.coalesced(wr); ok {
+				coalesced++
 			}
 			fast.Write(wr)
 			slow.Write(wr)
 		}
-		fv, sv := fast.View(), slow.View()
-		fx, fy, _ := fast.Cursor()
-		sx, sy, _ := slow.Cursor()
-		if fv != sv || fx != sx || fy != sy {
-			t.Fatalf("trial %d (%dx%d): screens differ\nskipping (cursor %d,%d):\n%s\ndrawing (cursor %d,%d):\n%s\nwrites: %q",
-				trial, w, h, fx, fy, ansi.Strip(fv), sx, sy, ansi.Strip(sv), writes)
-		}
+		sameScreen(t, fast, slow, fmt.Sprintf("trial %d (%dx%d), writes %q", trial, w, h, writes))
 		fast.Close()
 		slow.Close()
 	}
-	if skipped == 0 {
-		t.Fatal("no trial skipped any line: the test does not exercise the skipping")
+	if coalesced < trials/4 {
+		t.Fatalf("only %d writes were coalesced: the test does not exercise the coalescing", coalesced)
 	}
-	t.Logf("%d writes skipped lines", skipped)
+	t.Logf("%d writes coalesced", coalesced)
+}
+
+// TestPaneCoalescingDrawsRunsWithoutScrolling checks the rewrite of a flood
+// itself: a screenful or more of lines is drawn in place on every row,
+// fewer lines with one scroll, and the screen is the same as drawing every
+// line, on a 160×48 pane as in the benchmarks.
+func TestPaneCoalescingDrawsRunsWithoutScrolling(t *testing.T) {
+	line := func(i int) string {
+		return fmt.Sprintf("\x1b[38;5;%dm%6d\x1b[0m step \x1b[48;2;%d;40;60m ok \x1b[m\r\n", i%256, i, i%256)
+	}
+	lines := func(from, n int) []byte {
+		var b strings.Builder
+		for i := from; i < from+n; i++ {
+			b.WriteString(line(i))
+		}
+		return []byte(b.String())
+	}
+	// drawn counts the lines a rewritten write draws: line feeds, and rows
+	// put in place.
+	drawn := func(c []byte) int {
+		return bytes.Count(c, []byte("\n")) + bytes.Count(c, []byte("H\x1b[2K"))
+	}
+	scrolls := regexp.MustCompile("\x1b\\[[0-9]+S")
+	cases := []struct {
+		name   string
+		writes [][]byte
+		// the most lines the last write may draw, and whether it scrolls
+		drawn   int
+		scrolls bool
+	}{
+		{"a screenful from the top", [][]byte{lines(0, 200)}, 47 + 48, false},
+		{"a screenful at the bottom", [][]byte{lines(0, 60), lines(60, 200)}, 48, false},
+		{"a few lines at the bottom", [][]byte{lines(0, 60), lines(60, 10)}, 11, true},
+		{"after a cursor move", [][]byte{lines(0, 60), append([]byte("\x1b[6n\x1b[H\x1b[2K\x1b[24;1H"), lines(60, 100)...)}, 1 + 24 + 48, false},
+		{"screenfuls between cursor moves and queries", [][]byte{lines(0, 60), bytes.Join([][]byte{lines(60, 100), lines(160, 100), lines(260, 100)}, []byte("\x1b[6n\x1b[H\x1b[2K\x1b[5n\x1b[24;1H\x1b[3A\x1b[6n\x1b[A\x1b[0B\x1b[B\x1b[3C\x1b[D\x1b[0A\x1b[6n\x1b[7G\x1b[5d\x1b[2a\x1b[6n\x1b[;3H\x1b[e\x1b[6n\x1b[9;9f\x1b[K\x1b[J\x1b[X\x1b[6n\x1b[000007;00003H\x1b[6n"))}, 2 + 48, false},
+		{"after a cut control sequence", [][]byte{append(lines(0, 60), "\x1b[38;5"...), append([]byte(";9m"), lines(60, 100)...)}, 48, false},
+		{"after a cut character", [][]byte{append(lines(0, 60), "\xc2"...), append([]byte("\xb7\r\n"), lines(60, 100)...)}, 1 + 48, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fast, slow := NewPane(160, 48), NewPane(160, 48)
+			defer fast.Close()
+			defer slow.Close()
+			slow.coalesce = false
+			for i, wr := range tc.writes {
+				if i == len(tc.writes)-1 {
+					c, ok := fast.coalesced(wr)
+					if !ok {
+						t.Fatal("the flood was not coalesced")
+					}
+					if got := scrolls.Match(c); got != tc.scrolls {
+						t.Errorf("scrolls = %v, want %v: %q", got, tc.scrolls, c)
+					}
+					if got := drawn(c); got > tc.drawn {
+						t.Errorf("%d lines drawn, want at most %d: %q", got, tc.drawn, c)
+					}
+				}
+				fast.Write(wr)
+				slow.Write(wr)
+			}
+			sameScreen(t, fast, slow, tc.name)
+		})
+	}
 }
 
 // FuzzPaneCoalescing checks on arbitrary output that skipping unseen lines
@@ -383,4 +534,40 @@ func FuzzPaneCoalescing(f *testing.F) {
 			t.Fatalf("screens differ:\n%s\n---\n%s", ansi.Strip(fv), ansi.Strip(sv))
 		}
 	})
+}
+
+// TestCompactOutputKeepsTheScreen checks that output compacted while it
+// waits for the pane leaves the same screen as the output itself, for
+// random output and any pane no taller than the rows it was compacted for.
+func TestCompactOutputKeepsTheScreen(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	trials := 300
+	if raceEnabled {
+		trials = 60
+	}
+	shrunk := 0
+	for trial := 0; trial < trials; trial++ {
+		w, h := 5+rng.IntN(30), 1+rng.IntN(10)
+		rows := h + rng.IntN(3)
+		fast, slow := NewPane(w, h), NewPane(w, h)
+		slow.coalesce = false
+		// Output after some that left the clamp inside a sequence.
+		before := randomOutput(rng, w, h)
+		fast.Write(before)
+		slow.Write(before)
+		out := randomOutput(rng, w, h)
+		c := compactOutput(out, fast.clamp.clone(), rows)
+		if len(c) < len(out) {
+			shrunk++
+		}
+		fast.Write(c)
+		slow.Write(out)
+		sameScreen(t, fast, slow, fmt.Sprintf("trial %d (%dx%d, compacted for %d rows): %q then %q, compacted %q", trial, w, h, rows, before, out, c))
+		fast.Close()
+		slow.Close()
+	}
+	if shrunk < trials/10 {
+		t.Fatalf("only %d outputs were compacted: the test does not exercise the compacting", shrunk)
+	}
+	t.Logf("%d outputs compacted", shrunk)
 }
