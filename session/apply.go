@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,7 +13,9 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -91,8 +94,13 @@ type op struct {
 // applyStep, when set, is called at each step of an apply (tests kill the process there).
 var applyStep func(step string)
 
+// stepMu serializes the calls of applyStep made by parallel workers.
+var stepMu sync.Mutex
+
 func step(name string) {
 	if applyStep != nil {
+		stepMu.Lock()
+		defer stepMu.Unlock()
 		applyStep(name)
 	}
 }
@@ -120,14 +128,25 @@ func (s *Session) PlanApply(opts ApplyOptions) (*ApplyPlan, error) {
 		return nil, err
 	}
 	defer unlock()
-	return s.plan(opts)
+	host, err := openRoot(s.Meta.Project)
+	if err != nil {
+		return nil, err
+	}
+	defer host.Close()
+	b, err := s.loadBases()
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+	return s.plan(opts, b, host)
 }
 
-func (s *Session) plan(opts ApplyOptions) (*ApplyPlan, error) {
+// plan works out an apply against bases already loaded and the open project root.
+func (s *Session) plan(opts ApplyOptions, b *bases, host *projectRoot) (*ApplyPlan, error) {
 	if s.Meta.State == StateDiscarded {
 		return nil, fmt.Errorf("session %s was discarded; nothing to apply", s.Meta.ID)
 	}
-	cs, err := s.changes(opts.Protected)
+	cs, err := s.changesIn(b, host, opts.Protected)
 	if err != nil {
 		return nil, err
 	}
@@ -147,16 +166,6 @@ func (s *Session) plan(opts ApplyOptions) (*ApplyPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	host, err := openRoot(s.Meta.Project)
-	if err != nil {
-		return nil, err
-	}
-	defer host.Close()
-	b, err := s.loadBases()
-	if err != nil {
-		return nil, err
-	}
-	defer b.close()
 	pl := &ApplyPlan{Closes: true, decisions: map[string]*FileDecision{}, prior: map[string]*FileDecision{}, contents: map[string][]byte{}}
 	for i := range cs.Changes {
 		c := &cs.Changes[i]
@@ -341,7 +350,18 @@ func (s *Session) Apply(opts ApplyOptions) (*ApplyResult, error) {
 		return nil, err
 	}
 	defer unlock()
-	pl, err := s.plan(opts)
+	root, err := openRoot(s.Meta.Project)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	// One load of the bases serves the plan, the journal and the commit.
+	b, err := s.loadBases()
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+	pl, err := s.plan(opts, b, root)
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +375,7 @@ func (s *Session) Apply(opts ApplyOptions) (*ApplyResult, error) {
 			delete(pl.prior, p)
 		}
 	}
-	if err := s.applyOps(res.ID, pl); err != nil {
+	if err := s.applyOps(res.ID, pl, b, root); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -370,12 +390,20 @@ type journalPath struct {
 	PriorBase *baseEntry `json:"prior_base,omitempty"`
 }
 
-// priorState is what a path held before an apply; a regular file's bytes are in prior.pack.
+// priorState is what a path held before an apply. A regular file is kept itself, as a hard link
+// keep/<Keep> in the entry's directory (the inode Ino of device Dev), so that renaming the new
+// content over it frees nothing and a rollback puts back the very same file; where no link can be
+// made (the state is on another filesystem, or the kernel refuses to link a file of another user),
+// its bytes are copied into a pack of the entry's directory: Pack, or prior.pack when Pack is empty.
 type priorState struct {
 	Exists bool   `json:"exists"`
 	Type   byte   `json:"type,omitempty"`
 	Mode   uint32 `json:"mode,omitempty"`
 	Target string `json:"target,omitempty"`
+	Keep   string `json:"keep,omitempty"`
+	Dev    uint64 `json:"dev,omitempty"`
+	Ino    uint64 `json:"ino,omitempty"`
+	Pack   string `json:"pack,omitempty"`
 	Off    int64  `json:"off,omitempty"`
 	Len    int64  `json:"len,omitempty"`
 	Hash   string `json:"hash,omitempty"`
@@ -397,20 +425,12 @@ type journalEntry struct {
 	PriorDecisions map[string]*FileDecision `json:"prior_decisions,omitempty"`
 }
 
-// applyOps runs the journaled apply: journal entry (prior bytes, modes, existence) fsynced; temp
-// files in each target's directory, synced; renames into place; directories synced; the entry
-// marked done; then the session's own records (base, decisions, state) and the entry committed.
-func (s *Session) applyOps(id string, pl *ApplyPlan) error {
-	root, err := openRoot(s.Meta.Project)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	b, err := s.loadBases()
-	if err != nil {
-		return err
-	}
-	defer b.close()
+// applyOps runs the journaled apply: journal entry (prior files, modes, existence) made durable; temp
+// files in each target's directory; one syncfs for all of them; renames into place; one syncfs for
+// the directories; the entry marked done; then the session's own records (base, decisions, state)
+// and the entry committed. Reading the prior bytes, writing the temp files and renaming them run
+// on parallel workers, one directory at a time each.
+func (s *Session) applyOps(id string, pl *ApplyPlan, b *bases, root *projectRoot) error {
 	// Partial contents become base objects first: a recovered, done apply records them as bases.
 	partial := false
 	for _, o := range pl.ops {
@@ -432,17 +452,16 @@ func (s *Session) applyOps(id string, pl *ApplyPlan) error {
 	}
 	e := &journalEntry{Version: 1, ID: id, Session: s.Meta.ID, Created: time.Now().UTC(), Closes: pl.Closes,
 		Decisions: pl.decisions, PriorDecisions: pl.prior}
-	pack, err := os.Create(filepath.Join(jdir, "prior.pack"))
-	if err != nil {
-		return fmt.Errorf("apply: create journal: %w", err)
-	}
 	fail := func(err error) error {
-		pack.Close()
 		os.RemoveAll(jdir)
 		return err
 	}
-	var off int64
-	dirs := map[string]bool{}
+	priors, err := savePriors(root, jdir, pl.ops)
+	if err != nil {
+		return fail(err)
+	}
+	dirs := map[string]bool{}  // directories this apply creates
+	isDir := map[string]bool{} // directories the project has
 	deleted := map[string]bool{}
 	for _, o := range pl.ops {
 		if o.Kind == 'd' {
@@ -450,32 +469,14 @@ func (s *Session) applyOps(id string, pl *ApplyPlan) error {
 		}
 	}
 	for i, o := range pl.ops {
-		jp := journalPath{op: o, Temp: fmt.Sprintf(".shadow-apply-%s-%d", id, i)}
+		jp := journalPath{op: o, Temp: fmt.Sprintf(".shadow-apply-%s-%d", id, i), Prior: priors[i]}
 		if pe, ok := b.index.Paths[o.Path]; ok {
 			pe := pe
 			jp.PriorBase = &pe
 		}
-		h, err := root.lstat(o.Path)
-		if err != nil {
-			return fail(fmt.Errorf("apply %s: %w", visible(o.Path), err))
-		}
-		if h.exists {
-			jp.Prior = priorState{Exists: true, Type: h.stat.Type, Mode: h.stat.Mode, Target: h.target}
-			switch h.stat.Type {
-			case 'f':
-				f, err := root.openRead(o.Path)
-				if err != nil {
-					return fail(fmt.Errorf("apply %s: save prior content: %w", visible(o.Path), err))
-				}
-				hs := sha256.New()
-				n, err := io.Copy(io.MultiWriter(pack, hs), f)
-				f.Close()
-				if err != nil {
-					return fail(fmt.Errorf("apply %s: save prior content: %w", visible(o.Path), err))
-				}
-				jp.Prior.Off, jp.Prior.Len, jp.Prior.Hash = off, n, hex.EncodeToString(hs.Sum(nil))
-				off += n
-			case 'l':
+		if jp.Prior.Exists {
+			switch jp.Prior.Type {
+			case 'f', 'l':
 			case 'd':
 				// The agent replaced a directory with a file: allowed when this apply deletes
 				// everything in it; the directories are removed and recorded for a rollback.
@@ -491,7 +492,7 @@ func (s *Session) applyOps(id string, pl *ApplyPlan) error {
 		if o.Kind != 'd' {
 			for d := filepath.Dir(o.Path); d != "."; d = filepath.Dir(d) {
 				d = filepath.ToSlash(d)
-				if dirs[d] {
+				if dirs[d] || isDir[d] {
 					break
 				}
 				dh, err := root.lstat(d)
@@ -499,6 +500,7 @@ func (s *Session) applyOps(id string, pl *ApplyPlan) error {
 					return fail(fmt.Errorf("apply %s: %w", visible(o.Path), err))
 				}
 				if dh.exists && dh.stat.Type == 'd' {
+					isDir[d] = true
 					break
 				}
 				if dh.exists && !deleted[d] {
@@ -511,10 +513,9 @@ func (s *Session) applyOps(id string, pl *ApplyPlan) error {
 		e.Paths = append(e.Paths, jp)
 	}
 	sort.Strings(e.Dirs)
-	if err := fsync(pack); err != nil {
-		return fail(fmt.Errorf("apply: fsync journal: %w", err))
-	}
-	pack.Close()
+	e.RemovedDirs = append(e.RemovedDirs, leftEmpty(root, s.UpperDir(), pl.ops, deleted, e.RemovedDirs)...)
+	// Parents first (a parent's path sorts before its children's).
+	sort.Slice(e.RemovedDirs, func(i, j int) bool { return e.RemovedDirs[i].Path < e.RemovedDirs[j].Path })
 	if err := writeJSONAtomic(filepath.Join(jdir, "entry.json"), e); err != nil {
 		return fail(err)
 	}
@@ -527,35 +528,37 @@ func (s *Session) applyOps(id string, pl *ApplyPlan) error {
 
 	for i, jp := range e.Paths {
 		if jp.Kind == 'd' {
-			if err := moveIntoPlace(root, jp); err != nil {
+			if err := deletePath(root, jp); err != nil {
 				return s.abort(root, e, err)
 			}
 			step(fmt.Sprintf("delete %d", i))
 		}
 	}
 	for i := len(e.RemovedDirs) - 1; i >= 0; i-- {
-		if err := root.rmdir(e.RemovedDirs[i].Path); err != nil {
-			return s.abort(root, e, fmt.Errorf("apply: remove directory %s: %w", visible(e.RemovedDirs[i].Path), err))
+		d := e.RemovedDirs[i]
+		err := root.rmdir(d.Path)
+		if err != nil && d.Emptied && (errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOENT)) {
+			continue // the host put something in it meanwhile: it stays
 		}
+		if err != nil {
+			return s.abort(root, e, fmt.Errorf("apply: remove directory %s: %w", visible(d.Path), err))
+		}
+		step("rmdir " + d.Path)
 	}
 	root.invalidate()
 	if err := s.writeTemps(root, b, e); err != nil {
 		return s.abort(root, e, err)
 	}
+	// One syncfs makes every temp file durable before any of them replaces a project file.
 	if err := syncfsAt(s.Meta.Project); err != nil {
 		return s.abort(root, e, err)
 	}
 	step("temps")
 	root.invalidate()
-	for i, jp := range e.Paths {
-		if jp.Kind == 'd' {
-			continue
-		}
-		if err := moveIntoPlace(root, jp); err != nil {
-			return s.abort(root, e, err)
-		}
-		step(fmt.Sprintf("rename %d", i))
+	if err := renameTemps(root, e); err != nil {
+		return s.abort(root, e, err)
 	}
+	// And one more makes the renames (the directories) durable before the entry is marked done.
 	if err := syncfsAt(s.Meta.Project); err != nil {
 		return s.abort(root, e, err)
 	}
@@ -564,17 +567,260 @@ func (s *Session) applyOps(id string, pl *ApplyPlan) error {
 		return err
 	}
 	step("done")
-	if err := s.commitApply(e); err != nil {
+	if err := s.commitApply(e, b); err != nil {
 		return fmt.Errorf("apply %s: the project is written but recording it failed (the next shadow command finishes it): %w", id, err)
 	}
 	step("committed")
 	return nil
 }
 
+// linkPriors keeps prior files by hard link where the filesystem allows (tests turn it off to
+// take the copying path).
+var linkPriors = true
+
+// savePriors records what every path of ops holds now: existence, type, mode, a symlink's target,
+// and a regular file itself, hard-linked into jdir/keep, or where that cannot be done its bytes,
+// appended to one pack per worker in jdir (prior.pack, prior-1.pack, ...), each fsynced. Paths are
+// read beneath root, never through a symlink.
+func savePriors(root *projectRoot, jdir string, ops []op) ([]priorState, error) {
+	out := make([]priorState, len(ops))
+	paths := make([]string, len(ops))
+	for i, o := range ops {
+		paths[i] = o.Path
+	}
+	keep := -1
+	if linkPriors {
+		if err := os.Mkdir(filepath.Join(jdir, "keep"), 0o700); err != nil {
+			return nil, fmt.Errorf("apply: create journal: %w", err)
+		}
+		fd, err := unix.Open(filepath.Join(jdir, "keep"), unix.O_DIRECTORY|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("apply: create journal: %w", err)
+		}
+		defer unix.Close(fd)
+		keep = fd
+	}
+	packs := make([]*packWriter, applyWorkers)
+	closeAll := func() {
+		for _, p := range packs {
+			if p != nil {
+				p.f.Close()
+			}
+		}
+	}
+	err := root.inDirs(groupByDir(paths, nil), func(w, dir int, dirErr error, i int) error {
+		name := paths[i][strings.LastIndexByte(paths[i], '/')+1:]
+		pr, err := readPrior(dir, dirErr, name, keep, strconv.Itoa(i), func() (*packWriter, error) {
+			if packs[w] == nil {
+				f, err := os.OpenFile(filepath.Join(jdir, priorPackName(w)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+				if err != nil {
+					return nil, fmt.Errorf("apply: create journal: %w", err)
+				}
+				packs[w] = &packWriter{f: f, w: bufio.NewWriterSize(f, 1<<16), name: priorPackName(w)}
+			}
+			return packs[w], nil
+		})
+		if err != nil {
+			return fmt.Errorf("apply %s: save prior content: %w", visible(paths[i]), err)
+		}
+		out[i] = pr
+		return nil
+	})
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	linked := slices.ContainsFunc(out, func(pr priorState) bool { return pr.Keep != "" })
+	if linked && durable {
+		// The links are on the project's filesystem: one syncfs makes them (the keep/ entries and
+		// the inodes' link counts) durable before the project is touched.
+		if err := unix.Syncfs(keep); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("apply: syncfs journal: %w", err)
+		}
+	}
+	for _, p := range packs {
+		if p == nil {
+			continue
+		}
+		if err := p.seal(); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("apply: write journal %s: %w", p.name, err)
+		}
+	}
+	return out, nil
+}
+
+// priorPackName is the prior pack of worker w.
+func priorPackName(w int) string {
+	if w == 0 {
+		return "prior.pack"
+	}
+	return fmt.Sprintf("prior-%d.pack", w)
+}
+
+// readPrior describes name in the directory dir (dirErr when it could not be opened: a missing
+// parent, or one that is a file or a symlink, means nothing exists there) and keeps a regular file
+// as keepName in the directory keep (when keep >= 0), or else appends its bytes to the pack that
+// pack returns.
+func readPrior(dir int, dirErr error, name string, keep int, keepName string, pack func() (*packWriter, error)) (priorState, error) {
+	if dirErr != nil {
+		if errors.Is(dirErr, unix.ENOENT) || errors.Is(dirErr, unix.ENOTDIR) || errors.Is(dirErr, unix.ELOOP) {
+			return priorState{}, nil
+		}
+		return priorState{}, dirErr
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return priorState{}, nil
+		}
+		return priorState{}, err
+	}
+	fs := statFromUnix(&st)
+	pr := priorState{Exists: true, Type: fs.Type, Mode: fs.Mode}
+	switch fs.Type {
+	case 'l':
+		t, err := readlinkat(dir, name)
+		if err != nil {
+			return priorState{}, err
+		}
+		pr.Target = t
+	case 'f':
+		// linkat without AT_SYMLINK_FOLLOW links whatever the name is now, never a symlink's
+		// target; what was linked is then checked to be a regular file.
+		if keep >= 0 && unix.Linkat(dir, name, keep, keepName, 0) == nil {
+			var kst unix.Stat_t
+			if err := unix.Fstatat(keep, keepName, &kst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return priorState{}, err
+			}
+			if kst.Mode&unix.S_IFMT == unix.S_IFREG {
+				return priorState{Exists: true, Type: 'f', Mode: kst.Mode & 0o7777, Keep: keepName, Dev: kst.Dev, Ino: kst.Ino}, nil
+			}
+			unix.Unlinkat(keep, keepName, 0)
+		}
+		fd, err := openRegularAt(dir, name)
+		if err != nil {
+			return priorState{}, err
+		}
+		defer unix.Close(fd)
+		p, err := pack()
+		if err != nil {
+			return priorState{}, err
+		}
+		sum, off, n, _, err := p.add(fdIO(fd))
+		if err != nil {
+			return priorState{}, err
+		}
+		pr.Pack, pr.Off, pr.Len, pr.Hash = p.name, off, n, sum
+		if p.name == "prior.pack" {
+			pr.Pack = ""
+		}
+	}
+	return pr, nil
+}
+
 // removedDir is a project directory an apply removes, with its mode.
 type removedDir struct {
 	Path string `json:"path"`
 	Mode uint32 `json:"mode"`
+	// Emptied marks a directory removed only because the apply's deletions left it empty: when
+	// the host put something in it meanwhile, it stays.
+	Emptied bool `json:"emptied,omitempty"`
+}
+
+// leftEmpty lists the project directories that the deletions of ops leave empty and that the
+// agent's tree no longer has (the agent deleted the whole directory), deepest first, so that the
+// apply removes them too and a rollback makes them again. Directories in known are left out.
+func leftEmpty(root *projectRoot, upper string, ops []op, deleted map[string]bool, known []removedDir) []removedDir {
+	listed := map[string]bool{}
+	for _, d := range known {
+		listed[d.Path] = true
+	}
+	var cands []string
+	seen := map[string]bool{}
+	for _, o := range ops {
+		if o.Kind != 'd' {
+			continue
+		}
+		for d := filepathDir(o.Path); d != "" && !seen[d]; d = filepathDir(d) {
+			seen[d] = true
+			cands = append(cands, d)
+		}
+	}
+	// Deepest first: a directory is empty once the directories in it are gone.
+	sort.Slice(cands, func(i, j int) bool {
+		di, dj := strings.Count(cands[i], "/"), strings.Count(cands[j], "/")
+		if di != dj {
+			return di > dj
+		}
+		return cands[i] < cands[j]
+	})
+	gone := map[string]bool{}
+	var out []removedDir
+	for _, d := range cands {
+		if listed[d] || agentHasDir(upper, d) {
+			continue
+		}
+		h, err := root.lstat(d)
+		if err != nil || !h.exists || h.stat.Type != 'd' || !onlyDeleted(root, d, deleted, gone) {
+			continue
+		}
+		gone[d] = true
+		out = append(out, removedDir{Path: d, Mode: h.stat.Mode, Emptied: true})
+	}
+	return out
+}
+
+// agentHasDir reports whether the agent's tree (the upper layer over the project) still has the
+// project directory dir: not when dir or a directory above it is deleted (a whiteout) or replaced
+// by a file or symlink, or hidden by an opaque directory that does not have it again. No symlink
+// of the upper layer is followed.
+func agentHasDir(upper, dir string) bool {
+	opaque := false
+	p := upper
+	for _, c := range strings.Split(dir, "/") {
+		p = filepath.Join(p, c)
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Not staged: the project's directory shows through, unless an opaque one hides it.
+			return !opaque
+		}
+		if err != nil {
+			return true
+		}
+		if !fi.IsDir() {
+			return false
+		}
+		opaque = opaque || isOpaque(p)
+	}
+	return true
+}
+
+// onlyDeleted reports whether every entry of the project directory dir goes with the apply: a
+// non-directory in deleted, or a directory in gone.
+func onlyDeleted(root *projectRoot, dir string, deleted, gone map[string]bool) bool {
+	fd, err := openat(root.fd, dir, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		child := dir + "/" + e.Name()
+		if e.IsDir() {
+			if !gone[child] {
+				return false
+			}
+		} else if !deleted[child] {
+			return false
+		}
+	}
+	return true
 }
 
 // emptiedDirs lists dir and every directory below it, parents first, when every non-directory
@@ -614,43 +860,68 @@ func (s *Session) abort(root *projectRoot, e *journalEntry, cause error) error {
 	return fmt.Errorf("%w (nothing was changed)", cause)
 }
 
-// writeTemps writes each planned file or symlink as a temp file next to its target.
+// writeTemps writes each planned file or symlink as a temp file next to its target, on parallel
+// workers that each take one directory at a time.
 func (s *Session) writeTemps(root *projectRoot, b *bases, e *journalEntry) error {
 	for _, d := range e.Dirs {
 		if err := root.mkdirAll(d); err != nil {
 			return err
 		}
 	}
+	upper, err := openRoot(s.UpperDir())
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	defer upper.Close()
+	paths := make([]string, len(e.Paths))
 	for i, jp := range e.Paths {
-		if jp.Kind == 'd' {
-			continue
+		paths[i] = jp.Path
+	}
+	groups := groupByDir(paths, func(i int) bool { return e.Paths[i].Kind != 'd' })
+	return root.inDirs(groups, func(_, dir int, dirErr error, i int) error {
+		jp := e.Paths[i]
+		if dirErr != nil {
+			return fmt.Errorf("apply %s: open its directory: %w", visible(jp.Path), dirErr)
 		}
-		dir, _, err := root.openParent(jp.Path, false)
-		if err != nil {
-			return fmt.Errorf("apply %s: open its directory: %w", visible(jp.Path), err)
-		}
-		err = func() error {
-			if jp.Kind == 'l' {
-				return unix.Symlinkat(jp.Target, dir, jp.Temp)
-			}
-			var src io.ReadCloser
-			if jp.Whole {
-				src, err = os.OpenFile(filepath.Join(s.UpperDir(), filepath.FromSlash(jp.Path)), os.O_RDONLY|noFollow, 0)
-			} else {
-				src, err = os.Open(b.objectPath(jp.Hash))
-			}
-			if err != nil {
-				return err
-			}
-			defer src.Close()
-			return writeTempAt(dir, jp.Temp, src, jp.Mode&0o777, jp.Hash)
-		}()
-		if err != nil {
+		if err := writeTemp(upper, b, dir, jp); err != nil {
 			return fmt.Errorf("apply %s: write: %w", visible(jp.Path), err)
 		}
 		step(fmt.Sprintf("temp %d", i))
+		return nil
+	})
+}
+
+// writeTemp writes one path's temp file (or symlink) in its directory dir: the staged file, read
+// beneath the upper layer without following a symlink, or the base object of a partial apply.
+func writeTemp(upper *projectRoot, b *bases, dir int, jp journalPath) error {
+	if jp.Kind == 'l' {
+		return unix.Symlinkat(jp.Target, dir, jp.Temp)
 	}
-	return nil
+	var src int
+	var err error
+	if jp.Whole {
+		src, err = openat(upper.fd, jp.Path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	} else {
+		src, err = unix.Open(b.objectPath(jp.Hash), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(src)
+	var st unix.Stat_t
+	if err := unix.Fstat(src, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return errors.New("the staged file is not a regular file")
+	}
+	var r io.Reader = fdIO(src)
+	if jp.Hash != "" {
+		// Reading the size the file has spares a read to find its end; had it changed since the
+		// plan, the hash would not match.
+		r = io.LimitReader(r, st.Size)
+	}
+	return writeTempAt(dir, jp.Temp, r, jp.Mode&0o777, jp.Hash)
 }
 
 // writeTempAt creates name in dir (never following a symlink, never reusing a file), copies src
@@ -660,13 +931,14 @@ func writeTempAt(dir int, name string, src io.Reader, mode uint32, hash string) 
 	if err != nil {
 		return err
 	}
-	f := os.NewFile(uintptr(fd), name)
 	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(f, h), src)
+	bp := copyBuffers.Get().(*[]byte)
+	_, err = copyPooled(io.MultiWriter(fdIO(fd), h), src, *bp)
+	copyBuffers.Put(bp)
 	if err == nil {
 		err = unix.Fchmod(fd, mode)
 	}
-	if cerr := f.Close(); err == nil {
+	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
 	if err == nil && hash != "" && hex.EncodeToString(h.Sum(nil)) != hash {
@@ -678,23 +950,39 @@ func writeTempAt(dir int, name string, src io.Reader, mode uint32, hash string) 
 	return err
 }
 
-// moveIntoPlace renames a path's temp file over it, or deletes it.
-func moveIntoPlace(root *projectRoot, jp journalPath) error {
+// renameTemps renames every temp file of an apply over its target, on parallel workers that each
+// take one directory at a time.
+func renameTemps(root *projectRoot, e *journalEntry) error {
+	paths := make([]string, len(e.Paths))
+	for i, jp := range e.Paths {
+		paths[i] = jp.Path
+	}
+	groups := groupByDir(paths, func(i int) bool { return e.Paths[i].Kind != 'd' })
+	return root.inDirs(groups, func(_, dir int, dirErr error, i int) error {
+		jp := e.Paths[i]
+		if dirErr != nil {
+			return fmt.Errorf("apply %s: open its directory: %w", visible(jp.Path), dirErr)
+		}
+		name := jp.Path[strings.LastIndexByte(jp.Path, '/')+1:]
+		if err := unix.Renameat(dir, jp.Temp, dir, name); err != nil {
+			return fmt.Errorf("apply %s: rename into place: %w", visible(jp.Path), err)
+		}
+		step(fmt.Sprintf("rename %d", i))
+		return nil
+	})
+}
+
+// deletePath deletes a path an apply deletes.
+func deletePath(root *projectRoot, jp journalPath) error {
 	dir, name, err := root.openParent(jp.Path, false)
-	if jp.Kind == 'd' && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)) {
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("apply %s: open its directory: %w", visible(jp.Path), err)
 	}
-	if jp.Kind == 'd' {
-		if err := unix.Unlinkat(dir, name, 0); err != nil && err != unix.ENOENT {
-			return fmt.Errorf("apply %s: delete: %w", visible(jp.Path), err)
-		}
-		return nil
-	}
-	if err := unix.Renameat(dir, jp.Temp, dir, name); err != nil {
-		return fmt.Errorf("apply %s: rename into place: %w", visible(jp.Path), err)
+	if err := unix.Unlinkat(dir, name, 0); err != nil && err != unix.ENOENT {
+		return fmt.Errorf("apply %s: delete: %w", visible(jp.Path), err)
 	}
 	return nil
 }
@@ -712,26 +1000,30 @@ func hasMarker(dir, name string) bool {
 }
 
 // ApplyRecord is one committed apply of a session.
+// The paths themselves are in the apply's journal entry: listing them here too would make
+// session.json, read by every command, grow by every path of every apply.
 type ApplyRecord struct {
 	ID         string    `json:"id"`
 	Time       time.Time `json:"time"`
-	Paths      []string  `json:"paths"`
+	Files      int       `json:"files"`
 	RolledBack bool      `json:"rolled_back,omitempty"`
 }
 
 // commitApply records a done apply in the session: the applied content becomes the base of each
 // path, decisions move on, the apply is listed. It is idempotent, so recovery can repeat it.
-func (s *Session) commitApply(e *journalEntry) error {
+// b, when not nil, is the session's bases already loaded.
+func (s *Session) commitApply(e *journalEntry, b *bases) error {
 	root, err := openRoot(s.Meta.Project)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	b, err := s.loadBases()
-	if err != nil {
-		return err
+	if b == nil {
+		if b, err = s.loadBases(); err != nil {
+			return err
+		}
+		defer b.close()
 	}
-	defer b.close()
 	for _, jp := range e.Paths {
 		h, err := root.lstat(jp.Path)
 		if err != nil {
@@ -771,10 +1063,7 @@ func (s *Session) commitApply(e *journalEntry) error {
 		return err
 	}
 	if !slicesContainsApply(s.Meta.Applies, e.ID) {
-		rec := ApplyRecord{ID: e.ID, Time: e.Created}
-		for _, jp := range e.Paths {
-			rec.Paths = append(rec.Paths, jp.Path)
-		}
+		rec := ApplyRecord{ID: e.ID, Time: e.Created, Files: len(e.Paths)}
 		s.Meta.Applies = append(s.Meta.Applies, rec)
 		if e.Closes && s.Meta.State == StateOpen {
 			s.Meta.State = StateApplied

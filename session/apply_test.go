@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/shadow-sandbox/shadow/diffview"
 )
 
@@ -70,6 +72,16 @@ func mergedView(t testing.TB, project, upper string) map[string]string {
 }
 
 func TestApplyAllThenRollback(t *testing.T) {
+	for _, link := range []bool{true, false} {
+		t.Run(fmt.Sprintf("priors-linked=%v", link), func(t *testing.T) {
+			defer func(old bool) { linkPriors = old }(linkPriors)
+			linkPriors = link
+			testApplyAllThenRollback(t)
+		})
+	}
+}
+
+func testApplyAllThenRollback(t *testing.T) {
 	f := newFixture(t, map[string]file{
 		"edit.txt":             {Data: "one\ntwo\n"},
 		"gone.txt":             {Data: "bye\n"},
@@ -718,5 +730,138 @@ func TestAppliedContentBecomesBase(t *testing.T) {
 	old, _, _ := s.Contents(&cs.Changes[0], 0)
 	if string(old) != "host edit\n" {
 		t.Errorf("base of the new session = %q", old)
+	}
+}
+
+// TestApplyRemovesDirectoriesTheAgentDeleted checks that a directory the agent deleted as a whole
+// is gone from the project after the apply (not left behind empty), that one the agent only
+// emptied stays, and that a rollback makes the removed directories again with their modes.
+func TestApplyRemovesDirectoriesTheAgentDeleted(t *testing.T) {
+	f := newFixture(t, map[string]file{
+		"wiped/a.txt":            {Data: "a\n"},
+		"wiped/sub/b.txt":        {Data: "b\n"},
+		"wiped/sub/deeper/c.txt": {Data: "c\n", Mode: 0o600},
+		"emptied/x.txt":          {Data: "x\n"},
+		"outer/inner/z.txt":      {Data: "z\n"},
+		"outer/stays.txt":        {Data: "s\n"},
+		"redone/old.txt":         {Data: "o\n"},
+		"keep/y.txt":             {Data: "y\n"},
+	})
+	for dir, mode := range map[string]os.FileMode{"wiped": 0o750, "wiped/sub": 0o700, "wiped/sub/deeper": 0o711, "outer/inner": 0o770} {
+		if err := os.Chmod(filepath.Join(f.project, dir), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.whiteout(t, "wiped")         // rm -rf wiped
+	f.whiteout(t, "emptied/x.txt") // rm emptied/x.txt: the directory stays in the agent's tree
+	f.whiteout(t, "outer/inner")   // rm -rf outer/inner, outer keeps a file
+	f.whiteout(t, "outer/stays.txt")
+	f.opaque(t, "redone") // rm -rf redone && mkdir redone
+	f.run(t)
+	beforeFiles, beforeDirs := snapshot(t, f.project), dirModes(t, f.project)
+
+	if _, err := f.s.Apply(ApplyOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	got := dirModes(t, f.project)
+	for _, gone := range []string{"wiped", "wiped/sub", "wiped/sub/deeper", "outer/inner"} {
+		if _, ok := got[gone]; ok {
+			t.Errorf("%s is still in the project after the agent deleted it", gone)
+		}
+	}
+	for _, kept := range []string{"emptied", "outer", "redone", "keep"} {
+		if _, ok := got[kept]; !ok {
+			t.Errorf("%s was removed, but the agent's tree still has it", kept)
+		}
+	}
+	if cs := f.changes(t); len(cs.Changes) != 0 {
+		t.Errorf("changes left after apply --all: %v", statuses(cs))
+	}
+
+	if _, err := f.lock.Rollback(""); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffSnapshots(snapshot(t, f.project), beforeFiles); d != "" {
+		t.Errorf("rollback did not restore the files:\n%s", d)
+	}
+	if d := diffSnapshots(dirModes(t, f.project), beforeDirs); d != "" {
+		t.Errorf("rollback did not restore the directories exactly:\n%s", d)
+	}
+}
+
+// TestRollbackPutsBackTheSameFile checks that the journal keeps a replaced file itself (a hard
+// link, not a copy), so that a rollback restores the very same inode, and that the copy taken
+// where no link can be made restores the same bytes and mode.
+func TestRollbackPutsBackTheSameFile(t *testing.T) {
+	for _, link := range []bool{true, false} {
+		t.Run(fmt.Sprintf("priors-linked=%v", link), func(t *testing.T) {
+			defer func(old bool) { linkPriors = old }(linkPriors)
+			linkPriors = link
+			f := newFixture(t, map[string]file{"a.txt": {Data: "a\n", Mode: 0o640}})
+			f.stage(t, map[string]file{"a.txt": {Data: "A\n"}})
+			f.run(t)
+			ino := func() uint64 {
+				var st unix.Stat_t
+				if err := unix.Lstat(filepath.Join(f.project, "a.txt"), &st); err != nil {
+					t.Fatal(err)
+				}
+				return st.Ino
+			}
+			// Held open, the original inode cannot be freed and its number reused by a copy.
+			held, err := os.Open(filepath.Join(f.project, "a.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Close()
+			before, snap := ino(), snapshot(t, f.project)
+			res, err := f.s.Apply(ApplyOptions{All: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := readEntry(filepath.Join(f.s.journalDir(), res.ID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept := e.Paths[0].Prior.Keep != ""; kept != link {
+				t.Fatalf("prior kept by link = %v, want %v", kept, link)
+			}
+			if _, err := f.lock.Rollback(""); err != nil {
+				t.Fatal(err)
+			}
+			if d := diffSnapshots(snapshot(t, f.project), snap); d != "" {
+				t.Fatalf("rollback is not byte for byte:\n%s", d)
+			}
+			if same := ino() == before; same != link {
+				t.Errorf("rollback restored the same inode = %v, want %v", same, link)
+			}
+		})
+	}
+}
+
+// TestStagedFileChangedDuringApply checks that a staged file that changes between the plan and the
+// write (grown, or rewritten at the same size) fails the apply and leaves the project untouched.
+func TestStagedFileChangedDuringApply(t *testing.T) {
+	for name, now := range map[string]string{"grown": "A\nmore\n", "same size": "B\n"} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
+			f.stage(t, map[string]file{"a.txt": {Data: "A\n"}})
+			f.run(t)
+			before := snapshot(t, f.project)
+			applyStep = func(step string) {
+				if step == "journal" {
+					if err := os.WriteFile(filepath.Join(f.s.UpperDir(), "a.txt"), []byte(now), 0o644); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			defer func() { applyStep = nil }()
+			_, err := f.s.Apply(ApplyOptions{All: true})
+			if err == nil || !strings.Contains(err.Error(), "changed while it was applied") {
+				t.Fatalf("apply of a file changed meanwhile: %v", err)
+			}
+			if d := diffSnapshots(snapshot(t, f.project), before); d != "" {
+				t.Fatalf("the failed apply changed the project:\n%s", d)
+			}
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // The base of a path is what the review diffs against and what partial applies start from: the
@@ -63,8 +64,10 @@ type bases struct {
 	man   *manifest
 	// pack receives the pre-images of the capture in progress; nil until the first one.
 	pack *packWriter
-	// packs are the pack files opened for reading, by name, shared by their readers.
-	packs map[string]packFile
+	// packs are the pack files opened for reading, by name, shared by their readers (packsMu
+	// guards the map: a change set is computed on parallel workers).
+	packs   map[string]packFile
+	packsMu sync.Mutex
 }
 
 // packFile is a pack file opened for reading and its size (a finished pack never changes).
@@ -271,8 +274,17 @@ func (s *nulSniffer) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// finish makes the pack durable: flush, one fsync, close.
+// finish makes the pack durable (see seal); a pack that could not be made so is removed.
 func (p *packWriter) finish() error {
+	if err := p.seal(); err != nil {
+		os.Remove(p.f.Name())
+		return fmt.Errorf("store pre-images in %s: %w", p.name, err)
+	}
+	return nil
+}
+
+// seal flushes the pack, fsyncs it once and closes it.
+func (p *packWriter) seal() error {
 	err := p.w.Flush()
 	if err == nil {
 		err = fsync(p.f)
@@ -280,11 +292,7 @@ func (p *packWriter) finish() error {
 	if cerr := p.f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		os.Remove(p.f.Name())
-		return fmt.Errorf("store pre-images in %s: %w", p.name, err)
-	}
-	return nil
+	return err
 }
 
 // abandon drops a pack that no index entry will reference.
@@ -324,6 +332,8 @@ func (b *bases) openPacked(path string, e baseEntry) (io.ReadCloser, error) {
 // openPack returns the named pack file, opened once for all the pre-images read from it, and its
 // size.
 func (b *bases) openPack(name string) (*os.File, int64, error) {
+	b.packsMu.Lock()
+	defer b.packsMu.Unlock()
 	if p, ok := b.packs[name]; ok {
 		return p.f, p.size, nil
 	}

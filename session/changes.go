@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -120,15 +120,12 @@ type rawEntry struct {
 
 // isWhiteout reports whether an upper entry is an overlay whiteout: a 0/0 character device, or a
 // zero-size file carrying the overlay.whiteout xattr (nested overlays).
-func isWhiteout(p string, fi fs.FileInfo) bool {
-	if fi.Mode()&fs.ModeCharDevice != 0 && fi.Mode()&fs.ModeDevice != 0 {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			return st.Rdev == 0
-		}
-		return false
-	}
-	if fi.Mode().IsRegular() && fi.Size() == 0 {
-		return hasXattr(p, "overlay.whiteout")
+func isWhiteout(p string, st *unix.Stat_t) bool {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFCHR:
+		return st.Rdev == 0
+	case unix.S_IFREG:
+		return st.Size == 0 && hasXattr(p, "overlay.whiteout")
 	}
 	return false
 }
@@ -182,24 +179,32 @@ func scanUpper(upper string, host *projectRoot) ([]rawEntry, error) {
 	var walk func(rel string, shadowed bool) error
 	walk = func(rel string, shadowed bool) error {
 		dir := filepath.Join(upper, filepath.FromSlash(rel))
-		ents, err := os.ReadDir(dir)
+		d, err := os.Open(dir)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && rel != "" {
 				return nil // removed while a run is going
 			}
 			return fmt.Errorf("scan staged changes: %w", err)
 		}
+		defer d.Close()
+		ents, err := d.ReadDir(-1)
+		if err != nil {
+			return fmt.Errorf("scan staged changes: %w", err)
+		}
+		// Entries are described relative to the open directory, not by looking up their whole
+		// path again.
+		dfd := int(d.Fd())
 		for _, e := range ents {
 			child := e.Name()
 			if rel != "" {
 				child = rel + "/" + e.Name()
 			}
 			p := filepath.Join(dir, e.Name())
-			fi, err := e.Info()
-			if err != nil {
+			var st unix.Stat_t
+			if err := unix.Fstatat(dfd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 				continue
 			}
-			if fi.IsDir() {
+			if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 				h, err := host.lstat(child)
 				if err != nil {
 					return err
@@ -216,19 +221,19 @@ func scanUpper(upper string, host *projectRoot) ([]rawEntry, error) {
 				}
 				continue
 			}
-			if isWhiteout(p, fi) {
+			if isWhiteout(p, &st) {
 				if err := hideHost(child); err != nil {
 					return err
 				}
 				continue
 			}
-			r := rawEntry{path: child, stat: statOf(fi), shadowed: shadowed}
+			r := rawEntry{path: child, stat: statFromUnix(&st), shadowed: shadowed}
 			switch r.stat.Type {
 			case 'f':
 				r.kind = 'f'
 			case 'l':
 				r.kind = 'l'
-				if r.target, err = os.Readlink(p); err != nil {
+				if r.target, err = readlinkat(dfd, e.Name()); err != nil {
 					continue
 				}
 			default:
@@ -273,7 +278,7 @@ func (s *Session) extraProtected(more []string) []string {
 	return append(append([]string(nil), s.protected...), more...)
 }
 
-// changes computes the change set; opts carries the extra protected patterns.
+// changes computes the change set; extraProtected extends the protected patterns.
 func (s *Session) changes(extraProtected []string) (*ChangeSet, error) {
 	if s.Meta.State == StateDiscarded {
 		return nil, fmt.Errorf("session %s was discarded: its staged changes are gone", s.Meta.ID)
@@ -283,11 +288,6 @@ func (s *Session) changes(extraProtected []string) (*ChangeSet, error) {
 		return nil, err
 	}
 	defer host.Close()
-	upper, err := openRoot(s.UpperDir())
-	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", s.Meta.ID, err)
-	}
-	defer upper.Close()
 	if empty, err := emptyDir(s.UpperDir()); err == nil && empty {
 		return &ChangeSet{}, nil // nothing staged: no need for the bases and the manifest
 	}
@@ -296,23 +296,100 @@ func (s *Session) changes(extraProtected []string) (*ChangeSet, error) {
 		return nil, err
 	}
 	defer b.close()
+	return s.changesIn(b, host, extraProtected)
+}
+
+// changesIn computes the change set against bases already loaded and the open project root.
+func (s *Session) changesIn(b *bases, host *projectRoot, extraProtected []string) (*ChangeSet, error) {
+	if s.Meta.State == StateDiscarded {
+		return nil, fmt.Errorf("session %s was discarded: its staged changes are gone", s.Meta.ID)
+	}
+	upper, err := openRoot(s.UpperDir())
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", s.Meta.ID, err)
+	}
+	defer upper.Close()
 	raw, err := scanUpper(s.UpperDir(), host)
 	if err != nil {
 		return nil, err
 	}
-	cs := &ChangeSet{}
-	for _, r := range raw {
-		c, changed, err := buildChange(b, host, upper, r)
-		if err != nil {
-			return nil, err
-		}
-		if changed {
-			cs.Changes = append(cs.Changes, c)
-		}
+	cs, err := buildChanges(b, host, upper, raw)
+	if err != nil {
+		return nil, err
 	}
 	detectRenames(cs)
 	if err := s.classify(cs, b, host, upper, s.extraProtected(extraProtected)); err != nil {
 		return nil, err
+	}
+	return cs, nil
+}
+
+// changeChunk is how many upper entries a worker of buildChanges takes at a time: neighbours share
+// directories, whose descriptors each worker caches.
+const changeChunk = 128
+
+// buildChanges runs buildChange over every upper entry, in order, on up to applyWorkers goroutines
+// when there are many (reading and hashing thousands of small files is mostly per-file kernel work);
+// each worker resolves paths through descriptors of its own.
+func buildChanges(b *bases, host, upper *projectRoot, raw []rawEntry) (*ChangeSet, error) {
+	type result struct {
+		c       Change
+		changed bool
+	}
+	results := make([]result, len(raw))
+	chunks := (len(raw) + changeChunk - 1) / changeChunk
+	errs := make([]error, chunks)
+	var next atomic.Int64
+	work := func(h, u *projectRoot) {
+		for {
+			k := int(next.Add(1)) - 1
+			if k >= chunks {
+				return
+			}
+			for i := k * changeChunk; i < min(len(raw), (k+1)*changeChunk); i++ {
+				c, changed, err := buildChange(b, h, u, raw[i])
+				if err != nil {
+					errs[k] = err
+					break
+				}
+				results[i] = result{c, changed}
+			}
+		}
+	}
+	if workers := min(applyWorkers, chunks); workers <= 1 {
+		work(host, upper)
+	} else {
+		var wg sync.WaitGroup
+		for range workers {
+			h, err := host.clone()
+			if err != nil {
+				return nil, err
+			}
+			u, err := upper.clone()
+			if err != nil {
+				h.Close()
+				return nil, err
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer h.Close()
+				defer u.Close()
+				work(h, u)
+			}()
+		}
+		wg.Wait()
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	cs := &ChangeSet{}
+	for _, r := range results {
+		if r.changed {
+			cs.Changes = append(cs.Changes, r.c)
+		}
 	}
 	return cs, nil
 }
@@ -330,6 +407,10 @@ func headHash(r io.Reader) (string, int64, bool, error) {
 	}
 	h.Write(head[:n])
 	binary := bytes.IndexByte(head[:n], 0) >= 0
+	if err != nil {
+		// r ended within the head: no need to read it again to see that.
+		return hex.EncodeToString(h.Sum(nil)), int64(n), binary, nil
+	}
 	rest, err := copyPooled(h, r, buf)
 	if err != nil {
 		return "", 0, false, err
@@ -348,12 +429,12 @@ func copyPooled(w io.Writer, r io.Reader, buf []byte) (int64, error) {
 
 // stagedHash is the sha256 of a staged regular file ("" when unreadable).
 func stagedHash(upper *projectRoot, p string) string {
-	f, err := upper.openRead(p)
+	fd, err := upper.openReadFD(p)
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
-	sum, _, _, err := headHash(f)
+	defer unix.Close(fd)
+	sum, _, _, err := headHash(fdIO(fd))
 	if err != nil {
 		return ""
 	}
@@ -423,15 +504,15 @@ func buildChange(b *bases, host, upper *projectRoot, r rawEntry) (Change, bool, 
 	switch r.kind {
 	case 'w':
 	case 'f':
-		f, err := upper.openRead(r.path)
+		fd, err := upper.openReadFD(r.path)
 		if errors.Is(err, fs.ErrNotExist) {
 			return c, false, nil
 		}
 		if err != nil {
 			return c, false, fmt.Errorf("read staged %s: %w", visible(r.path), err)
 		}
-		sum, size, bin, err := headHash(f)
-		f.Close()
+		sum, size, bin, err := headHash(fdIO(fd))
+		unix.Close(fd)
 		if err != nil {
 			return c, false, fmt.Errorf("read staged %s: %w", visible(r.path), err)
 		}

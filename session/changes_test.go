@@ -1,6 +1,9 @@
 package session
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -207,6 +210,57 @@ func TestGitShapedDirectoriesAreProtected(t *testing.T) {
 	for _, c := range f.changes(t).Changes {
 		if want := c.Path != "src/b.go"; c.Protected != want {
 			t.Errorf("%s: protected = %v, want %v", c.Path, c.Protected, want)
+		}
+	}
+}
+
+// TestManyChangesInOrder checks a change set large enough to be computed by several workers: every
+// change is there once, in path order, with the right status and hash, and one unchanged copy-up
+// per chunk is left out.
+func TestManyChangesInOrder(t *testing.T) {
+	project := map[string]file{}
+	for i := range 200 {
+		project[fmt.Sprintf("d%d/f%03d.txt", i%3, i)] = file{Data: fmt.Sprintf("base %d\n", i)}
+	}
+	f := newFixture(t, project)
+	staged := map[string]file{}
+	want := map[string]Status{}
+	for i := range 200 {
+		p := fmt.Sprintf("d%d/f%03d.txt", i%3, i)
+		switch i % 4 {
+		case 0:
+			staged[p] = file{Data: fmt.Sprintf("changed %d\n", i)}
+			want[p] = Modified
+		case 1:
+			staged[p] = file{Data: fmt.Sprintf("base %d\n", i)} // copied up, not changed
+		case 2:
+			f.whiteout(t, p)
+			want[p] = Deleted
+		}
+		if i%5 == 0 {
+			q := fmt.Sprintf("d%d/new%03d.txt", i%3, i)
+			staged[q] = file{Data: fmt.Sprintf("new %d\n", i)}
+			want[q] = Added
+		}
+	}
+	f.stage(t, staged)
+	f.run(t)
+	cs := f.changes(t)
+	if len(cs.Changes) != len(want) {
+		t.Errorf("%d changes, want %d", len(cs.Changes), len(want))
+	}
+	for i, c := range cs.Changes {
+		if i > 0 && cs.Changes[i-1].Path >= c.Path {
+			t.Fatalf("changes out of order: %s before %s", cs.Changes[i-1].Path, c.Path)
+		}
+		if want[c.Path] != c.Status {
+			t.Errorf("%s: status %q, want %q", c.Path, c.Status, want[c.Path])
+		}
+		if c.New.Kind == KindFile {
+			sum := sha256.Sum256([]byte(staged[c.Path].Data))
+			if c.New.Hash != hex.EncodeToString(sum[:]) {
+				t.Errorf("%s: staged hash %s is not the hash of its content", c.Path, c.New.Hash)
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +29,9 @@ func TestMain(m *testing.M) {
 // SIGKILLs itself at the n-th step of the apply.
 func applyChild() int {
 	killAt, _ := strconv.Atoi(os.Getenv("SHADOW_TEST_KILL_AT"))
+	// Half the trials keep the prior files by copying them, as where the state directory is on
+	// another filesystem than the project.
+	linkPriors = os.Getenv("SHADOW_TEST_COPY_PRIORS") == ""
 	steps := 0
 	applyStep = func(string) {
 		steps++
@@ -79,7 +83,11 @@ func TestApplyKilledAnywhere(t *testing.T) {
 			"a.txt": {Data: "a\n"}, "b.txt": {Data: "b\n", Mode: 0o600}, "c/d.txt": {Data: "d\n"},
 			"gone.txt": {Data: "gone\n"}, "old.txt": {Data: "renamed content\n"}, "big.bin": {Data: big},
 			"lnk": {Link: "a.txt"}, "dir2file/x": {Data: "x\n"},
+			"wiped/p.txt": {Data: "p\n"}, "wiped/sub/q.txt": {Data: "q\n"},
 		})
+		if err := os.Chmod(filepath.Join(f.project, "wiped", "sub"), 0o750); err != nil {
+			t.Fatal(err)
+		}
 		f.stage(t, map[string]file{
 			"a.txt": {Data: "A\n"}, "b.txt": {Data: "B\n", Mode: 0o755}, "c/d.txt": {Data: "D\n"},
 			"new/deep/e.txt": {Data: "e\n"}, "moved/old.txt": {Data: "renamed content\n"},
@@ -87,19 +95,23 @@ func TestApplyKilledAnywhere(t *testing.T) {
 		})
 		f.whiteout(t, "gone.txt")
 		f.whiteout(t, "old.txt")
+		f.whiteout(t, "wiped") // a whole directory deleted: the apply removes it, a rollback makes it again
 		f.run(t)
-		before := snapshot(t, f.project)
+		before, beforeDirs := snapshot(t, f.project), dirModes(t, f.project)
 		after := mergedView(t, f.project, f.s.UpperDir())
 		f.lock.Release()
 
 		cmd := exec.Command(self, "-test.run=^$")
 		cmd.Env = append(os.Environ(), "SHADOW_TEST_APPLY_CHILD=1", "SHADOW_TEST_STATE="+f.store.Root, "SHADOW_TEST_PROJECT="+f.project)
+		if (trial/2)%2 == 1 {
+			cmd.Env = append(cmd.Env, "SHADOW_TEST_COPY_PRIORS=1")
+		}
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		byStep := trial%2 == 0
 		if byStep {
-			// Every step of the apply in turn (it has about 25), then past its end.
-			cmd.Env = append(cmd.Env, "SHADOW_TEST_KILL_AT="+strconv.Itoa(1+(trial/2)%30))
+			// Every step of the apply in turn (it has about 30), then past its end.
+			cmd.Env = append(cmd.Env, "SHADOW_TEST_KILL_AT="+strconv.Itoa(1+(trial/2)%34))
 		}
 		start := time.Now()
 		if err := cmd.Start(); err != nil {
@@ -120,8 +132,16 @@ func TestApplyKilledAnywhere(t *testing.T) {
 		if err != nil {
 			t.Fatalf("trial %d: %v", trial, err)
 		}
-		got := snapshot(t, f.project)
+		got, gotDirs := snapshot(t, f.project), dirModes(t, f.project)
 		isPre, isPost := diffSnapshots(got, before) == "", diffSnapshots(got, after) == ""
+		if isPre && !isPost {
+			if d := diffSnapshots(gotDirs, beforeDirs); d != "" {
+				t.Fatalf("trial %d: files as before, but not the directories (recovery %q):\n%s", trial, lk.Recovered, d)
+			}
+		}
+		if _, ok := gotDirs["wiped"]; isPost && ok {
+			t.Fatalf("trial %d: applied, but the directory the agent deleted is still there (recovery %q)", trial, lk.Recovered)
+		}
 		switch {
 		case !isPre && !isPost:
 			t.Fatalf("trial %d: project half-applied after recovery %q (child: %v %s):\nvs before:\n%s\nvs after:\n%s",

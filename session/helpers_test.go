@@ -226,3 +226,25 @@ func statuses(cs *ChangeSet) []string {
 	}
 	return out
 }
+
+// dirModes lists every directory under root (root itself left out) with its permission bits.
+func dirModes(t testing.TB, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || p == root {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		out[rel] = fmt.Sprintf("%04o", fi.Mode().Perm()|setidBits(fi))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -15,8 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The journal of a session holds one directory per apply: prior.pack (the bytes each path held),
-// entry.json (the plan and each path's prior mode and existence), then the markers "done" (the
+// The journal of a session holds one directory per apply: keep/ (hard links to the files each
+// path held) or, where no link can be made, prior.pack and prior-N.pack (their bytes), entry.json
+// (the plan and each path's prior mode and existence), then the markers "done" (the
 // project is written), "committed" (the session's records follow), "rollback" (a rollback began)
 // and "rolledback" (it finished, or the apply was undone after a crash).
 
@@ -55,6 +56,9 @@ func matchesPrior(root *projectRoot, p string, pr priorState) (bool, error) {
 	if pr.Type == 'l' {
 		return h.target == pr.Target, nil
 	}
+	if pr.Keep != "" {
+		return h.dev == pr.Dev && h.stat.Ino == pr.Ino, nil
+	}
 	return hostHash(root, p) == pr.Hash, nil
 }
 
@@ -78,12 +82,12 @@ func matchesApplied(root *projectRoot, jp journalPath) (bool, error) {
 }
 
 func hostHash(root *projectRoot, p string) string {
-	f, err := root.openRead(p)
+	fd, err := root.openReadFD(p)
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
-	sum, _, _, err := headHash(f)
+	defer unix.Close(fd)
+	sum, _, _, err := headHash(fdIO(fd))
 	if err != nil {
 		return ""
 	}
@@ -110,11 +114,8 @@ func (s *Session) rollbackEntry(root *projectRoot, e *journalEntry, check bool) 
 			return 0, fmt.Errorf("roll back apply %s: the project changed these paths after the apply, not touching anything: %s", e.ID, strings.Join(quoteAll(changed), ", "))
 		}
 	}
-	pack, err := os.Open(filepath.Join(jdir, "prior.pack"))
-	if err != nil {
-		return 0, fmt.Errorf("roll back apply %s: %w", e.ID, err)
-	}
-	defer pack.Close()
+	packs := &priorPacks{dir: jdir, open: map[string]*os.File{}}
+	defer packs.close()
 	restored := 0
 	var errs []error
 	// First clear what the apply put where nothing (or a directory) was, then take away the
@@ -139,7 +140,7 @@ func (s *Session) rollbackEntry(root *projectRoot, e *journalEntry, check bool) 
 		if !jp.Prior.Exists || jp.Prior.Type == 'd' {
 			continue
 		}
-		n, err := restorePath(root, jp, pack)
+		n, err := restorePath(root, jp, packs)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", visible(jp.Path), err))
 		}
@@ -180,8 +181,57 @@ func clearPath(root *projectRoot, jp journalPath) (int, error) {
 	return 1, nil
 }
 
+// priorPacks are the prior packs and kept files of one journal entry, opened when first read.
+type priorPacks struct {
+	dir  string
+	open map[string]*os.File
+	keep int // descriptor of keep/, 0 until opened
+}
+
+// keepDir returns a descriptor of the entry's keep/ directory.
+func (p *priorPacks) keepDir() (int, error) {
+	if p.keep > 0 {
+		return p.keep, nil
+	}
+	fd, err := unix.Open(filepath.Join(p.dir, "keep"), unix.O_DIRECTORY|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("journal %s: %w", p.dir, err)
+	}
+	p.keep = fd
+	return fd, nil
+}
+
+// get returns the pack a prior state's bytes are in.
+func (p *priorPacks) get(pr priorState) (*os.File, error) {
+	name := pr.Pack
+	if name == "" {
+		name = "prior.pack"
+	}
+	if !strings.HasPrefix(name, "prior") || !strings.HasSuffix(name, ".pack") || strings.ContainsAny(name, "/\\") {
+		return nil, fmt.Errorf("corrupt journal entry %s: bad pack name %q", p.dir, name)
+	}
+	if f, ok := p.open[name]; ok {
+		return f, nil
+	}
+	f, err := os.Open(filepath.Join(p.dir, name))
+	if err != nil {
+		return nil, err
+	}
+	p.open[name] = f
+	return f, nil
+}
+
+func (p *priorPacks) close() {
+	for _, f := range p.open {
+		f.Close()
+	}
+	if p.keep > 0 {
+		unix.Close(p.keep)
+	}
+}
+
 // restorePath puts one path back to its prior state; it returns 1 when it changed the project.
-func restorePath(root *projectRoot, jp journalPath, pack *os.File) (int, error) {
+func restorePath(root *projectRoot, jp journalPath, packs *priorPacks) (int, error) {
 	dir, name, err := root.openParent(jp.Path, false)
 	if errors.Is(err, unix.ENOENT) {
 		if !jp.Prior.Exists {
@@ -209,7 +259,22 @@ func restorePath(root *projectRoot, jp journalPath, pack *os.File) (int, error) 
 		if err := unix.Symlinkat(jp.Prior.Target, dir, tmp); err != nil {
 			return 0, err
 		}
+	case jp.Prior.Keep != "":
+		if strings.Trim(jp.Prior.Keep, "0123456789") != "" {
+			return 0, fmt.Errorf("corrupt journal entry %s: bad kept file name %q", packs.dir, jp.Prior.Keep)
+		}
+		keep, err := packs.keepDir()
+		if err != nil {
+			return 0, err
+		}
+		if err := unix.Linkat(keep, jp.Prior.Keep, dir, tmp, 0); err != nil {
+			return 0, fmt.Errorf("put back the kept file: %w", err)
+		}
 	default:
+		pack, err := packs.get(jp.Prior)
+		if err != nil {
+			return 0, err
+		}
 		if err := writeTempAt(dir, tmp, io.NewSectionReader(pack, jp.Prior.Off, jp.Prior.Len), jp.Prior.Mode, jp.Prior.Hash); err != nil {
 			return 0, err
 		}
@@ -369,7 +434,7 @@ func (s *Session) recoverEntry(jdir string) (string, error) {
 		}
 		return fmt.Sprintf("finished the interrupted rollback of apply %s (session %s)", e.ID, s.Meta.ID), nil
 	case hasMarker(jdir, "done"):
-		if err := s.commitApply(e); err != nil {
+		if err := s.commitApply(e, nil); err != nil {
 			return "", fmt.Errorf("recover: finish recording apply %s: %w", e.ID, err)
 		}
 		return fmt.Sprintf("completed the interrupted apply %s (session %s): all %d paths were written", e.ID, s.Meta.ID, len(e.Paths)), nil

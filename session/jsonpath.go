@@ -165,28 +165,3 @@ func (e *journalEntry) UnmarshalJSON(b []byte) error {
 	*e = *x.coded(decS)
 	return nil
 }
-
-// MarshalJSON keeps non-UTF-8 paths exact.
-func (r ApplyRecord) MarshalJSON() ([]byte, error) {
-	type plain ApplyRecord
-	p := plain(r)
-	p.Paths = make([]string, len(r.Paths))
-	for i, s := range r.Paths {
-		p.Paths[i] = encS(s)
-	}
-	return json.Marshal(p)
-}
-
-// UnmarshalJSON reverses MarshalJSON.
-func (r *ApplyRecord) UnmarshalJSON(b []byte) error {
-	type plain ApplyRecord
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
-	}
-	for i, s := range p.Paths {
-		p.Paths[i] = decS(s)
-	}
-	*r = ApplyRecord(p)
-	return nil
-}
