@@ -84,10 +84,18 @@ func (f *Writer) Write(p []byte) (int, error) {
 	f.out = f.out[:0]
 	for i := 0; i < len(p); {
 		if f.st == stGround && f.cont == 0 {
-			// Fast path: a run of ASCII without ESC passes as is.
+			// Fast path: a run of ASCII without ESC, and of whole UTF-8
+			// characters that cannot encode a C1 control (their lead byte
+			// is not 0xC2), passes as is.
 			j := i
-			for j < len(p) && p[j] < 0x80 && p[j] != 0x1b {
-				j++
+			for j < len(p) {
+				if x := p[j]; x < 0x80 && x != 0x1b {
+					j++
+				} else if n := wholeChar(p[j:]); n > 0 {
+					j += n
+				} else {
+					break
+				}
 			}
 			if j > i {
 				f.out = append(f.out, p[i:j]...)
@@ -150,6 +158,32 @@ func (f *Writer) reset() {
 }
 
 func (f *Writer) emit(b ...byte) { f.out = append(f.out, b...) }
+
+// wholeChar is the length of the multi-byte UTF-8 character at the start of
+// b when its lead byte is 0xC3 to 0xF4 and all its continuation bytes are in
+// b, the bytes that ground passes one by one; 0 otherwise.
+func wholeChar(b []byte) int {
+	var n int
+	switch x := b[0]; {
+	case x >= 0xc3 && x <= 0xdf:
+		n = 2
+	case x >= 0xe0 && x <= 0xef:
+		n = 3
+	case x >= 0xf0 && x <= 0xf4:
+		n = 4
+	default:
+		return 0
+	}
+	if len(b) < n {
+		return 0
+	}
+	for _, c := range b[1:n] {
+		if c < 0x80 || c > 0xbf {
+			return 0
+		}
+	}
+	return n
+}
 
 // drop forgets the sequence being collected and returns to plain text.
 func (f *Writer) drop() {

@@ -1,0 +1,114 @@
+package ui
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/shadow-sandbox/shadow/sandbox"
+)
+
+// BenchmarkAgentOutputRatioJail is the issue's comparison whole: the same
+// agent streams 10 MB of coloured output from inside the jail, once as
+// `shadow run` shows it (the jail's PID 1 relays it, through the output
+// filter, to a terminal that a plain reader drains) and once as the app
+// shows it (the same relay into the app's pty, read by the app's output
+// path into a 160×48 pane drawn every frame). The agent times its own
+// writes; ratio is the app's time over shadow run's.
+func BenchmarkAgentOutputRatioJail(b *testing.B) {
+	const total = 10 << 20
+	if _, err := exec.LookPath("bash"); err != nil {
+		b.Skip("bash is needed for the agent:", err)
+	}
+	base := b.TempDir()
+	project := filepath.Join(base, "project")
+	if err := os.MkdirAll(project, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "output"), colouredOutput(total), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(total)
+	var plain, app time.Duration
+	for i := 0; i < b.N; i++ {
+		plain += runJailedOutputAgent(b, base, project, i*2, func(master *os.File) {
+			_, _ = io.Copy(io.Discard, master)
+		})
+		app += runJailedOutputAgent(b, base, project, i*2+1, func(master *os.File) {
+			p := NewPane(160, 48)
+			defer p.Close()
+			r := &agentRun{master: master, dirty: make(chan struct{}, 1), outputDone: make(chan struct{})}
+			go r.copyOutput(p)
+			for streaming := true; streaming; {
+				select {
+				case <-r.outputDone:
+					streaming = false
+				case <-time.After(frameInterval):
+				}
+				_ = p.View()
+			}
+		})
+	}
+	b.ReportMetric(float64(plain.Milliseconds())/float64(b.N), "shadow-run-ms")
+	b.ReportMetric(float64(app.Milliseconds())/float64(b.N), "pane-ms")
+	b.ReportMetric(app.Seconds()/plain.Seconds(), "ratio")
+}
+
+// runJailedOutputAgent runs the agent in a jail whose terminal is a pty
+// drained by read, and returns how long the agent's writes took by its own
+// clock (written to the project, so read back from the staging layer).
+func runJailedOutputAgent(b *testing.B, base, project string, n int, read func(master *os.File)) time.Duration {
+	b.Helper()
+	master, tty, err := pty.Open()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer master.Close()
+	if err := pty.Setsize(master, &pty.Winsize{Cols: 160, Rows: 48}); err != nil {
+		b.Fatal(err)
+	}
+	state := filepath.Join(base, "state"+strconv.Itoa(n))
+	home := filepath.Join(base, "home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	p := sandbox.Policy{
+		Project: project, Upper: filepath.Join(state, "upper"), Work: filepath.Join(state, "work"),
+		Home: home, NoCache: true, Env: sandbox.BuildEnv(os.Environ(), nil),
+		Stdin: tty, Stdout: tty, Stderr: tty,
+	}
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		read(master)
+	}()
+	_, err = sandbox.Run(context.Background(), p, []string{"bash", "-c",
+		`s=$EPOCHREALTIME; cat output; e=$EPOCHREALTIME; echo "$s $e" > clock`})
+	tty.Close()
+	if err != nil {
+		b.Fatalf("the agent failed: %v", err)
+	}
+	<-drained
+	times, err := os.ReadFile(filepath.Join(p.Upper, "clock"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(times))
+	if len(f) != 2 {
+		b.Fatalf("the agent's clock said %q", times)
+	}
+	s, err1 := strconv.ParseFloat(strings.Replace(f[0], ",", ".", 1), 64)
+	e, err2 := strconv.ParseFloat(strings.Replace(f[1], ",", ".", 1), 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("the agent's clock said %q", times)
+	}
+	return time.Duration((e - s) * float64(time.Second))
+}
