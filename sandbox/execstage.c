@@ -206,7 +206,8 @@ static void exec_stage(void) {
 	char **envp = next_list(&s);
 	long abi = next_number(&s, 1 << 16);
 	long bpf_len = next_number(&s, 1 << 20);
-	if (bpf_len == 0 || bpf_len % sizeof(struct sock_filter) != 0 || s.end - s.p != bpf_len) {
+	if (bpf_len == 0 || bpf_len % sizeof(struct sock_filter) != 0 ||
+	    bpf_len / sizeof(struct sock_filter) > BPF_MAXINSNS || s.end - s.p != bpf_len) {
 		jail_fail("read command spec", "bad seccomp program in spec", EINVAL);
 	}
 	struct sock_filter *insns = malloc((size_t)bpf_len);

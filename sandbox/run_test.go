@@ -290,3 +290,19 @@ func TestRootRefusesWithoutLandlock(t *testing.T) {
 		t.Errorf("the command ran (%v)", err)
 	}
 }
+
+// TestNULInArgumentIsRefused: an argument holding a NUL byte cannot reach
+// execve whole; the jail says so rather than running a shortened command.
+func TestNULInArgumentIsRefused(t *testing.T) {
+	j := newTestJail(t)
+	p := j.policy()
+	p.Stdin, p.Stdout, p.Stderr = strings.NewReader(""), io.Discard, io.Discard
+	_, err := Run(context.Background(), p, []string{"/bin/sh", "-c", "touch ran\x00; true"})
+	var je *JailError
+	if !errors.As(err, &je) || je.Step != "command spec" {
+		t.Fatalf("Run with a NUL in an argument: %v, want a command spec JailError", err)
+	}
+	if _, err := os.Stat(filepath.Join(j.upper, "ran")); !os.IsNotExist(err) {
+		t.Errorf("the command ran (%v)", err)
+	}
+}
