@@ -5,6 +5,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/shadow-sandbox/shadow/audit/manifest"
@@ -55,10 +56,10 @@ func checkDEP000(s *scan) outcome {
 	}
 	var parts []string
 	for _, k := range sortedKeys(counts) {
-		parts = append(parts, k+" ×"+itoa(counts[k]))
+		parts = append(parts, k+" ×"+strconv.Itoa(counts[k]))
 	}
 	if len(d.inv.Installed) > 0 {
-		parts = append(parts, "installed packages ×"+itoa(len(d.inv.Installed)))
+		parts = append(parts, "installed packages ×"+strconv.Itoa(len(d.inv.Installed)))
 	}
 	for _, f := range d.unparsed {
 		info = append(info, at(f.Rel, 0, "%s has no parser; checks that need it are skipped", f.Kind))
@@ -88,19 +89,7 @@ func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
-	return itoa(n) + " " + many
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for n > 0 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-		n /= 10
-	}
-	return string(b)
+	return strconv.Itoa(n) + " " + many
 }
 
 // jsLockKinds are the lockfiles that cover a package.json.

@@ -511,14 +511,14 @@ func checkDEP016(s *scan) outcome {
 			continue
 		}
 		for _, dep := range p.pj.Deps {
-			if near, ok := typosquatOf(dep.Name, popularNPM); ok {
+			if near, ok := typosquatOf(dep.Name, popularNPM()); ok {
 				bad = append(bad, at(p.rel, dep.Line, "%s is %d edits from the popular package %s", dep.Name, editDistance(dep.Name, near), near))
 			}
 		}
 	}
 	for _, c := range d.crates {
 		for _, dep := range c.toml.Dependencies {
-			if near, ok := typosquatOf(dep.CrateName(), popularCrates); ok {
+			if near, ok := typosquatOf(dep.CrateName(), popularCrates()); ok {
 				bad = append(bad, at(c.rel, dep.Line, "crate %s is %d edits from the popular crate %s", dep.CrateName(), editDistance(dep.CrateName(), near), near))
 			}
 		}

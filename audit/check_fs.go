@@ -195,9 +195,7 @@ func checkFS006(s *scan) outcome {
 		return skipped("%v", err)
 	}
 	var bad []Evidence
-	checked := 0
 	for _, rc := range configs {
-		checked++
 		if rc.err != nil {
 			return skipped("%v", rc.err)
 		}
@@ -208,10 +206,10 @@ func checkFS006(s *scan) outcome {
 	if len(bad) > 0 {
 		return failed(bad...)
 	}
-	if checked == 0 {
+	if len(configs) == 0 {
 		return passed(note("no project .npmrc or .yarnrc.yml"))
 	}
-	return passed(note("%d registry config files, credentials only as ${VAR} references", checked))
+	return passed(note("%d registry config files, credentials only as ${VAR} references", len(configs)))
 }
 
 var (

@@ -41,7 +41,6 @@ type depState struct {
 // tokenized outside comments.
 type buildScript struct {
 	rel       string
-	crate     *manifest.CargoToml
 	procMacro bool
 	scan      *manifest.RustScan
 	err       error // unreadable, too large or not tokenizable: its checks are skipped
@@ -49,10 +48,9 @@ type buildScript struct {
 
 // parseProblem is a file the audit could not read or parse.
 type parseProblem struct {
-	rel      string
-	line     int
-	err      error
-	tooLarge bool
+	rel  string
+	line int
+	err  error
 }
 
 // pkgFile is a package.json of the project (installed is false) or of a
@@ -107,7 +105,6 @@ type hookCode struct {
 	js       *manifest.JSScan // target scanned as JavaScript; nil when not JavaScript
 	tooLarge bool             // target above the scan cap: checks over it are skipped
 	err      error            // target unreadable
-	root     bool             // declared by a project package.json, not an installed one
 }
 
 // scanLimit caps how much of one hook target is scanned.
@@ -119,7 +116,7 @@ func (s *scan) deps() *depState {
 }
 
 func (d *depState) problem(rel string, err error) {
-	p := parseProblem{rel: rel, err: err, tooLarge: errors.Is(err, manifest.ErrTooLarge)}
+	p := parseProblem{rel: rel, err: err}
 	var pe *manifest.ParseError
 	if errors.As(err, &pe) {
 		p.line = pe.Line
@@ -262,7 +259,7 @@ func (d *depState) loadBuildScripts(project string) {
 			if errors.Is(err, os.ErrNotExist) {
 				continue
 			}
-			bs := buildScript{rel: rel, crate: c.toml, procMacro: c.toml.ProcMacro && j == len(files)-1 && name == "src/lib.rs"}
+			bs := buildScript{rel: rel, procMacro: c.toml.ProcMacro && j == len(files)-1 && name == "src/lib.rs"}
 			if err != nil {
 				bs.err = err
 			} else {
@@ -425,7 +422,7 @@ func (d *depState) loadHooks(project string) {
 			if !ok {
 				continue
 			}
-			h := hookCode{pkgRel: p.rel, script: name, line: p.pj.ScriptLines[name], command: cmd, root: !p.installed}
+			h := hookCode{pkgRel: p.rel, script: name, line: p.pj.ScriptLines[name], command: cmd}
 			if target := hookTarget(cmd); target != "" {
 				full := filepath.Join(p.dir, filepath.FromSlash(target))
 				if rel, err := filepath.Rel(p.dir, full); err == nil && !strings.HasPrefix(rel, "..") {

@@ -24,7 +24,7 @@ type Options struct {
 	// Domains limits the audit (verify --inside runs env, fs and net); empty means all.
 	Domains []Domain
 	// Rules, when set, limits the audit to these rule IDs (within Domains);
-	// ProjectRules is the set that reads only the project, for a staged tree.
+	// ProjectRules() is the set that reads only the project, for a staged tree.
 	Rules []string
 	// Concurrency is the number of checks run at once; 0 means a small default.
 	Concurrency int
@@ -187,7 +187,9 @@ func projectRoot(p string) string {
 
 // ProjectRules are the rules that read only the project tree (all DEP rules,
 // FS006 and FS008): the review-time audit of a staged tree runs these.
-var ProjectRules = func() []string {
+// They are listed on first use, not when the package loads: every process of
+// the binary would otherwise build the catalog at start.
+var ProjectRules = sync.OnceValue(func() []string {
 	ids := []string{"FS006", "FS008"}
 	for _, r := range Catalog() {
 		if r.Domain == DomainDep {
@@ -195,7 +197,7 @@ var ProjectRules = func() []string {
 		}
 	}
 	return ids
-}()
+})
 
 // RulesFor lists the rules an audit with these options runs, in catalog
 // order, so a live view can show every rule before its finding arrives.

@@ -1,13 +1,17 @@
 package audit
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // popularNPM and popularCrates are the names DEP016 measures dependency names
 // against: widely depended-upon packages and the look-alikes that are
 // legitimate packages themselves (so they are not reported).
+// They are built on first use, not at process start.
 var (
-	popularNPM    = newPopularSet(popularNPMList)
-	popularCrates = newPopularSet(popularCratesList)
+	popularNPM    = sync.OnceValue(func() popularSet { return newPopularSet(popularNPMList) })
+	popularCrates = sync.OnceValue(func() popularSet { return newPopularSet(popularCratesList) })
 )
 
 // popularSet is a name list with each name's character mask precomputed.

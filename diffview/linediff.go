@@ -81,23 +81,7 @@ func DiffLines(old, new []byte, budget time.Duration) (lines []Line, exact bool)
 		budget = DefaultBudget
 	}
 	a, b := SplitLines(old), SplitLines(new)
-	pre := 0
-	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
-		pre++
-	}
-	suf := 0
-	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
-		suf++
-	}
-	out := make([]Line, 0, len(a)+len(b)-pre-suf)
-	for _, s := range a[:pre] {
-		out = append(out, Line{Context, s})
-	}
-	out, exact = diffMiddle(out, a[pre:len(a)-suf], b[pre:len(b)-suf], time.Now().Add(budget))
-	for _, s := range a[len(a)-suf:] {
-		out = append(out, Line{Context, s})
-	}
-	return out, exact
+	return diffGap(make([]Line, 0, len(a)+len(b)), a, b, time.Now().Add(budget))
 }
 
 // anchorThreshold is the size (lines of both sides) above which the diff

@@ -33,8 +33,9 @@ func StatOf(p FilePatch, opts Options) StatEntry {
 		e.Binary = true
 		return e
 	}
-	fd := Compute(path, p.Old, p.New, opts)
-	e.Added, e.Deleted = fd.Added, fd.Deleted
+	// Counting needs only the line diff, not the hunks and their IDs.
+	lines, _ := DiffLines(p.Old, p.New, opts.Budget)
+	e.Added, e.Deleted = countOps(lines)
 	return e
 }
 

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -151,16 +152,26 @@ func initMain() {
 	if _, err := confine.RestrictFiles(s.InitRules); err != nil {
 		fail("landlock (init)", err)
 	}
-	cmd, err := startCommand(&s, stdio)
+	// One filter: its program confines the command, and PID 1 loads it.
+	filter, err := confine.NewFilter()
+	if err != nil {
+		fail("seccomp (init)", err)
+	}
+	bpf, err := filter.Program()
+	if err != nil {
+		fail("command filter", err)
+	}
+	cmd, err := startCommand(&s, stdio, bpf)
 	if err != nil {
 		fail("start command", err)
 	}
 	// The filter forbids creating namespaces, so it comes after the nested
 	// user namespace of the command exists.
-	if err := confine.LoadSeccomp(); err != nil {
+	if err := filter.Load(); err != nil {
 		unix.Kill(-1, unix.SIGKILL)
 		fail("seccomp (init)", err)
 	}
+	filter.Release()
 	stdio.relay()
 	if cmd.execFailed != nil {
 		// The command could not be executed (not found, not executable);
@@ -295,9 +306,9 @@ type startedCommand struct {
 // `id -u` in the jail is the host uid, and waits until it has confined
 // itself and exec'd the command (or failed to). The stage is C code run
 // before the Go runtime (execstage.c); PID 1 does for it what needs Go:
-// finding the executable, building the Landlock ruleset, compiling the
-// seccomp filter.
-func startCommand(s *jailSpec, stdio *commandStdio) (startedCommand, error) {
+// finding the executable, building the Landlock ruleset; bpf is the seccomp
+// program it loads.
+func startCommand(s *jailSpec, stdio *commandStdio, bpf []byte) (startedCommand, error) {
 	var none startedCommand
 	path, err := lookPath(s.Exec.Argv[0], lookupEnv(s.Exec.Env, "PATH"))
 	if err != nil {
@@ -317,10 +328,6 @@ func startCommand(s *jailSpec, stdio *commandStdio) (startedCommand, error) {
 		ruleset := os.NewFile(uintptr(rulesetFD), "landlock ruleset")
 		defer ruleset.Close()
 		extra[2] = ruleset
-	}
-	bpf, err := confine.SeccompProgram()
-	if err != nil {
-		return none, &JailError{Step: "command filter", Err: err}
 	}
 	spec, err := encodeExecSpec(path, s.Exec.Argv, s.Exec.Env, abi, bpf)
 	if err != nil {
@@ -484,10 +491,13 @@ func lookPath(cmd, path string) (string, error) {
 	if cmd == "" {
 		return "", errors.New("empty command")
 	}
-	if containsSlash(cmd) {
+	if strings.Contains(cmd, "/") {
 		return cmd, nil
 	}
-	for _, dir := range splitPath(path) {
+	for _, dir := range strings.Split(path, ":") {
+		if dir == "" {
+			dir = "." // an empty PATH entry is the current directory
+		}
 		p := dir + "/" + cmd
 		if err := unix.Access(p, unix.X_OK); err == nil {
 			var st unix.Stat_t
@@ -497,31 +507,6 @@ func lookPath(cmd, path string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s: command not found", cmd)
-}
-
-func containsSlash(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
-			return true
-		}
-	}
-	return false
-}
-
-func splitPath(path string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(path); i++ {
-		if i == len(path) || path[i] == ':' {
-			d := path[start:i]
-			if d == "" {
-				d = "."
-			}
-			out = append(out, d)
-			start = i + 1
-		}
-	}
-	return out
 }
 
 // closeExtraFDs marks every descriptor from first up close-on-exec, so that

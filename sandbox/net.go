@@ -152,9 +152,8 @@ func relay(a, b net.Conn) {
 
 // netHelper is the user-mode network stack giving the jail internet access.
 type netHelper struct {
-	name string
-	cmd  *exec.Cmd
-	pid  int
+	cmd *exec.Cmd
+	pid int
 }
 
 // netHelpers are the user-mode network stacks shadow can use, preferred first.
@@ -204,7 +203,7 @@ func startNetHelper(ctx context.Context, helper string, pid int, runtimeDir stri
 		if err != nil {
 			return nil, fmt.Errorf("pasta: pid file: %w", err)
 		}
-		return &netHelper{name: helper, pid: hp}, nil
+		return &netHelper{pid: hp}, nil
 	case "slirp4netns":
 		r, w, err := os.Pipe()
 		if err != nil {
@@ -225,7 +224,7 @@ func startNetHelper(ctx context.Context, helper string, pid int, runtimeDir stri
 			_ = cmd.Wait()
 			return nil, fmt.Errorf("slirp4netns: not ready: %w", err)
 		}
-		return &netHelper{name: helper, cmd: cmd}, nil
+		return &netHelper{cmd: cmd}, nil
 	}
 	return nil, errors.New("no network helper")
 }

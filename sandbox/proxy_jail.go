@@ -55,12 +55,9 @@ const handOffTimeout = 5 * time.Second
 // startNetProxy starts an allow-list proxy for rules that serves the
 // listening socket PID 1 of the jail hands over on runtimeDir's proxy
 // socket. Every request is appended as a JSON line to netLog (none when
-// empty). resolver may be nil (proxyResolver).
-func startNetProxy(runtimeDir string, rules []proxy.Rule, netLog string, resolver proxy.Resolver) (*netProxy, error) {
-	if resolver == nil {
-		resolver = proxyResolver
-	}
-	cfg := proxy.Config{Allow: rules, Resolver: resolver}
+// empty). Names resolve through proxyResolver.
+func startNetProxy(runtimeDir string, rules []proxy.Rule, netLog string) (*netProxy, error) {
+	cfg := proxy.Config{Allow: rules, Resolver: proxyResolver}
 	n := &netProxy{done: make(chan struct{})}
 	if netLog != "" {
 		if err := os.MkdirAll(filepath.Dir(netLog), 0o700); err != nil {

@@ -377,7 +377,7 @@ func TestHandOffTakesOnlyAListener(t *testing.T) {
 	_, port, hits := countingServer(t, false, "ok")
 	useResolver(t, testDNS{"api.test": loopback()})
 	dir := t.TempDir()
-	n, err := startNetProxy(dir, mustRules(t, "api.test:"+port), "", nil)
+	n, err := startNetProxy(dir, mustRules(t, "api.test:"+port), "")
 	if err != nil {
 		t.Fatal(err)
 	}

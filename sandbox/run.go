@@ -76,7 +76,7 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 	}
 
 	if s.Proxy {
-		np, err := startNetProxy(runtimeDir, p.AllowDomains, p.NetLog, nil)
+		np, err := startNetProxy(runtimeDir, p.AllowDomains, p.NetLog)
 		if err != nil {
 			return res, &JailError{Step: "allow-list proxy", Err: err}
 		}
@@ -366,13 +366,19 @@ func openWorkDirs(mounts []mountSpec) {
 		if m.Kind != mountOverlay {
 			continue
 		}
-		_ = filepath.WalkDir(m.Work, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				_ = os.Chmod(p, 0o700)
-			}
-			return nil
-		})
+		openDirs(m.Work)
 	}
+}
+
+// openDirs makes every directory under dir (and dir) accessible to its
+// owner again.
+func openDirs(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
 }
 
 // watchUpper reports on the returned channel once the upper layer holds more

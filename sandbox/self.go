@@ -36,7 +36,6 @@ func RunSelf(ctx context.Context, p Policy, args []string, stdout io.Writer) err
 	p.RuntimeDir = ""
 	p.Publish = nil
 	p.ReadOnly = append(append([]string{}, p.ReadOnly...), exe)
-	p.Stdin = nil
 	p.Stdout = stdout
 	var stderr bytes.Buffer
 	p.Stderr = &headWriter{buf: &stderr, n: 4096}
@@ -78,11 +77,6 @@ func (h *headWriter) Write(b []byte) (int, error) {
 // removeLayers deletes throwaway overlay layers; overlay leaves a mode-000 directory in its work
 // dir that must be made writable before it can be removed.
 func removeLayers(dir string) {
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			os.Chmod(p, 0o700)
-		}
-		return nil
-	})
+	openDirs(dir)
 	os.RemoveAll(dir)
 }

@@ -128,15 +128,11 @@ func (s *Session) PlanApply(opts ApplyOptions) (*ApplyPlan, error) {
 		return nil, err
 	}
 	defer unlock()
-	host, err := openRoot(s.Meta.Project)
+	host, b, err := s.openView()
 	if err != nil {
 		return nil, err
 	}
 	defer host.Close()
-	b, err := s.loadBases()
-	if err != nil {
-		return nil, err
-	}
 	defer b.close()
 	return s.plan(opts, b, host)
 }
@@ -350,16 +346,12 @@ func (s *Session) Apply(opts ApplyOptions) (*ApplyResult, error) {
 		return nil, err
 	}
 	defer unlock()
-	root, err := openRoot(s.Meta.Project)
+	// One load of the bases serves the plan, the journal and the commit.
+	root, b, err := s.openView()
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	// One load of the bases serves the plan, the journal and the commit.
-	b, err := s.loadBases()
-	if err != nil {
-		return nil, err
-	}
 	defer b.close()
 	pl, err := s.plan(opts, b, root)
 	if err != nil {
@@ -1062,7 +1054,7 @@ func (s *Session) commitApply(e *journalEntry, b *bases) error {
 	if err := s.reload(); err != nil {
 		return err
 	}
-	if !slicesContainsApply(s.Meta.Applies, e.ID) {
+	if !slices.ContainsFunc(s.Meta.Applies, func(r ApplyRecord) bool { return r.ID == e.ID }) {
 		rec := ApplyRecord{ID: e.ID, Time: e.Created, Files: len(e.Paths)}
 		s.Meta.Applies = append(s.Meta.Applies, rec)
 		if e.Closes && s.Meta.State == StateOpen {
@@ -1074,13 +1066,4 @@ func (s *Session) commitApply(e *journalEntry, b *bases) error {
 		}
 	}
 	return writeMarker(filepath.Join(s.journalDir(), e.ID), "committed")
-}
-
-func slicesContainsApply(rs []ApplyRecord, id string) bool {
-	for _, r := range rs {
-		if r.ID == id {
-			return true
-		}
-	}
-	return false
 }

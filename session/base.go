@@ -84,6 +84,21 @@ func (b *bases) close() {
 	b.packs = nil
 }
 
+// openView opens the project root and loads the session's bases: what planning, capturing and
+// reading contents work against. The caller closes it.
+func (s *Session) openView() (*projectRoot, *bases, error) {
+	host, err := openRoot(s.Meta.Project)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := s.loadBases()
+	if err != nil {
+		host.Close()
+		return nil, nil, err
+	}
+	return host, b, nil
+}
+
 func (s *Session) loadBases() (*bases, error) {
 	b := &bases{dir: s.baseDir(), index: baseIndex{Version: 1, Paths: map[string]baseEntry{}}}
 	data, err := os.ReadFile(filepath.Join(b.dir, "index.json"))

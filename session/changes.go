@@ -427,8 +427,9 @@ func copyPooled(w io.Writer, r io.Reader, buf []byte) (int64, error) {
 	return io.CopyBuffer(w, struct{ io.Reader }{r}, buf)
 }
 
-// stagedHash is the sha256 of a staged regular file ("" when unreadable).
-func stagedHash(upper *projectRoot, p string) string {
+// fileHash is the sha256 of the regular file p under root, the staged layer or the project
+// ("" when unreadable).
+func fileHash(upper *projectRoot, p string) string {
 	fd, err := upper.openReadFD(p)
 	if err != nil {
 		return ""
@@ -473,7 +474,7 @@ func buildChange(b *bases, host, upper *projectRoot, r rawEntry) (Change, bool, 
 		}
 	default:
 		c.Old = Side{Kind: kindOf(e.Type), Mode: e.Mode, Size: e.Host.Size, Target: e.Target, Hash: e.Hash}
-		if e.Type == 'f' && e.Kind == baseHost && e.Hash != "" && r.kind == 'f' && stagedHash(upper, r.path) == e.Hash {
+		if e.Type == 'f' && e.Kind == baseHost && e.Hash != "" && r.kind == 'f' && fileHash(upper, r.path) == e.Hash {
 			// An applied file whose staged copy is what was applied: nothing to read on the host.
 			c.Old.Size = r.stat.Size
 		} else if e.Type == 'f' && e.Kind == baseObject && e.Pack != "" {

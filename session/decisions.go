@@ -124,15 +124,11 @@ func (s *Session) Decide(c *Change, hunkID string, dec diffview.Decision) error 
 // Contents returns the base and staged content of a regular-file change (nil for a side that does
 // not exist or is not a regular file). A side larger than limit bytes (when limit > 0) is an error.
 func (s *Session) Contents(c *Change, limit int64) (old, new []byte, err error) {
-	host, err := openRoot(s.Meta.Project)
+	host, b, err := s.openView()
 	if err != nil {
 		return nil, nil, err
 	}
 	defer host.Close()
-	b, err := s.loadBases()
-	if err != nil {
-		return nil, nil, err
-	}
 	defer b.close()
 	return s.contents(b, host, c, limit)
 }
@@ -189,7 +185,21 @@ func (s *Session) Hunks(c *Change) ([]diffview.Hunk, error) {
 	if !hunkable(c) {
 		return nil, nil
 	}
-	old, new, err := s.Contents(c, maxHunkBytes)
+	host, b, err := s.openView()
+	if err != nil {
+		return nil, err
+	}
+	defer host.Close()
+	defer b.close()
+	return s.hunks(b, host, c)
+}
+
+// hunks is Hunks against bases already loaded and the open project root.
+func (s *Session) hunks(b *bases, host *projectRoot, c *Change) ([]diffview.Hunk, error) {
+	if !hunkable(c) {
+		return nil, nil
+	}
+	old, new, err := s.contents(b, host, c, maxHunkBytes)
 	if err != nil {
 		return nil, err
 	}

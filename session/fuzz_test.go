@@ -70,7 +70,8 @@ func FuzzApplyDecisions(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := fx.s.Apply(ApplyOptions{}); err != nil {
+		res, err := fx.s.Apply(ApplyOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
 		got, err := os.ReadFile(filepath.Join(fx.project, "f.txt"))
@@ -80,10 +81,30 @@ func FuzzApplyDecisions(f *testing.F) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("applied %q, want %q (decisions %+v)", got, want, decs)
 		}
-		if _, err := fx.lock.Rollback(""); err == nil {
-			if got, _ := os.ReadFile(filepath.Join(fx.project, "f.txt")); string(got) != base {
-				t.Fatalf("rollback gave %q, want %q", got, base)
+		// The ends need no hunk arithmetic: nothing accepted leaves the base, every hunk
+		// accepted whole gives the staged file.
+		accepted, allWhole := 0, true
+		for _, h := range hunks {
+			d := decs[h.ID]
+			if d.Verdict == diffview.Accepted {
+				accepted++
 			}
+			allWhole = allWhole && d.Verdict == diffview.Accepted && d.Lines == nil
+		}
+		if accepted == 0 && string(got) != base {
+			t.Fatalf("nothing accepted, yet the file is %q, not the base %q", got, base)
+		}
+		if allWhole && string(got) != staged {
+			t.Fatalf("every hunk accepted, yet the file is %q, not the staged %q", got, staged)
+		}
+		if res.ID == "" {
+			return // nothing was written, nothing to roll back
+		}
+		if _, err := fx.lock.Rollback(""); err != nil {
+			t.Fatalf("rollback of apply %s: %v", res.ID, err)
+		}
+		if got, _ := os.ReadFile(filepath.Join(fx.project, "f.txt")); string(got) != base {
+			t.Fatalf("rollback gave %q, want %q", got, base)
 		}
 	})
 }

@@ -39,15 +39,11 @@ func (cs *ChangeSet) Select(paths []string) []*Change {
 // `git apply` to the project as the session's base holds it (the project at session start, until
 // an apply moves the base). Special files have no git form and are left out.
 func (s *Session) Patches(changes []*Change) ([]diffview.FilePatch, error) {
-	host, err := openRoot(s.Meta.Project)
+	host, b, err := s.openView()
 	if err != nil {
 		return nil, err
 	}
 	defer host.Close()
-	b, err := s.loadBases()
-	if err != nil {
-		return nil, err
-	}
 	defer b.close()
 	var out []diffview.FilePatch
 	for _, c := range changes {
@@ -134,11 +130,18 @@ func (s *Session) Doc(changes []*Change) (*DiffDoc, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One load of the bases serves every file.
+	host, b, err := s.openView()
+	if err != nil {
+		return nil, err
+	}
+	defer host.Close()
+	defer b.close()
 	doc := &DiffDoc{Version: 1, Session: s.Meta.ID, Project: s.Meta.Project, Files: []DiffFile{}}
 	for _, c := range changes {
 		fd := decs.For(c)
 		f := DiffFile{Change: *c, Decision: fd.File}
-		hunks, err := s.Hunks(c)
+		hunks, err := s.hunks(b, host, c)
 		if err != nil {
 			return nil, err
 		}

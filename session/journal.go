@@ -59,7 +59,7 @@ func matchesPrior(root *projectRoot, p string, pr priorState) (bool, error) {
 	if pr.Keep != "" {
 		return h.dev == pr.Dev && h.stat.Ino == pr.Ino, nil
 	}
-	return hostHash(root, p) == pr.Hash, nil
+	return fileHash(root, p) == pr.Hash, nil
 }
 
 // matchesApplied reports whether the host path holds exactly what the apply wrote.
@@ -78,20 +78,7 @@ func matchesApplied(root *projectRoot, jp journalPath) (bool, error) {
 	if !h.exists || h.stat.Type != 'f' || h.stat.Mode&0o7777 != jp.Mode {
 		return false, nil
 	}
-	return hostHash(root, jp.Path) == jp.Hash, nil
-}
-
-func hostHash(root *projectRoot, p string) string {
-	fd, err := root.openReadFD(p)
-	if err != nil {
-		return ""
-	}
-	defer unix.Close(fd)
-	sum, _, _, err := headHash(fdIO(fd))
-	if err != nil {
-		return ""
-	}
-	return sum
+	return fileHash(root, jp.Path) == jp.Hash, nil
 }
 
 // rollbackEntry puts every path of an apply back as it was (skipping those that already are),

@@ -33,17 +33,6 @@ func decS(s string) string {
 	return string(b)
 }
 
-func mapKeys[V any](m map[string]V, f func(string) string) map[string]V {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]V, len(m))
-	for k, v := range m {
-		out[f(k)] = v
-	}
-	return out
-}
-
 // MarshalJSON keeps non-UTF-8 paths exact.
 func (x baseIndex) MarshalJSON() ([]byte, error) {
 	type plain baseIndex

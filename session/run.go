@@ -153,15 +153,11 @@ func (s *Session) capturePreimages() (captured, unknown int, err error) {
 		return 0, 0, err
 	}
 	defer unlock()
-	host, err := openRoot(s.Meta.Project)
+	host, b, err := s.openView()
 	if err != nil {
 		return 0, 0, err
 	}
 	defer host.Close()
-	b, err := s.loadBases()
-	if err != nil {
-		return 0, 0, err
-	}
 	defer b.close()
 	raw, err := scanUpper(s.UpperDir(), host)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -42,20 +41,7 @@ func BenchmarkAgentOutputRatioJail(b *testing.B) {
 		plain += runJailedOutputAgent(b, base, project, i*2, func(master *os.File) {
 			_, _ = io.Copy(io.Discard, master)
 		})
-		app += runJailedOutputAgent(b, base, project, i*2+1, func(master *os.File) {
-			p := NewPane(160, 48)
-			defer p.Close()
-			r := &agentRun{master: master, dirty: make(chan struct{}, 1), outputDone: make(chan struct{})}
-			go r.copyOutput(p)
-			for streaming := true; streaming; {
-				select {
-				case <-r.outputDone:
-					streaming = false
-				case <-time.After(frameInterval):
-				}
-				_ = p.View()
-			}
-		})
+		app += runJailedOutputAgent(b, base, project, i*2+1, new(frameStats).drawPane)
 	}
 	b.ReportMetric(float64(plain.Milliseconds())/float64(b.N), "shadow-run-ms")
 	b.ReportMetric(float64(app.Milliseconds())/float64(b.N), "pane-ms")
@@ -101,14 +87,5 @@ func runJailedOutputAgent(b *testing.B, base, project string, n int, read func(m
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := strings.Fields(string(times))
-	if len(f) != 2 {
-		b.Fatalf("the agent's clock said %q", times)
-	}
-	s, err1 := strconv.ParseFloat(strings.Replace(f[0], ",", ".", 1), 64)
-	e, err2 := strconv.ParseFloat(strings.Replace(f[1], ",", ".", 1), 64)
-	if err1 != nil || err2 != nil {
-		b.Fatalf("the agent's clock said %q", times)
-	}
-	return time.Duration((e - s) * float64(time.Second))
+	return agentClock(b, times)
 }

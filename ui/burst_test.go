@@ -145,37 +145,48 @@ func BenchmarkAgentOutputRatio(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.SetBytes(total)
-	var plain, app, drawing, worst time.Duration
-	frames := 0
+	var plain, app time.Duration
+	var frames frameStats
 	for i := 0; i < b.N; i++ {
 		plain += runOutputAgent(b, bash, path, func(master *os.File) {
 			_, _ = io.Copy(io.Discard, master)
 		})
-		app += runOutputAgent(b, bash, path, func(master *os.File) {
-			p := NewPane(160, 48)
-			defer p.Close()
-			r := &agentRun{master: master, dirty: make(chan struct{}, 1), outputDone: make(chan struct{})}
-			go r.copyOutput(p)
-			for streaming := true; streaming; {
-				select {
-				case <-r.outputDone:
-					streaming = false
-				case <-time.After(frameInterval):
-				}
-				start := time.Now()
-				_ = p.View()
-				d := time.Since(start)
-				drawing += d
-				worst = max(worst, d)
-				frames++
-			}
-		})
+		app += runOutputAgent(b, bash, path, frames.drawPane)
 	}
 	b.ReportMetric(float64(plain.Milliseconds())/float64(b.N), "plain-ms")
 	b.ReportMetric(float64(app.Milliseconds())/float64(b.N), "pane-ms")
 	b.ReportMetric(app.Seconds()/plain.Seconds(), "ratio")
-	b.ReportMetric(float64(drawing.Nanoseconds())/float64(frames), "ns/frame")
-	b.ReportMetric(float64(worst.Nanoseconds()), "worst-ns/frame")
+	b.ReportMetric(float64(frames.drawing.Nanoseconds())/float64(frames.n), "ns/frame")
+	b.ReportMetric(float64(frames.worst.Nanoseconds()), "worst-ns/frame")
+}
+
+// frameStats adds up the frames drawPane draws.
+type frameStats struct {
+	drawing, worst time.Duration
+	n              int
+}
+
+// drawPane reads an agent's pty the way the app does: the app's output
+// path feeds a 160×48 pane, and a frame is drawn each frame interval until
+// the output ends.
+func (fs *frameStats) drawPane(master *os.File) {
+	p := NewPane(160, 48)
+	defer p.Close()
+	r := &agentRun{master: master, dirty: make(chan struct{}, 1), outputDone: make(chan struct{})}
+	go r.copyOutput(p)
+	for streaming := true; streaming; {
+		select {
+		case <-r.outputDone:
+			streaming = false
+		case <-time.After(frameInterval):
+		}
+		start := time.Now()
+		_ = p.View()
+		d := time.Since(start)
+		fs.drawing += d
+		fs.worst = max(fs.worst, d)
+		fs.n++
+	}
 }
 
 // runOutputAgent runs the agent of BenchmarkAgentOutputRatio on a fresh
@@ -217,6 +228,13 @@ func runOutputAgent(b *testing.B, bash, path string, read func(master *os.File))
 	if err != nil {
 		b.Fatal(err)
 	}
+	return agentClock(b, times)
+}
+
+// agentClock is the time between the two $EPOCHREALTIME stamps the agent
+// wrote ("start end", with a decimal comma in some locales).
+func agentClock(b *testing.B, times []byte) time.Duration {
+	b.Helper()
 	f := strings.Fields(string(times))
 	if len(f) != 2 {
 		b.Fatalf("the agent's clock said %q", times)

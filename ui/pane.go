@@ -168,8 +168,11 @@ func (p *Pane) Write(b []byte) (int, error) {
 // the lock, so keys and frames are not held up by the scan. It reports
 // false when nothing was skipped, or when the pane changed meanwhile.
 func (p *Pane) coalesced(b []byte) ([]byte, bool) {
+	if bytes.Count(b, []byte{'\n'}) < 2 { // b is the caller's: counted outside the lock
+		return nil, false
+	}
 	p.mu.Lock()
-	if !p.coalesce || bytes.Count(b, []byte{'\n'}) < 2 {
+	if !p.coalesce {
 		p.mu.Unlock()
 		return nil, false
 	}
@@ -215,6 +218,7 @@ func coalesceWrite(b []byte, st clamper, r0 int, col0 bool, w, h int) (out []byt
 	// cannot be redrawn unseen (see unseen); -1 when there is none.
 	covered := -1
 	var lines []plainLine
+	var scratch []byte // what the clamp would pass on: only its state is wanted
 	// Output arrives in reads cut anywhere: the end of a character or of a
 	// control sequence the last write began is followed as such.
 	if st.state == stGround {
@@ -225,7 +229,7 @@ func coalesceWrite(b []byte, st clamper, r0 int, col0 bool, w, h int) (out []byt
 	} else if n, row, first, ok := seqEnd(b, st, r0, col0, h); ok {
 		pos, r0, col0 = n, row, first
 	}
-	st.filter(b[:pos])
+	scratch = st.filterInto(scratch[:0], b[:pos])
 	out = append(out, b[:pos]...)
 	for pos < len(b) {
 		if st.state == stGround && !st.margins {
@@ -273,7 +277,7 @@ func coalesceWrite(b []byte, st clamper, r0 int, col0 bool, w, h int) (out []byt
 		case next == 0:
 			next = 1
 		}
-		st.filter(b[pos : pos+next])
+		scratch = st.filterInto(scratch[:0], b[pos:pos+next])
 		out = append(out, b[pos:pos+next]...)
 		pos += next
 		r0, col0 = 0, false
@@ -385,6 +389,7 @@ func seqEnd(b []byte, st clamper, r0 int, col0 bool, h int) (n, row int, first, 
 func compactOutput(b []byte, st clamper, rows int) []byte {
 	keep := 2*rows + 1
 	out := make([]byte, 0, len(b)/2)
+	var scratch []byte // what the clamp would pass on: only its state is wanted
 	for pos := 0; pos < len(b); {
 		if st.state == stGround && !st.margins {
 			if segs, n := plainLines(b[pos:], 1, nil); n > 0 {
@@ -400,7 +405,7 @@ func compactOutput(b []byte, st clamper, rows int) []byte {
 		case next == 0:
 			next = 1
 		}
-		st.filter(b[pos : pos+next])
+		scratch = st.filterInto(scratch[:0], b[pos:pos+next])
 		out = append(out, b[pos:pos+next]...)
 		pos += next
 	}

@@ -43,7 +43,7 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 				return err
 			}
 			opts := session.ApplyOptions{All: all, Paths: paths, IncludeIgnored: includeIgnored,
-				AllowProtected: allowProtected, AllowOutsideLinks: allowOutside, Protected: protectedFromConfig(s.Project())}
+				AllowProtected: allowProtected, AllowOutsideLinks: allowOutside}
 			errw := cmd.ErrOrStderr()
 			if !yes {
 				// Asking first needs the plan; with --yes, Apply plans once itself and the

@@ -61,9 +61,9 @@ While a run is going on the project, the review opens read-only.`,
 func openReview(f *sessionFlags, cmd *cobra.Command) (diffview.Source, *session.Session, func(), error) {
 	lk, s, err := f.writeSession("review", cmd.ErrOrStderr())
 	if err == nil {
-		opts := session.ApplyOptions{Protected: protectedFromConfig(s.Project())}
+		// The config's protected paths are the session's own (writeSession set them).
 		found := stagedFindings(cmd.Context(), s, cmd.ErrOrStderr())
-		return ui.NewReviewSource(lk, s, ui.WithApplyOptions(opts), ui.WithFindings(func(p string) []string { return found[p] })),
+		return ui.NewReviewSource(lk, s, ui.WithFindings(func(p string) []string { return found[p] })),
 			s, func() { lk.Release() }, nil
 	}
 	if !errors.Is(err, session.ErrBusy) {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -145,7 +146,7 @@ func (f *runFlags) resolve() (*runSetup, error) {
 	if !f.changed("trust") && c.Trust != nil {
 		trust = *c.Trust
 	}
-	if trust != "" && !validTrust(trust) {
+	if trust != "" && !slices.Contains(session.TrustLevels, trust) {
 		return nil, usageError{msg: fmt.Sprintf("--trust %q: use one of %s", trust, strings.Join(session.TrustLevels, ", "))}
 	}
 	presetName := f.preset
@@ -182,15 +183,6 @@ func (s *runSetup) insidePolicy() sandbox.Policy {
 		p.Env = append(append([]string{}, p.Env...), audit.GrantedEnvVar+"="+strings.Join(s.granted, ","))
 	}
 	return p
-}
-
-func validTrust(p string) bool {
-	for _, t := range session.TrustLevels {
-		if p == t {
-			return true
-		}
-	}
-	return false
 }
 
 func pick(flagSet bool, flag bool, cfg *bool) bool {

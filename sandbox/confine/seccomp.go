@@ -56,15 +56,34 @@ func LoadSeccomp() error {
 	return loadFilter(denyList, func(a action) syscall.Errno { return a.errno() })
 }
 
-// SeccompProgram is the jail's filter (see LoadSeccomp) compiled to raw BPF
-// instructions, for a process that loads it itself with
-// prctl(PR_SET_SECCOMP) after setting no_new_privs (the jail's exec stage).
-func SeccompProgram() ([]byte, error) {
+// Filter is the jail's seccomp filter (see LoadSeccomp), built once: PID 1
+// hands its program to the exec stage and loads the same filter itself.
+type Filter struct{ f *seccomp.ScmpFilter }
+
+// NewFilter builds the jail's filter. Release it when done.
+func NewFilter() (*Filter, error) {
 	f, err := buildFilter(denyList, func(a action) syscall.Errno { return a.errno() })
 	if err != nil {
 		return nil, err
 	}
-	defer f.Release()
+	return &Filter{f: f}, nil
+}
+
+// Release frees the filter.
+func (f *Filter) Release() { f.f.Release() }
+
+// Load installs the filter on every thread of the process, as LoadSeccomp.
+func (f *Filter) Load() error {
+	if err := f.f.Load(); err != nil {
+		return fmt.Errorf("seccomp: load filter: %w", err)
+	}
+	return nil
+}
+
+// Program is the filter compiled to raw BPF instructions, for a process that
+// loads it itself with prctl(PR_SET_SECCOMP) after setting no_new_privs (the
+// jail's exec stage).
+func (f *Filter) Program() ([]byte, error) {
 	// libseccomp before 2.6 (Debian 12 has 2.5) exports only to a
 	// descriptor.
 	fd, err := unix.MemfdCreate("shadow-seccomp", unix.MFD_CLOEXEC)
@@ -73,7 +92,7 @@ func SeccompProgram() ([]byte, error) {
 	}
 	mem := os.NewFile(uintptr(fd), "shadow-seccomp")
 	defer mem.Close()
-	if err := f.ExportBPF(mem); err != nil {
+	if err := f.f.ExportBPF(mem); err != nil {
 		return nil, fmt.Errorf("seccomp: export filter: %w", err)
 	}
 	if _, err := mem.Seek(0, io.SeekStart); err != nil {

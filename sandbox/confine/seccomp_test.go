@@ -190,6 +190,8 @@ func trySyscallChild(args []string) int {
 		err = LoadSeccomp()
 	case "marker":
 		err = loadFilter(denyList, markerErrno)
+	case "program":
+		err = loadProgram()
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -197,6 +199,34 @@ func trySyscallChild(args []string) int {
 	}
 	fmt.Printf("%d\n", int(p()))
 	return 0
+}
+
+// loadProgram loads the filter's exported program on this thread the way
+// the jail's exec stage does: no_new_privs, then prctl(PR_SET_SECCOMP).
+func loadProgram() error {
+	f, err := NewFilter()
+	if err != nil {
+		return err
+	}
+	defer f.Release()
+	prog, err := f.Program()
+	if err != nil {
+		return err
+	}
+	if len(prog) == 0 || len(prog)%8 != 0 {
+		return fmt.Errorf("program of %d bytes", len(prog))
+	}
+	insns := make([]unix.SockFilter, len(prog)/8)
+	for i := range insns {
+		b := prog[i*8:]
+		insns[i] = unix.SockFilter{Code: uint16(b[0]) | uint16(b[1])<<8, Jt: b[2], Jf: b[3],
+			K: uint32(b[4]) | uint32(b[5])<<8 | uint32(b[6])<<16 | uint32(b[7])<<24}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(insns)), Filter: &insns[0]}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0)
 }
 
 // syscallCases names, for each probe, the result the filter must give.
@@ -294,6 +324,9 @@ func TestSeccompDenyList(t *testing.T) {
 			got := runProbe(t, "deny", c.probe, c.hostRoot)
 			if got != c.want {
 				t.Errorf("under the filter: %v (%d), want %v", got, int(got), c.want)
+			}
+			if p := runProbe(t, "program", c.probe, c.hostRoot); p != c.want {
+				t.Errorf("under the exported program (the exec stage's): %v (%d), want %v", p, int(p), c.want)
 			}
 			control := runProbe(t, "none", c.probe, c.hostRoot)
 			if c.rule == "" {

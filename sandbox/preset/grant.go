@@ -40,9 +40,7 @@ func (g *Grant) ApplyTo(p *sandbox.Policy, host []string) error {
 			p.AllowDomains = append(p.AllowDomains, r)
 		}
 	}
-	for _, b := range g.Binds {
-		p.StateBinds = append(p.StateBinds, sandbox.StateBind{Src: b.Src, Dst: b.Dst})
-	}
+	p.StateBinds = append(p.StateBinds, g.Binds...)
 	return nil
 }
 

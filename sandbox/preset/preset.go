@@ -259,11 +259,15 @@ func All() ([]*Preset, error) {
 // Names lists the embedded presets' names.
 func Names() []string {
 	all, _ := All()
-	names := make([]string, len(all))
+	return names(all)
+}
+
+func names(all []*Preset) []string {
+	out := make([]string, len(all))
 	for i, p := range all {
-		names[i] = p.Name
+		out[i] = p.Name
 	}
-	return names
+	return out
 }
 
 // Lookup returns the embedded preset called name.
@@ -277,7 +281,7 @@ func Lookup(name string) (*Preset, error) {
 			return p, nil
 		}
 	}
-	return nil, fmt.Errorf("no preset %q (known: %s, or none)", name, strings.Join(Names(), ", "))
+	return nil, fmt.Errorf("no preset %q (known: %s, or none)", name, strings.Join(names(all), ", "))
 }
 
 // None is the --preset value that turns presets off.

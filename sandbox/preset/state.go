@@ -14,6 +14,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/shadow-sandbox/shadow/sandbox"
 )
 
 // Options say whose agent state a preset prepares.
@@ -30,12 +32,10 @@ type Options struct {
 	HostEnv []string
 }
 
-// Bind is one per-project state path bound read-write into the jail: writes
-// go to Src directly, are not staged and never reach the host's own config.
-type Bind struct {
-	Src string // host path, under the per-project state directory
-	Dst string // jail path, under $HOME
-}
+// Bind is one per-project state path bound read-write into the jail (Src
+// under the per-project state directory, Dst under $HOME): writes go to Src
+// directly, are not staged and never reach the host's own config.
+type Bind = sandbox.StateBind
 
 // Grant is everything a preset gives one run, resolved for a project.
 type Grant struct {
@@ -205,7 +205,7 @@ func notSecret(src, home string) error {
 	for _, s := range secretDirs {
 		for _, h := range []string{home, realHome} {
 			d := filepath.Join(h, strings.TrimPrefix(s, "~/"))
-			if real == d || strings.HasPrefix(real, d+"/") {
+			if within(real, d) {
 				return fmt.Errorf("%s leads to %s, which shadow never shows an agent", src, real)
 			}
 		}
