@@ -92,10 +92,14 @@ const (
 	// past them, its top rows show older lines until the flood has drawn
 	// a screenful more.
 	compactRows = 64
-	// gatherBytes and gatherWait: during a flood, a batch smaller than
-	// gatherBytes waits gatherWait for more output before it is fed.
-	gatherBytes = 64 << 10
-	gatherWait  = time.Millisecond
+	// floodBatch and gatherBytes: after a batch of floodBatch bytes or
+	// more, the next batch gathers until a frame has passed since that
+	// one was fed, or until gatherBytes wait. The pane is drawn once a
+	// frame, so feeding a flood more often only costs more: a batch pays
+	// for a screenful of lines, however many it holds (see coalesceLines).
+	// Smaller output, such as the echo of a key, is fed as it comes.
+	floodBatch  = 1 << 10
+	gatherBytes = 512 << 10
 )
 
 // copyOutput feeds the agent's output to the pane and marks it dirty. One
@@ -120,12 +124,18 @@ func (r *agentRun) copyOutput(pane *Pane) {
 		inflight     []byte
 		inflightBase clamper
 	)
+	buf := make([]byte, 32<<10)
+	// A backlog buffer holds the most that may wait plus one read, so that
+	// it never grows by doubling (and copying) during a flood.
+	bufCap := maxBacklog + len(buf)
 	go func() {
-		buf := make([]byte, 32<<10)
-		var scratch []byte
+		var scratch, compacted []byte
 		for {
 			n, err := r.master.Read(buf)
 			mu.Lock()
+			if cap(backlog)-len(backlog) < n {
+				backlog = append(make([]byte, 0, bufCap), backlog...)
+			}
 			backlog = append(backlog, buf[:n]...)
 			if len(backlog) >= maxBacklog && err == nil {
 				st := base.clone()
@@ -137,7 +147,8 @@ func (r *agentRun) copyOutput(pane *Pane) {
 				if ws, err := pty.GetsizeFull(r.master); err == nil {
 					rows = max(rows, int(ws.Rows)) // the pane's size, told to the agent
 				}
-				backlog = compactOutput(backlog, st, rows)
+				compacted = compactOutput(compacted[:0], backlog, st, rows)
+				backlog = append(backlog[:0], compacted...)
 				// What compacting cannot shrink enough waits for the pane.
 				for len(backlog) >= maxBacklog*3/4 {
 					cond.Wait()
@@ -154,22 +165,23 @@ func (r *agentRun) copyOutput(pane *Pane) {
 		}
 	}()
 	defer close(r.outputDone)
-	var fed time.Time
+	var (
+		fed  time.Time // when the last batch was fed
+		last int       // and its size
+	)
 	for {
 		mu.Lock()
 		for len(backlog) == 0 && !eof {
 			cond.Wait()
 		}
-		// In a flood (the last batch was fed a moment ago), let a batch
-		// gather a little: a batch of a screenful of lines or more is drawn
-		// without scrolling at all (see coalesceLines).
-		if !eof && len(backlog) < gatherBytes && time.Since(fed) < frameInterval {
+		if wait := frameInterval - time.Since(fed); !eof && last >= floodBatch && len(backlog) < gatherBytes && wait > 0 {
 			mu.Unlock()
-			time.Sleep(gatherWait)
+			time.Sleep(wait)
 			mu.Lock()
 		}
 		fed = time.Now()
 		data, done := backlog, eof
+		last = len(data)
 		backlog, spare = spare[:0], nil
 		inflight, inflightBase = data, base
 		cond.Broadcast()
@@ -184,7 +196,7 @@ func (r *agentRun) copyOutput(pane *Pane) {
 		end := pane.clampState()
 		mu.Lock()
 		base, inflight = end, nil
-		if cap(data) <= maxBacklog {
+		if cap(data) <= bufCap {
 			spare = data // the next batch is read into it
 		}
 		mu.Unlock()

@@ -56,10 +56,21 @@ type Pane struct {
 	// before they could be seen (see coalesceLocked).
 	coalesce bool
 
+	// wmu serializes writes, which reuse bufs to coalesce.
+	wmu  sync.Mutex
+	bufs coalesceBufs
+
 	in      chan []byte
 	dropped atomic.Int64
 	resets  atomic.Int64
 	written atomic.Int64
+}
+
+// coalesceBufs are the buffers one coalesced write works in (see
+// coalesceWrite), kept for the next: a flood is written in many batches.
+type coalesceBufs struct {
+	out, region, clamped []byte
+	lines                []plainLine
 }
 
 // NewPane returns a pane of the given size.
@@ -148,6 +159,8 @@ func (p *Pane) Written() int64 { return p.written.Load() }
 // its parameters clamped. A panic in the emulator is recovered and the
 // emulator reset, so the app survives any output. It never fails.
 func (p *Pane) Write(b []byte) (int, error) {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
 	n := len(b)
 	p.written.Add(int64(n))
 	if c, ok := p.coalesced(b); ok {
@@ -181,7 +194,7 @@ func (p *Pane) coalesced(b []byte) ([]byte, bool) {
 	p.mu.Unlock()
 	// In the first column, the cursor cannot be waiting to wrap unless the
 	// screen is one column wide.
-	out, ok := coalesceWrite(b, st, cur.Y, cur.X == 0 && w > 1, w, h)
+	out, ok := coalesceWrite(&p.bufs, b, st, cur.Y, cur.X == 0 && w > 1, w, h)
 	if !ok {
 		return nil, false
 	}
@@ -206,19 +219,22 @@ func (p *Pane) coalesced(b []byte) ([]byte, bool) {
 // and replies to queries as b; only lines that scrolled off unseen are
 // missing from the emulator's scrollback. It reports false when nothing
 // was changed.
-func coalesceWrite(b []byte, st clamper, r0 int, col0 bool, w, h int) (out []byte, changed bool) {
+func coalesceWrite(bufs *coalesceBufs, b []byte, st clamper, r0 int, col0 bool, w, h int) (out []byte, changed bool) {
 	defer func() {
 		if recover() != nil {
 			out, changed = nil, false // draw every line instead
 		}
 	}()
-	out = make([]byte, 0, len(b)/4)
+	out = bufs.out[:0]
+	defer func() { bufs.out = out[:0] }()
 	pos := 0
 	// Where in out a drawing of every row starts, with nothing since that
 	// cannot be redrawn unseen (see unseen); -1 when there is none.
 	covered := -1
-	var lines []plainLine
-	var scratch []byte // what the clamp would pass on: only its state is wanted
+	lines := bufs.lines[:0]
+	defer func() { bufs.lines = lines[:0] }()
+	scratch := bufs.clamped[:0] // what the clamp would pass on: only its state is wanted
+	defer func() { bufs.clamped = scratch[:0] }()
 	// Output arrives in reads cut anywhere: the end of a character or of a
 	// control sequence the last write began is followed as such.
 	if st.state == stGround {
@@ -239,8 +255,9 @@ func coalesceWrite(b []byte, st clamper, r0 int, col0 bool, w, h int) (out []byt
 				end := pos + n
 				region := b[pos:end]
 				full := -1
-				if c, f, ok := coalesceLines(region, segs, r0, col0, h); ok {
+				if c, f, ok := coalesceLines(bufs.region[:0], region, segs, r0, col0, h); ok {
 					region, full, changed = c, f, true
+					bufs.region = c[:0]
 				}
 				if full >= 0 && covered >= 0 {
 					// Every row is drawn again: what was drawn since the
@@ -386,9 +403,9 @@ func seqEnd(b []byte, st clamper, r0 int, col0 bool, h int) (n, row int, first, 
 // last character printed (which REP repeats) and the kept ones print none,
 // and when scroll margins are set (line feeds then scroll part of the
 // screen only).
-func compactOutput(b []byte, st clamper, rows int) []byte {
+func compactOutput(dst, b []byte, st clamper, rows int) []byte {
 	keep := 2*rows + 1
-	out := make([]byte, 0, len(b)/2)
+	out := dst
 	var scratch []byte // what the clamp would pass on: only its state is wanted
 	for pos := 0; pos < len(b); {
 		if st.state == stGround && !st.margins {
@@ -509,17 +526,18 @@ func csiParams(b []byte) (params [2]int, given, final int) {
 // coalesceLines rewrites a plain stretch b, split into its lines segs, so
 // that drawing it costs the emulator as little scrolling as it can. The
 // emulator is in its ground state with no scroll margins, its cursor is on
-// row r0 or below, and in the first column if col0. It reports false when
-// nothing was changed; full is where in out a drawing of every row starts
+// row r0 or below, and in the first column if col0. The result is appended
+// to dst. It reports false when nothing was changed; full is where in out a
+// drawing of every row starts
 // that surely prints the last character (see redrawRun), or -1.
-func coalesceLines(b []byte, segs []plainLine, r0 int, col0 bool, h int) (out []byte, full int, ok bool) {
+func coalesceLines(dst, b []byte, segs []plainLine, r0 int, col0 bool, h int) (out []byte, full int, ok bool) {
 	if len(segs) < 3 {
 		return nil, -1, false // at most one line feed: nothing to gain
 	}
-	if out, full, ok := redrawRuns(b, segs, r0, col0, h); ok {
+	if out, full, ok := redrawRuns(dst, b, segs, r0, col0, h); ok {
 		return out, full, true
 	}
-	out, ok = skipLines(b, segs, r0, h)
+	out, ok = skipLines(dst, b, segs, r0, h)
 	return out, -1, ok
 }
 
@@ -539,7 +557,8 @@ func coalesceLines(b []byte, segs []plainLine, r0 int, col0 bool, h int) (out []
 // pen; unless those hold the last character printed (which REP repeats)
 // and the shown lines print none. Lines outside runs are passed on as they
 // are. It reports false when there is no run.
-func redrawRuns(b []byte, segs []plainLine, r0 int, col0 bool, h int) (out []byte, full int, ok bool) {
+func redrawRuns(dst, b []byte, segs []plainLine, r0 int, col0 bool, h int) (out []byte, full int, ok bool) {
+	out = dst
 	m := len(segs)
 	if m > 0 && b[len(b)-1] != '\n' {
 		m-- // the unended tail
@@ -641,7 +660,7 @@ func sgrResets(seq []byte) bool {
 // and ends in the first column; at least h more lines follow, scrolling
 // whatever the skipping left out of sight; and it prints no character REP
 // may repeat, or a later line surely prints one.
-func skipLines(b []byte, segs []plainLine, r0, h int) ([]byte, bool) {
+func skipLines(dst, b []byte, segs []plainLine, r0, h int) ([]byte, bool) {
 	lines := len(segs)
 	if lines > 0 && b[len(b)-1] != '\n' {
 		lines-- // the unterminated tail is never skipped
@@ -658,7 +677,7 @@ func skipLines(b []byte, segs []plainLine, r0, h int) ([]byte, bool) {
 		return k >= 1 && k <= lines-1-h && r0+k >= h-1 && segs[k].short && segs[k].crlf && segs[k-1].crlf &&
 			(!segs[k].ascii || k < lastAfter)
 	}
-	var out []byte
+	out := dst
 	changed := false
 	for k := 0; k < len(segs); {
 		if !skip(k) {

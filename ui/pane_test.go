@@ -556,7 +556,7 @@ func TestCompactOutputKeepsTheScreen(t *testing.T) {
 		fast.Write(before)
 		slow.Write(before)
 		out := randomOutput(rng, w, h)
-		c := compactOutput(out, fast.clamp.clone(), rows)
+		c := compactOutput(nil, out, fast.clamp.clone(), rows)
 		if len(c) < len(out) {
 			shrunk++
 		}
