@@ -228,8 +228,9 @@ func mountAll(root string, mounts []mountSpec) error {
 // copy-up fsyncs the copied file, which makes appending a line to 5,000
 // project files about 30 times slower than outside the jail on ext4. The
 // trade-off: if the host crashes during a run, what the run staged may be
-// lost or torn; after a clean end Run syncs the upper layer's filesystem
-// once, so a finished run is as durable as before. The kernel refuses to
+// lost or torn; when the run ends, its session syncs the upper layer's
+// filesystem once (see Policy.Upper), so a finished run is as durable as
+// before. The kernel refuses to
 // mount a work directory that was used volatile until its incompat/volatile
 // marker is removed, which mountOverlayOn does.
 var overlayVolatile = true

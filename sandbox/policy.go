@@ -23,6 +23,9 @@ type Policy struct {
 	Project string
 	// Upper and Work are the overlay's upper and work directories. They must
 	// be on the same filesystem, outside Project, and owned by the invoker.
+	// The overlay is mounted volatile: Run does not make what it staged in
+	// Upper durable; the caller syncs Upper's filesystem once (the session
+	// does when it records the run's end).
 	Upper, Work string
 	// CacheDir holds the writable layers of the package-cache overlays
 	// (never reviewed, never written back). Empty means no cache overlays.

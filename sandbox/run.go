@@ -210,8 +210,6 @@ loop:
 	} else {
 		res.ExitCode = ws.ExitStatus()
 	}
-	// The overlay is mounted volatile: make what the run staged durable now.
-	syncDir(s.projectUpper())
 	return res, nil
 }
 
@@ -420,21 +418,6 @@ func diskUsage(dir string) int64 {
 		return nil
 	})
 	return n
-}
-
-// syncDir flushes the filesystem holding dir (one syncfs, not one fsync per
-// file as the overlay would do without "volatile"). An empty dir has nothing
-// to flush: syncfs would only wait for every other writer of the disk.
-func syncDir(dir string) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	if names, _ := f.Readdirnames(1); len(names) == 0 {
-		return
-	}
-	_ = unix.Syncfs(int(f.Fd()))
 }
 
 // makeRaw puts the user's terminal in raw mode while the jail relays it, and

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // The base of a path is what the review diffs against and what partial applies start from: the
@@ -62,8 +64,13 @@ type bases struct {
 	dir   string
 	index baseIndex
 	man   *manifest
-	// pack receives the pre-images of the capture in progress; nil until the first one.
-	pack *packWriter
+	// pack receives the pre-images of the capture in progress; nil until the first one. packMu
+	// guards it: pre-images are taken on parallel workers.
+	pack   *packWriter
+	packMu sync.Mutex
+	// captured holds the paths whose pre-image these bases took a moment ago: their host files
+	// matched their bases then, which a change set computed right after need not check again.
+	captured map[string]bool
 	// packs are the pack files opened for reading, by name, shared by their readers (packsMu
 	// guards the map: a change set is computed on parallel workers).
 	packs   map[string]packFile
@@ -130,7 +137,7 @@ func (b *bases) get(path string) baseEntry {
 }
 
 func (b *bases) save() error {
-	data, err := json.Marshal(b.index)
+	data, err := b.index.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("encode base index: %w", err)
 	}
@@ -171,46 +178,216 @@ func sameStat(a, b fileStat) bool {
 	return a.Type == b.Type && a.Mode == b.Mode && a.Size == b.Size && a.Mtime == b.Mtime && a.Ino == b.Ino
 }
 
-// capture turns a host-referenced base into a captured one (content copied into base/), or into
-// "unknown" when the host no longer matches what was recorded. Other kinds are returned as they are.
-func (b *bases) capture(root *projectRoot, path string) (baseEntry, bool, error) {
+// captureAll takes the pre-image of every path of paths whose base still refers to the host (see
+// captureEntry) on up to applyWorkers goroutines, a directory at a time, each directory opened once
+// beneath the root. It returns the new entries by index of paths (Kind "" where nothing was to be
+// taken), for the caller to record in the index.
+func (b *bases) captureAll(root *projectRoot, paths []string) ([]baseEntry, error) {
+	out := make([]baseEntry, len(paths))
+	want := func(i int) bool { return b.get(paths[i]).Kind == baseHost }
+	err := root.inDirs(groupByDir(paths, want), func(_, dir int, dirErr error, i int) error {
+		name := paths[i][strings.LastIndexByte(paths[i], '/')+1:]
+		e, err := b.captureAt(dir, dirErr, name, b.get(paths[i]))
+		if err != nil {
+			return fmt.Errorf("take pre-image of %s: %w", visible(paths[i]), err)
+		}
+		out[i] = e
+		return nil
+	})
+	return out, err
+}
+
+// captureAt is captureEntry for name in the project directory dir (or dirErr, why it could not be
+// opened), looked up now.
+func (b *bases) captureAt(dir int, dirErr error, name string, e baseEntry) (baseEntry, error) {
+	if dirErr != nil {
+		if errors.Is(dirErr, unix.ENOENT) || errors.Is(dirErr, unix.ENOTDIR) || errors.Is(dirErr, unix.ELOOP) {
+			// A missing parent, or one that is a file or a symlink: the path is gone.
+			return baseEntry{Kind: baseUnknown}, nil
+		}
+		return e, dirErr
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return baseEntry{Kind: baseUnknown}, nil
+		}
+		return e, err
+	}
+	h := hostEntry{exists: true, stat: statFromUnix(&st)}
+	if h.stat.Type == 'l' && sameStat(h.stat, e.Host) {
+		var err error
+		if h.target, err = readlinkat(dir, name); err != nil {
+			return e, err
+		}
+	}
+	return b.captureEntry(dir, name, h, e)
+}
+
+// captureSeen is captureEntry for path, whose host entry h was just looked up through root; Kind
+// is "" when the base of path does not refer to the host.
+func (b *bases) captureSeen(root *projectRoot, path string, h hostEntry) (baseEntry, error) {
 	e := b.get(path)
 	if e.Kind != baseHost {
-		return e, false, nil
+		return baseEntry{}, nil
 	}
-	h, err := root.lstat(path)
-	if err != nil {
-		return e, false, err
+	dir, name := -1, ""
+	if h.exists && e.Type == 'f' && sameStat(h.stat, e.Host) {
+		var err error
+		// The directory the lookup just went through, from root's cache.
+		if dir, name, err = root.openParent(path, false); err != nil {
+			return e, err
+		}
 	}
-	if !h.exists || !sameStat(h.stat, e.Host) {
-		return baseEntry{Kind: baseUnknown, Host: h.stat}, true, nil
+	return b.captureEntry(dir, name, h, e)
+}
+
+// captureEntry turns the host-referenced base e of the entry name of dir, which holds h (just
+// looked up), into a captured base: a regular file's content appended to the run's pack, a
+// symlink's target recorded. When the host no longer matches what e recorded, the base becomes
+// "unknown". h is checked before anything is opened: a special file put in place of a regular one
+// never is.
+func (b *bases) captureEntry(dir int, name string, h hostEntry, e baseEntry) (baseEntry, error) {
+	if !h.exists {
+		return baseEntry{Kind: baseUnknown}, nil
+	}
+	if !sameStat(h.stat, e.Host) {
+		return baseEntry{Kind: baseUnknown, Host: h.stat}, nil
 	}
 	switch e.Type {
 	case 'l':
-		return baseEntry{Kind: baseObject, Type: 'l', Mode: e.Mode, Target: h.target, Host: h.stat}, true, nil
+		return baseEntry{Kind: baseObject, Type: 'l', Mode: e.Mode, Target: h.target, Host: h.stat}, nil
 	case 'f':
-		f, err := root.openRead(path)
-		if err != nil {
-			return e, false, err
-		}
-		defer f.Close()
-		if b.pack == nil {
-			if b.pack, err = newPackWriter(b.dir); err != nil {
-				return e, false, err
-			}
-		}
-		sum, off, n, bin, err := b.pack.add(f)
-		if err != nil {
-			return e, false, fmt.Errorf("%s: %w", visible(path), err)
-		}
-		// The file may have changed while it was copied: then the copy is not a trustworthy base.
-		if after, err := root.lstat(path); err != nil || !sameStat(after.stat, e.Host) {
-			return baseEntry{Kind: baseUnknown, Host: after.stat}, true, nil
-		}
-		return baseEntry{Kind: baseObject, Type: 'f', Mode: e.Mode, Hash: sum, Host: h.stat,
-			Pack: b.pack.name, Off: off, Len: n, Bin: bin}, true, nil
+		return b.captureFile(dir, name, e)
 	}
-	return baseEntry{Kind: baseUnknown, Host: h.stat}, true, nil
+	return baseEntry{Kind: baseUnknown, Host: h.stat}, nil
+}
+
+// captureFile copies the regular file name of dir, which a stat just found as e recorded it, into
+// the run's pack. What was opened is checked against e before it is read (a symlink is never
+// followed, a special file swapped in never read), and the path after the copy: a file replaced
+// (another inode), or written while it was copied (its size or mtime moved), makes the base
+// unknown, and the copy is never referred to.
+func (b *bases) captureFile(dir int, name string, e baseEntry) (baseEntry, error) {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
+			return baseEntry{Kind: baseUnknown}, nil // gone, or a symlink now, since the stat
+		}
+		return e, err
+	}
+	defer unix.Close(fd)
+	before, err := fstatFD(fd)
+	if err != nil {
+		return e, err
+	}
+	if before.Type != 'f' || !sameStat(before, e.Host) {
+		return baseEntry{Kind: baseUnknown, Host: before}, nil
+	}
+	var p packed
+	bp := copyBuffers.Get().(*[]byte)
+	data, whole, err := readSized(fd, before.Size, *bp)
+	switch {
+	case err != nil:
+	case whole:
+		p, err = b.packBytes(data)
+	case len(data) > 0:
+		// More than its size said: written since the stat.
+		copyBuffers.Put(bp)
+		return baseEntry{Kind: baseUnknown, Host: before}, nil
+	default:
+		// Too large for one buffer: streamed into the pack.
+		p, err = b.packStream(fdIO(fd))
+	}
+	copyBuffers.Put(bp)
+	if err != nil {
+		return e, err
+	}
+	if preimageCopied != nil {
+		preimageCopied(dir, name)
+	}
+	// Looked up by name: the path must still name the file copied, unchanged (the descriptor
+	// holds its inode, whose number no other file can take meanwhile).
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return baseEntry{Kind: baseUnknown}, nil
+		}
+		return e, err
+	}
+	if after := statFromUnix(&st); !sameStat(after, e.Host) {
+		return baseEntry{Kind: baseUnknown, Host: after}, nil
+	}
+	return baseEntry{Kind: baseObject, Type: 'f', Mode: e.Mode, Hash: p.sum, Host: before,
+		Pack: p.pack, Off: p.off, Len: p.n, Bin: p.bin}, nil
+}
+
+// preimageCopied, when set, is called when a pre-image has been copied, before the file is
+// checked again (tests change the file there).
+var preimageCopied func(dir int, name string)
+
+// fstatFD describes an open file.
+func fstatFD(fd int) (fileStat, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fileStat{}, err
+	}
+	return statFromUnix(&st), nil
+}
+
+// packed is where a pre-image went: its pack, offset and length, sha256 and whether its first
+// 8000 bytes hold a NUL.
+type packed struct {
+	pack   string
+	off, n int64
+	sum    string
+	bin    bool
+}
+
+// packBytes appends data to the run's pack (created on first use); parallel captures share it.
+func (b *bases) packBytes(data []byte) (packed, error) {
+	sum := sha256.Sum256(data)
+	p := packed{n: int64(len(data)), sum: hex.EncodeToString(sum[:]), bin: bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0}
+	b.packMu.Lock()
+	defer b.packMu.Unlock()
+	w, err := b.packWriter()
+	if err != nil {
+		return packed{}, err
+	}
+	p.pack, p.off = w.name, w.off
+	_, err = w.w.Write(data)
+	w.off += int64(len(data)) // bytes written even on error: later entries start after them
+	if err != nil {
+		return packed{}, fmt.Errorf("store pre-image in %s: %w", w.name, err)
+	}
+	return p, nil
+}
+
+// packStream appends what r reads to the run's pack, holding it for the whole copy.
+func (b *bases) packStream(r io.Reader) (packed, error) {
+	b.packMu.Lock()
+	defer b.packMu.Unlock()
+	w, err := b.packWriter()
+	if err != nil {
+		return packed{}, err
+	}
+	sum, off, n, bin, err := w.add(r)
+	if err != nil {
+		return packed{}, err
+	}
+	return packed{pack: w.name, off: off, n: n, sum: sum, bin: bin}, nil
+}
+
+// packWriter returns the run's pack, created on first use; packMu is held.
+func (b *bases) packWriter() (*packWriter, error) {
+	if b.pack == nil {
+		w, err := newPackWriter(b.dir)
+		if err != nil {
+			return nil, err
+		}
+		b.pack = w
+	}
+	return b.pack, nil
 }
 
 // open returns the base content of a regular-file base for reading.
@@ -293,6 +470,14 @@ func (s *nulSniffer) Write(b []byte) (int, error) {
 func (p *packWriter) finish() error {
 	if err := p.seal(); err != nil {
 		os.Remove(p.f.Name())
+		return fmt.Errorf("store pre-images in %s: %w", p.name, err)
+	}
+	return nil
+}
+
+// flush writes out what the pack buffers, so that its file can be read; it is not made durable.
+func (p *packWriter) flush() error {
+	if err := p.w.Flush(); err != nil {
 		return fmt.Errorf("store pre-images in %s: %w", p.name, err)
 	}
 	return nil

@@ -16,18 +16,7 @@ func BenchmarkEndRun5k(b *testing.B) {
 	var endRun, changes time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		f := newFixture(b, nil)
-		benchTree(b, f.project, 5000, "line %d\n")
-		f.s.Discard()
-		s, err := f.lock.Create()
-		if err != nil {
-			b.Fatal(err)
-		}
-		benchTree(b, s.UpperDir(), 5000, "line %d\nappended\n")
-		if err := s.BeginRun([]string{"agent"}); err != nil {
-			b.Fatal(err)
-		}
-		unix.Sync()
+		s := runOver5k(b)
 		b.StartTimer()
 		t0 := time.Now()
 		if err := s.EndRun(0); err != nil {
@@ -48,6 +37,47 @@ func BenchmarkEndRun5k(b *testing.B) {
 	}
 	b.ReportMetric(float64(endRun.Milliseconds())/float64(b.N), "endrun-ms/op")
 	b.ReportMetric(float64(changes.Milliseconds())/float64(b.N), "changes-ms/op")
+}
+
+// BenchmarkEndRunChanges5k is BenchmarkEndRun5k done as `shadow run` ends: the run recorded and its
+// change set computed in one EndRunChanges.
+func BenchmarkEndRunChanges5k(b *testing.B) {
+	durable = true
+	defer func() { durable = false }()
+	var end time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		s := runOver5k(b)
+		b.StartTimer()
+		t0 := time.Now()
+		cs, err := s.EndRunChanges(0)
+		if err != nil || len(cs.Changes) != 5000 {
+			b.Fatalf("end run: %v", err)
+		}
+		end += time.Since(t0)
+		if n := s.Meta.Runs[len(s.Meta.Runs)-1].Captured; n != 5000 {
+			b.Fatalf("captured %d pre-images, want 5000", n)
+		}
+	}
+	b.ReportMetric(float64(end.Milliseconds())/float64(b.N), "end-ms/op")
+}
+
+// runOver5k is a session whose active run modified 5,000 project files, with everything written
+// so far on disk.
+func runOver5k(b *testing.B) *Session {
+	f := newFixture(b, nil)
+	benchTree(b, f.project, 5000, "line %d\n")
+	f.s.Discard()
+	s, err := f.lock.Create()
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchTree(b, s.UpperDir(), 5000, "line %d\nappended\n")
+	if err := s.BeginRun([]string{"agent"}); err != nil {
+		b.Fatal(err)
+	}
+	unix.Sync()
+	return s
 }
 
 // BenchmarkEndRunEmpty records the end of a run that staged nothing (`shadow run -- true`).

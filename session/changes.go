@@ -116,6 +116,11 @@ type rawEntry struct {
 	stat     fileStat
 	target   string
 	shadowed bool
+	// hash, size and binary describe a staged file's content, read when it was scanned: its
+	// sha256, length and whether its first 8000 bytes hold a NUL.
+	hash   string
+	size   int64
+	binary bool
 }
 
 // isWhiteout reports whether an upper entry is an overlay whiteout: a 0/0 character device, or a
@@ -152,114 +157,296 @@ func isOpaque(p string) bool {
 	return false
 }
 
-// scanUpper lists every path the upper layer changes. It reads the upper layer only, plus the
-// host directories an opaque directory or whiteout hides: its cost grows with the change.
-func scanUpper(upper string, host *projectRoot) ([]rawEntry, error) {
-	var out []rawEntry
-	seen := map[string]bool{}
-	hidden := map[string]bool{}
-	hideHost := func(rel string) error {
-		h, err := host.lstat(rel)
-		if err != nil || !h.exists {
-			return err
+// scanUpper lists every path the upper layer changes. It reads the upper layer only, plus the host
+// directories an opaque directory or whiteout hides: its cost grows with the change. The
+// directories are read on up to applyWorkers goroutines, a large one in parts of scanChunk entries.
+func scanUpper(upper string, host *projectRoot, opts scanOptions) ([]rawEntry, error) {
+	sc := &upperScan{upper: upper, opts: opts, seen: map[string]bool{}, hidden: map[string]bool{},
+		tasks: []scanTask{{}}, pending: 1}
+	sc.more = sync.NewCond(&sc.mu)
+	// Each goroutine holds a root of its own, which caches the host directories it looks into;
+	// the caller's root is one of them.
+	roots := []*projectRoot{host}
+	defer func() {
+		for _, r := range roots[1:] {
+			r.Close()
 		}
-		if h.stat.Type != 'd' {
-			hidden[rel] = true
-			return nil
-		}
-		return filepath.WalkDir(filepath.Join(host.path, rel), func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return nil
-			}
-			r, _ := filepath.Rel(host.path, p)
-			hidden[filepath.ToSlash(r)] = true
-			return nil
-		})
-	}
-	var walk func(rel string, shadowed bool) error
-	walk = func(rel string, shadowed bool) error {
-		dir := filepath.Join(upper, filepath.FromSlash(rel))
-		d, err := os.Open(dir)
+	}()
+	for range applyWorkers - 1 {
+		r, err := host.clone()
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && rel != "" {
-				return nil // removed while a run is going
-			}
-			return fmt.Errorf("scan staged changes: %w", err)
+			return nil, err
 		}
-		defer d.Close()
-		ents, err := d.ReadDir(-1)
-		if err != nil {
-			return fmt.Errorf("scan staged changes: %w", err)
-		}
-		// Entries are described relative to the open directory, not by looking up their whole
-		// path again.
-		dfd := int(d.Fd())
-		for _, e := range ents {
-			child := e.Name()
-			if rel != "" {
-				child = rel + "/" + e.Name()
-			}
-			p := filepath.Join(dir, e.Name())
-			var st unix.Stat_t
-			if err := unix.Fstatat(dfd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				continue
-			}
-			if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-				h, err := host.lstat(child)
-				if err != nil {
-					return err
-				}
-				sub := shadowed
-				if isOpaque(p) || (h.exists && h.stat.Type != 'd') {
-					if err := hideHost(child); err != nil {
-						return err
-					}
-					sub = true
-				}
-				if err := walk(child, sub); err != nil {
-					return err
-				}
-				continue
-			}
-			if isWhiteout(p, &st) {
-				if err := hideHost(child); err != nil {
-					return err
-				}
-				continue
-			}
-			r := rawEntry{path: child, stat: statFromUnix(&st), shadowed: shadowed}
-			switch r.stat.Type {
-			case 'f':
-				r.kind = 'f'
-			case 'l':
-				r.kind = 'l'
-				if r.target, err = readlinkat(dfd, e.Name()); err != nil {
-					continue
-				}
-			default:
-				r.kind = 'o'
-			}
-			// A file replacing a host directory hides everything in it.
-			if h, err := host.lstat(child); err == nil && h.exists && h.stat.Type == 'd' {
-				if err := hideHost(child); err != nil {
-					return err
-				}
-			}
-			seen[child] = true
-			out = append(out, r)
-		}
-		return nil
+		roots = append(roots, r)
 	}
-	if err := walk("", false); err != nil {
-		return nil, err
+	var wg sync.WaitGroup
+	for _, r := range roots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc.work(r)
+		}()
 	}
-	for p := range hidden {
-		if !seen[p] {
+	wg.Wait()
+	if sc.err != nil {
+		return nil, sc.err
+	}
+	out := sc.out
+	for p := range sc.hidden {
+		if !sc.seen[p] {
 			out = append(out, rawEntry{path: p, kind: 'w', shadowed: true})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
 	return out, nil
+}
+
+// scanOptions says what else scanUpper does with the entries it finds.
+type scanOptions struct {
+	// contents reads each staged file's content (its hash, size and binary test, in the rawEntry)
+	// as the scan comes to it, what a change set needs.
+	contents bool
+	// visit, when set, is called on the scan's goroutines for every staged file, symlink or special
+	// file with what the project holds at its path, just looked up through host (a root of the
+	// goroutine's own): the end of a run takes the pre-images there.
+	visit func(host *projectRoot, path string, h hostEntry) error
+}
+
+// scanChunk is how many entries of one upper directory a goroutine of scanUpper describes at a time.
+const scanChunk = 128
+
+// upperScan is the state of one scanUpper: what it found, and the directories (or parts of one)
+// still to describe, which its goroutines take in turn.
+type upperScan struct {
+	upper string
+	opts  scanOptions
+
+	mu      sync.Mutex
+	more    *sync.Cond // signalled when a task is added, the last one done, or the scan failed
+	tasks   []scanTask // taken last first: a depth-first walk keeps the list short
+	pending int        // tasks listed or being done
+	out     []rawEntry
+	seen    map[string]bool // paths the upper layer holds
+	hidden  map[string]bool // host paths an opaque directory, a whiteout or a file hides
+	err     error
+}
+
+// scanTask is an upper directory to describe: all its entries (ents nil), or those of ents.
+// shadowed says that a directory above replaces the host's.
+type scanTask struct {
+	rel      string
+	shadowed bool
+	ents     []fs.DirEntry
+}
+
+// work does the scan's tasks with host until there are none left, or one failed.
+func (sc *upperScan) work(host *projectRoot) {
+	for {
+		sc.mu.Lock()
+		for len(sc.tasks) == 0 && sc.pending > 0 && sc.err == nil {
+			sc.more.Wait()
+		}
+		if len(sc.tasks) == 0 || sc.err != nil {
+			sc.mu.Unlock()
+			return
+		}
+		t := sc.tasks[len(sc.tasks)-1]
+		sc.tasks = sc.tasks[:len(sc.tasks)-1]
+		sc.mu.Unlock()
+
+		p, more, err := sc.dir(host, t)
+
+		sc.mu.Lock()
+		if err != nil && sc.err == nil {
+			sc.err = err
+		}
+		sc.out = append(sc.out, p.out...)
+		for _, r := range p.out {
+			sc.seen[r.path] = true
+		}
+		for h := range p.hidden {
+			sc.hidden[h] = true
+		}
+		sc.tasks = append(sc.tasks, more...)
+		sc.pending += len(more) - 1
+		if len(more) > 0 || sc.pending == 0 || sc.err != nil {
+			sc.more.Broadcast()
+		}
+		sc.mu.Unlock()
+	}
+}
+
+// dir does the task t: it describes the entries of an upper directory, and returns what it found
+// and the tasks that follow (the subdirectories, and the parts of a large directory beyond the
+// first scanChunk entries).
+func (sc *upperScan) dir(host *projectRoot, t scanTask) (*scanPart, []scanTask, error) {
+	p := &scanPart{sc: sc, host: host, rel: t.rel, shadowed: t.shadowed, hidden: map[string]bool{}}
+	d, err := os.Open(filepath.Join(sc.upper, filepath.FromSlash(t.rel)))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && t.rel != "" {
+			return p, nil, nil // removed while a run is going
+		}
+		return p, nil, fmt.Errorf("scan staged changes: %w", err)
+	}
+	defer d.Close()
+	p.dfd = int(d.Fd())
+	var more []scanTask
+	ents := t.ents
+	if ents == nil {
+		if ents, err = d.ReadDir(-1); err != nil {
+			return p, nil, fmt.Errorf("scan staged changes: %w", err)
+		}
+		for len(ents) > scanChunk {
+			more = append(more, scanTask{t.rel, t.shadowed, ents[len(ents)-scanChunk:]})
+			ents = ents[:len(ents)-scanChunk]
+		}
+	}
+	for _, e := range ents {
+		if err := p.entry(e.Name(), sc.opts.contents && e.Type().IsRegular()); err != nil {
+			return p, nil, err
+		}
+	}
+	for _, sub := range p.subdirs {
+		more = append(more, scanTask{rel: sub.rel, shadowed: sub.shadowed})
+	}
+	return p, more, nil
+}
+
+// scanPart is what one goroutine of scanUpper finds in some entries of one upper directory.
+type scanPart struct {
+	sc       *upperScan
+	host     *projectRoot
+	dfd      int // the upper directory
+	rel      string
+	shadowed bool
+
+	out     []rawEntry
+	hidden  map[string]bool
+	subdirs []subdir
+}
+
+// subdir is a directory of the upper layer still to be read.
+type subdir struct {
+	rel      string
+	shadowed bool
+}
+
+// entry describes the entry name of the directory; open says to open it right away, a regular
+// file as the directory listing says. Entries are described relative to the open directory, not
+// by looking up their whole path again.
+func (p *scanPart) entry(name string, open bool) error {
+	child := name
+	if p.rel != "" {
+		child = p.rel + "/" + name
+	}
+	full := filepath.Join(p.sc.upper, filepath.FromSlash(child))
+	st, fd, err := statEntry(p.dfd, name, open)
+	if err != nil {
+		return nil // gone since the directory was read: not a change
+	}
+	if fd >= 0 {
+		defer unix.Close(fd)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		h, err := p.host.lstat(child)
+		if err != nil {
+			return err
+		}
+		sub := p.shadowed
+		if isOpaque(full) || (h.exists && h.stat.Type != 'd') {
+			if err := p.hideHost(child); err != nil {
+				return err
+			}
+			sub = true
+		}
+		p.subdirs = append(p.subdirs, subdir{child, sub})
+		return nil
+	}
+	if isWhiteout(full, &st) {
+		return p.hideHost(child)
+	}
+	r := rawEntry{path: child, stat: statFromUnix(&st), shadowed: p.shadowed}
+	switch r.stat.Type {
+	case 'f':
+		r.kind = 'f'
+		if !p.sc.opts.contents {
+			break
+		}
+		if fd < 0 {
+			// Not open yet (not regular when listed, or not openable, by its mode say): opened
+			// now, or the error says why not.
+			if fd, err = openRegularAt(p.dfd, name); err != nil {
+				return fmt.Errorf("read staged %s: %w", visible(child), err)
+			}
+			defer unix.Close(fd)
+		}
+		if r.hash, r.size, r.binary, err = sumRegular(fd, st.Size); err != nil {
+			return fmt.Errorf("read staged %s: %w", visible(child), err)
+		}
+	case 'l':
+		r.kind = 'l'
+		if r.target, err = readlinkat(p.dfd, name); err != nil {
+			return nil
+		}
+	default:
+		r.kind = 'o'
+	}
+	h, err := p.host.lstat(child)
+	// A file replacing a host directory hides everything in it.
+	if err == nil && h.exists && h.stat.Type == 'd' {
+		if err := p.hideHost(child); err != nil {
+			return err
+		}
+	}
+	if p.sc.opts.visit != nil {
+		if err != nil {
+			return err
+		}
+		if err := p.sc.opts.visit(p.host, child, h); err != nil {
+			return err
+		}
+	}
+	p.out = append(p.out, r)
+	return nil
+}
+
+// statEntry describes the entry name of the directory dfd without following a symlink. With open
+// set (for what the directory listing has as a regular file) it is opened, never blocking, never
+// through a symlink, and described by its descriptor, returned open for its content to be read:
+// one system call fewer than a stat then an open. Otherwise, or when what was opened is not a
+// regular file (put there since the listing; closed unread), it is described by name, and fd is -1.
+func statEntry(dfd int, name string, open bool) (st unix.Stat_t, fd int, err error) {
+	if open {
+		fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			if err := unix.Fstat(fd, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+				return st, fd, nil
+			}
+			unix.Close(fd)
+		}
+	}
+	return st, -1, unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// hideHost records as hidden the host file at rel, or every file beneath the host directory at rel.
+func (p *scanPart) hideHost(rel string) error {
+	h, err := p.host.lstat(rel)
+	if err != nil || !h.exists {
+		return err
+	}
+	if h.stat.Type != 'd' {
+		p.hidden[rel] = true
+		return nil
+	}
+	root := p.host.path
+	return filepath.WalkDir(filepath.Join(root, rel), func(f string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		r, _ := filepath.Rel(root, f)
+		p.hidden[filepath.ToSlash(r)] = true
+		return nil
+	})
 }
 
 // Changes computes the session's change set from its upper layer, classified (ignored, protected,
@@ -304,16 +491,21 @@ func (s *Session) changesIn(b *bases, host *projectRoot, extraProtected []string
 	if s.Meta.State == StateDiscarded {
 		return nil, fmt.Errorf("session %s was discarded: its staged changes are gone", s.Meta.ID)
 	}
+	raw, err := scanUpper(s.UpperDir(), host, scanOptions{contents: true})
+	if err != nil {
+		return nil, err
+	}
+	return s.changesFrom(b, host, raw, extraProtected)
+}
+
+// changesFrom computes the change set of the upper entries raw, scanned already.
+func (s *Session) changesFrom(b *bases, host *projectRoot, raw []rawEntry, extraProtected []string) (*ChangeSet, error) {
 	upper, err := openRoot(s.UpperDir())
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", s.Meta.ID, err)
 	}
 	defer upper.Close()
-	raw, err := scanUpper(s.UpperDir(), host)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := buildChanges(b, host, upper, raw)
+	cs, err := buildChanges(b, host, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -329,35 +521,32 @@ func (s *Session) changesIn(b *bases, host *projectRoot, extraProtected []string
 const changeChunk = 128
 
 // buildChanges runs buildChange over every upper entry, in order, on up to applyWorkers goroutines
-// when there are many (reading and hashing thousands of small files is mostly per-file kernel work);
-// each worker resolves paths through descriptors of its own.
-func buildChanges(b *bases, host, upper *projectRoot, raw []rawEntry) (*ChangeSet, error) {
-	type result struct {
-		c       Change
-		changed bool
-	}
-	results := make([]result, len(raw))
+// when there are many (a base may have to be read and hashed, the host looked at); each worker
+// resolves paths through descriptors of its own.
+func buildChanges(b *bases, host *projectRoot, raw []rawEntry) (*ChangeSet, error) {
+	changes := make([]Change, len(raw))
+	changed := make([]bool, len(raw))
 	chunks := (len(raw) + changeChunk - 1) / changeChunk
 	errs := make([]error, chunks)
 	var next atomic.Int64
-	work := func(h, u *projectRoot) {
+	work := func(h *projectRoot) {
 		for {
 			k := int(next.Add(1)) - 1
 			if k >= chunks {
 				return
 			}
 			for i := k * changeChunk; i < min(len(raw), (k+1)*changeChunk); i++ {
-				c, changed, err := buildChange(b, h, u, raw[i])
+				c, ok, err := buildChange(b, h, raw[i])
 				if err != nil {
 					errs[k] = err
 					break
 				}
-				results[i] = result{c, changed}
+				changes[i], changed[i] = c, ok
 			}
 		}
 	}
 	if workers := min(applyWorkers, chunks); workers <= 1 {
-		work(host, upper)
+		work(host)
 	} else {
 		var wg sync.WaitGroup
 		for range workers {
@@ -365,17 +554,11 @@ func buildChanges(b *bases, host, upper *projectRoot, raw []rawEntry) (*ChangeSe
 			if err != nil {
 				return nil, err
 			}
-			u, err := upper.clone()
-			if err != nil {
-				h.Close()
-				return nil, err
-			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				defer h.Close()
-				defer u.Close()
-				work(h, u)
+				work(h)
 			}()
 		}
 		wg.Wait()
@@ -385,13 +568,15 @@ func buildChanges(b *bases, host, upper *projectRoot, raw []rawEntry) (*ChangeSe
 			return nil, err
 		}
 	}
-	cs := &ChangeSet{}
-	for _, r := range results {
-		if r.changed {
-			cs.Changes = append(cs.Changes, r.c)
+	// Unchanged entries are dropped in place: a change set of thousands is not copied again.
+	out := changes[:0]
+	for i := range changes {
+		if changed[i] {
+			out = append(out, changes[i])
 		}
 	}
-	return cs, nil
+	clear(changes[len(out):])
+	return &ChangeSet{Changes: out}, nil
 }
 
 // headHash reads r fully, returning its sha256, its size and whether its first 8 KiB hold a NUL.
@@ -416,6 +601,54 @@ func headHash(r io.Reader) (string, int64, bool, error) {
 		return "", 0, false, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), int64(n) + rest, binary, nil
+}
+
+// readSized reads the regular file open as fd, which its stat says is size bytes long, into buf
+// when it fits, in one read where the file is as said: a read short of what was asked is, for a
+// regular file, its end. whole reports that data is the whole file; otherwise data is empty when
+// the file does not fit (nothing was read), or holds size+1 bytes when it grew since the stat.
+func readSized(fd int, size int64, buf []byte) (data []byte, whole bool, err error) {
+	if size >= int64(len(buf)) {
+		return nil, false, nil
+	}
+	want, n := int(size)+1, 0
+	for n < want {
+		m, err := unix.Read(fd, buf[n:want])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if m == 0 {
+			return buf[:n], true, nil
+		}
+		n += m
+		if n == int(size) {
+			return buf[:n], true, nil
+		}
+	}
+	return buf[:n], false, nil
+}
+
+// sumRegular is headHash of the regular file open as fd, which its stat says is size bytes long.
+func sumRegular(fd int, size int64) (string, int64, bool, error) {
+	bp := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(bp)
+	data, whole, err := readSized(fd, size, *bp)
+	if err != nil {
+		return "", 0, false, err
+	}
+	if whole {
+		sum := sha256.Sum256(data)
+		return hex.EncodeToString(sum[:]), int64(len(data)), bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0, nil
+	}
+	if len(data) > 0 {
+		if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {
+			return "", 0, false, err
+		}
+	}
+	return headHash(fdIO(fd))
 }
 
 // copyBuffers hold the buffers of copyPooled: one change set reads thousands of small files, and
@@ -456,7 +689,7 @@ func kindOf(t byte) FileKind {
 
 // buildChange compares one upper entry with its base; changed is false for a copied-up file that is
 // identical to its base in content and mode.
-func buildChange(b *bases, host, upper *projectRoot, r rawEntry) (Change, bool, error) {
+func buildChange(b *bases, host *projectRoot, r rawEntry) (Change, bool, error) {
 	c := Change{Path: r.path, shadowed: r.shadowed}
 	e := b.get(r.path)
 	c.base = e
@@ -474,14 +707,17 @@ func buildChange(b *bases, host, upper *projectRoot, r rawEntry) (Change, bool, 
 		}
 	default:
 		c.Old = Side{Kind: kindOf(e.Type), Mode: e.Mode, Size: e.Host.Size, Target: e.Target, Hash: e.Hash}
-		if e.Type == 'f' && e.Kind == baseHost && e.Hash != "" && r.kind == 'f' && fileHash(upper, r.path) == e.Hash {
+		if e.Type == 'f' && e.Kind == baseHost && e.Hash != "" && r.kind == 'f' && r.hash == e.Hash {
 			// An applied file whose staged copy is what was applied: nothing to read on the host.
 			c.Old.Size = r.stat.Size
 		} else if e.Type == 'f' && e.Kind == baseObject && e.Pack != "" {
 			// A packed pre-image: its hash, size and binary test were recorded when it was
-			// taken; its content is read (and checked against the hash) only when shown.
-			if err := b.checkPacked(r.path, e); err != nil {
-				return c, false, fmt.Errorf("session %s: %w", filepath.Base(filepath.Dir(b.dir)), err)
+			// taken; its content is read (and checked against the hash) only when shown. One
+			// these bases took a moment ago is in a pack still being made durable.
+			if !b.captured[r.path] {
+				if err := b.checkPacked(r.path, e); err != nil {
+					return c, false, fmt.Errorf("session %s: %w", filepath.Base(filepath.Dir(b.dir)), err)
+				}
 			}
 			c.Old.Size, oldBinary = e.Len, e.Bin
 		} else if e.Type == 'f' {
@@ -505,20 +741,8 @@ func buildChange(b *bases, host, upper *projectRoot, r rawEntry) (Change, bool, 
 	switch r.kind {
 	case 'w':
 	case 'f':
-		fd, err := upper.openReadFD(r.path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return c, false, nil
-		}
-		if err != nil {
-			return c, false, fmt.Errorf("read staged %s: %w", visible(r.path), err)
-		}
-		sum, size, bin, err := headHash(fdIO(fd))
-		unix.Close(fd)
-		if err != nil {
-			return c, false, fmt.Errorf("read staged %s: %w", visible(r.path), err)
-		}
-		c.New = Side{Kind: KindFile, Mode: r.stat.Mode, Size: size, Hash: sum}
-		c.Binary = bin || oldBinary
+		c.New = Side{Kind: KindFile, Mode: r.stat.Mode, Size: r.size, Hash: r.hash}
+		c.Binary = r.binary || oldBinary
 	case 'l':
 		c.New = Side{Kind: KindSymlink, Mode: 0o777, Target: r.target}
 	default:
@@ -556,6 +780,11 @@ func buildChange(b *bases, host, upper *projectRoot, r rawEntry) (Change, bool, 
 		}
 	}
 	c.SetID = c.New.Kind == KindFile && c.New.Mode&0o7000 != 0
+	reason, err := conflictReason(b, host, c.Path, c.base)
+	if err != nil {
+		return c, false, err
+	}
+	c.Reason = reason
 	return c, true, nil
 }
 
@@ -591,6 +820,9 @@ func detectRenames(cs *ChangeSet) {
 		added[c.Old.Hash] = append(cands[:pick:pick], cands[pick+1:]...)
 		a := &cs.Changes[j]
 		a.Status, a.From, a.Old, a.fromBase = Renamed, c.Path, c.Old, c.base
+		if a.Reason == "" {
+			a.Reason = c.Reason // the host changed the source
+		}
 		a.Binary = a.Binary || c.Binary
 		a.shadowed = a.shadowed || c.shadowed
 		drop[i] = true

@@ -133,16 +133,8 @@ func (s *Session) classify(cs *ChangeSet, b *bases, host, upper *projectRoot, ex
 		if c.New.Kind == KindSymlink {
 			c.OutsideLink = linkLeavesProject(s.Meta.Project, c.Path, c.New.Target)
 		}
-		reason, err := conflictReason(b, host, c.Path, c.base)
-		if err != nil {
-			return err
-		}
-		if reason == "" && c.From != "" {
-			if reason, err = conflictReason(b, host, c.From, c.fromBase); err != nil {
-				return err
-			}
-		}
-		c.Conflict, c.Reason = reason != "", reason
+		// The reason was found with the change (buildChange), on parallel workers.
+		c.Conflict = c.Reason != ""
 	}
 	return nil
 }
@@ -175,6 +167,9 @@ func readSmall(root *projectRoot, p string) []byte {
 // conflictReason says why the host's p no longer matches the base the change was computed on, or
 // "" when it matches.
 func conflictReason(b *bases, host *projectRoot, p string, e baseEntry) (string, error) {
+	if e.Kind == baseObject && b.captured[p] {
+		return "", nil
+	}
 	h, err := host.lstat(p)
 	if err != nil {
 		return "", err

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -93,11 +95,16 @@ func (s *Session) closeStaleRun() error {
 	r := *s.Meta.Active
 	r.End = time.Now().UTC()
 	r.ExitCode = -1
-	captured, unknown, err := s.capturePreimages()
+	v, err := s.takePreimages(false)
 	if err != nil {
 		return err
 	}
-	r.Captured, r.Unknown = captured, unknown
+	err = v.saveCaptured()
+	v.close()
+	if err != nil {
+		return err
+	}
+	r.Captured, r.Unknown = v.captured, v.unknown
 	s.Meta.Runs = append(s.Meta.Runs, r)
 	s.Meta.Active = nil
 	return s.saveRunRecord()
@@ -107,26 +114,77 @@ func (s *Session) closeStaleRun() error {
 // path the upper layer changes whose base was not captured yet (if the host file still matches the
 // manifest; otherwise its base becomes unknown, a conflict).
 func (s *Session) EndRun(exitCode int) error {
+	_, _, err := s.endRun(exitCode, false)
+	return err
+}
+
+// EndRunChanges is EndRun followed by Changes, done as one: the upper layer is scanned and the
+// bases loaded once for both, the staged files are read as the pre-images are taken, and the
+// change set is computed before the state lock is let go, so it is the one the pre-images were
+// taken for. Its error says which part failed: "record the run: ..." (then EndRun would have
+// failed the same way), or "read the staged changes: ..." (the run is recorded). The change set is
+// nil whenever the error is not.
+func (s *Session) EndRunChanges(exitCode int) (*ChangeSet, error) {
+	cs, csErr, err := s.endRun(exitCode, true)
+	if err != nil {
+		return nil, fmt.Errorf("record the run: %w", err)
+	}
+	if csErr != nil {
+		return nil, fmt.Errorf("read the staged changes: %w", csErr)
+	}
+	return cs, nil
+}
+
+// endRun is EndRun (its error is err), and then, with changes set, the change set (or csErr).
+func (s *Session) endRun(exitCode int, changes bool) (cs *ChangeSet, csErr, err error) {
 	if err := s.writable("end run"); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := s.reload(); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if s.Meta.Active == nil {
-		return fmt.Errorf("end run: session %s has no active run", s.Meta.ID)
+		return nil, nil, fmt.Errorf("end run: session %s has no active run", s.Meta.ID)
 	}
-	captured, unknown, err := s.capturePreimages()
+	// The jail mounts the overlay volatile: what the run staged becomes durable here, flushed
+	// while the pre-images are taken, and before the run is recorded as ended.
+	synced := make(chan error, 1)
+	go func() { synced <- syncStaged(s.UpperDir()) }()
+	v, err := s.takePreimages(changes)
 	if err != nil {
-		return err
+		<-synced
+		return nil, nil, err
+	}
+	defer v.close()
+	done := make(chan struct{})
+	if changes {
+		// The change set needs only what the view holds in memory: it is computed while the
+		// pre-images are made durable.
+		go func() {
+			defer close(done)
+			cs, csErr = v.changes(s)
+		}()
+	} else {
+		close(done)
+	}
+	err = v.saveCaptured()
+	<-done
+	if syncErr := <-synced; err == nil && syncErr != nil {
+		err = fmt.Errorf("make the staged changes durable: %w", syncErr)
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	r := *s.Meta.Active
 	r.End = time.Now().UTC()
 	r.ExitCode = exitCode
-	r.Captured, r.Unknown = captured, unknown
+	r.Captured, r.Unknown = v.captured, v.unknown
 	s.Meta.Runs = append(s.Meta.Runs, r)
 	s.Meta.Active = nil
-	return s.saveRunRecord()
+	if err := s.saveRunRecord(); err != nil {
+		return nil, nil, err
+	}
+	return cs, csErr, nil
 }
 
 // saveRunRecord writes session.json for a run's start or end: atomically and with its content
@@ -142,56 +200,152 @@ func (s *Session) saveRunRecord() error {
 	return writeFileReplace(filepath.Join(s.dir, "session.json"), append(data, '\n'), 0o600, false)
 }
 
-// capturePreimages takes the pre-images of every path the upper layer touches, appending them to
-// one pack file made durable with one fsync before the index that refers to it is saved.
-func (s *Session) capturePreimages() (captured, unknown int, err error) {
+// stagedView is what the end of a run works on: the state lock, the project root, the bases and
+// the scan of the upper layer, taken once for the pre-images and the change set. A view of an
+// upper layer with nothing staged holds nothing.
+type stagedView struct {
+	unlock func()
+	host   *projectRoot
+	b      *bases
+	raw    []rawEntry
+	// captured and unknown count the pre-images taken and the bases that became unknown.
+	captured, unknown int
+}
+
+// takePreimages takes the state lock, opens the project and the bases, and scans the upper layer,
+// taking the pre-image of every path it changes whose base still refers to the host: appended to
+// one pack file and recorded in the bases' index, in memory (saveCaptured makes them durable). A
+// staged file's pre-image is taken as the scan comes to it, right after the host path is looked
+// up; the paths the scan finds only as hidden (deleted) are taken after it. With contents set, the
+// scan also reads the staged files, for the change set. When nothing is staged it does none of
+// that.
+func (s *Session) takePreimages(contents bool) (*stagedView, error) {
 	if empty, err := emptyDir(s.UpperDir()); err != nil || empty {
-		return 0, 0, err // nothing staged, nothing to capture
+		return &stagedView{}, err // nothing staged, nothing to capture
 	}
 	unlock, err := s.store.stateLock(s.Meta.Project, true)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	defer unlock()
 	host, b, err := s.openView()
 	if err != nil {
-		return 0, 0, err
+		unlock()
+		return nil, err
 	}
-	defer host.Close()
-	defer b.close()
-	raw, err := scanUpper(s.UpperDir(), host)
-	if err != nil {
-		return 0, 0, err
-	}
-	dirty := false
-	for _, r := range raw {
-		e, changed, err := b.capture(host, r.path)
+	v := &stagedView{unlock: unlock, host: host, b: b}
+	var mu sync.Mutex
+	got := map[string]baseEntry{}
+	visit := func(root *projectRoot, path string, h hostEntry) error {
+		e, err := b.captureSeen(root, path, h)
 		if err != nil {
-			if b.pack != nil {
-				b.pack.abandon()
-			}
-			return 0, 0, fmt.Errorf("take pre-image of %s: %w", visible(r.path), err)
+			return fmt.Errorf("take pre-image of %s: %w", visible(path), err)
 		}
-		if !changed {
-			continue
+		if e.Kind != "" {
+			mu.Lock()
+			got[path] = e
+			mu.Unlock()
 		}
-		b.index.Paths[r.path] = e
-		dirty = true
+		return nil
+	}
+	v.raw, err = scanUpper(s.UpperDir(), host, scanOptions{contents: contents, visit: visit})
+	if err == nil {
+		err = v.captureRest(got)
+	}
+	if err == nil && b.pack != nil {
+		// Written out, the pack can be read while it is made durable (a change set may read a
+		// .gitignore's pre-image from it).
+		err = b.pack.flush()
+	}
+	if err != nil {
+		if b.pack != nil {
+			b.pack.abandon()
+			b.pack = nil
+		}
+		v.close()
+		return nil, err
+	}
+	b.captured = map[string]bool{}
+	for p, e := range got {
 		if e.Kind == baseUnknown {
-			unknown++
+			v.unknown++
 		} else {
-			captured++
+			v.captured++
+			b.captured[p] = true
 		}
 	}
-	if b.pack != nil {
-		if err := b.pack.finish(); err != nil {
-			return 0, 0, fmt.Errorf("take pre-images: %w", err)
+	return v, nil
+}
+
+// captureRest records in the index the pre-images the scan took (got), then takes those of the
+// paths the scan found only as hidden, adding them to got.
+func (v *stagedView) captureRest(got map[string]baseEntry) error {
+	for p, e := range got {
+		v.b.index.Paths[p] = e
+	}
+	paths := make([]string, len(v.raw))
+	for i, r := range v.raw {
+		paths[i] = r.path
+	}
+	// What the scan took is in the index now: captureAll leaves it alone.
+	rest, err := v.b.captureAll(v.host, paths)
+	if err != nil {
+		return err
+	}
+	for i, e := range rest {
+		if e.Kind != "" {
+			v.b.index.Paths[paths[i]] = e
+			got[paths[i]] = e
 		}
 	}
-	if !dirty {
-		return 0, 0, nil
+	return nil
+}
+
+func (v *stagedView) close() {
+	if v.unlock == nil {
+		return
 	}
-	return captured, unknown, b.save()
+	v.b.close()
+	v.host.Close()
+	v.unlock()
+}
+
+// saveCaptured makes the pre-images taken durable: the pack with one fsync, then the index that
+// refers to it.
+func (v *stagedView) saveCaptured() error {
+	if v.b == nil {
+		return nil
+	}
+	if v.b.pack != nil {
+		if err := v.b.pack.finish(); err != nil {
+			return fmt.Errorf("take pre-images: %w", err)
+		}
+	}
+	if v.captured+v.unknown == 0 {
+		return nil
+	}
+	return v.b.save()
+}
+
+// changes is the change set of the view, as Changes computes it; the view was taken with the
+// staged files' contents.
+func (v *stagedView) changes(s *Session) (*ChangeSet, error) {
+	if v.unlock == nil {
+		return &ChangeSet{}, nil
+	}
+	return s.changesFrom(v.b, v.host, v.raw, nil)
+}
+
+// syncStaged makes what the upper layer holds durable with one syncfs of its filesystem, rather
+// than an fsync per file. An empty upper layer has nothing to flush: syncfs would only wait for
+// every other writer of the disk.
+func syncStaged(upper string) error {
+	if empty, err := emptyDir(upper); err != nil || empty {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	return syncfsAt(upper)
 }
 
 // emptyDir reports whether dir has no entries.

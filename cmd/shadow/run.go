@@ -105,8 +105,10 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 	} else if res.TimedOut {
 		code = exitTimeout
 	}
-	if err := s.EndRun(code); err != nil {
-		fmt.Fprintln(cmd.ErrOrStderr(), "shadow: record the run:", err)
+	// The run's record and its summary's change set come from one scan.
+	cs, csErr := s.EndRunChanges(code)
+	if csErr != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", csErr)
 	}
 	if runErr != nil {
 		if !sandbox.IsJailError(runErr) {
@@ -117,12 +119,13 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 		printDoctorProblems(cmd.Context(), cmd.ErrOrStderr())
 		return withCode(exitNoJail, nil)
 	}
-	printRunSummary(cmd.ErrOrStderr(), s, res)
+	printRunSummary(cmd.ErrOrStderr(), s, res, cs)
 	return withCode(code, nil)
 }
 
-// printRunSummary is the one-screen summary shown when a run ends.
-func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result) {
+// printRunSummary is the one-screen summary shown when a run ends, with the
+// change set the run left (nil when it could not be read: that was said).
+func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *session.ChangeSet) {
 	fmt.Fprintln(w)
 	switch {
 	case res.StopReason != "":
@@ -132,9 +135,7 @@ func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result) {
 	default:
 		fmt.Fprintf(w, "shadow: command exited with status %d after %s\n", res.ExitCode, res.Duration.Round(1e6))
 	}
-	cs, err := s.Changes()
-	if err != nil {
-		fmt.Fprintln(w, "shadow: read the staged changes:", err)
+	if cs == nil {
 		return
 	}
 	sum := session.Summarize(cs, 15)
