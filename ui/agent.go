@@ -125,8 +125,9 @@ func (r *agentRun) copyOutput(pane *Pane) {
 		inflightBase clamper
 	)
 	buf := make([]byte, 32<<10)
-	// A backlog buffer holds the most that may wait plus one read, so that
-	// it never grows by doubling (and copying) during a flood.
+	// A backlog buffer grows by doubling up to the most that may wait plus
+	// one read, and is kept: a flood settles on two buffers, fed and filled
+	// in turn, and quiet output never touches more memory than it needs.
 	bufCap := maxBacklog + len(buf)
 	go func() {
 		var scratch, compacted []byte
@@ -134,7 +135,8 @@ func (r *agentRun) copyOutput(pane *Pane) {
 			n, err := r.master.Read(buf)
 			mu.Lock()
 			if cap(backlog)-len(backlog) < n {
-				backlog = append(make([]byte, 0, bufCap), backlog...)
+				size := min(bufCap, max(2*cap(backlog), len(buf), len(backlog)+n))
+				backlog = append(make([]byte, 0, size), backlog...)
 			}
 			backlog = append(backlog, buf[:n]...)
 			if len(backlog) >= maxBacklog && err == nil {
@@ -196,9 +198,7 @@ func (r *agentRun) copyOutput(pane *Pane) {
 		end := pane.clampState()
 		mu.Lock()
 		base, inflight = end, nil
-		if cap(data) <= bufCap {
-			spare = data // the next batch is read into it
-		}
+		spare = data // the next batch is read into it
 		mu.Unlock()
 		if done {
 			return

@@ -41,7 +41,7 @@ func BenchmarkAgentOutputRatioJail(b *testing.B) {
 		plain += runJailedOutputAgent(b, base, project, i*2, func(master *os.File) {
 			_, _ = io.Copy(io.Discard, master)
 		})
-		app += runJailedOutputAgent(b, base, project, i*2+1, new(frameStats).drawPane)
+		app += runJailedOutputAgent(b, base, project, i*2+1, new(frameStats).paneReader())
 	}
 	b.ReportMetric(float64(plain.Milliseconds())/float64(b.N), "shadow-run-ms")
 	b.ReportMetric(float64(app.Milliseconds())/float64(b.N), "pane-ms")

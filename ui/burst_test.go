@@ -151,7 +151,7 @@ func BenchmarkAgentOutputRatio(b *testing.B) {
 		plain += runOutputAgent(b, bash, path, func(master *os.File) {
 			_, _ = io.Copy(io.Discard, master)
 		})
-		app += runOutputAgent(b, bash, path, frames.drawPane)
+		app += runOutputAgent(b, bash, path, frames.paneReader())
 	}
 	b.ReportMetric(float64(plain.Milliseconds())/float64(b.N), "plain-ms")
 	b.ReportMetric(float64(app.Milliseconds())/float64(b.N), "pane-ms")
@@ -160,18 +160,27 @@ func BenchmarkAgentOutputRatio(b *testing.B) {
 	b.ReportMetric(float64(frames.worst.Nanoseconds()), "worst-ns/frame")
 }
 
-// frameStats adds up the frames drawPane draws.
+// frameStats adds up the frames a paneReader draws.
 type frameStats struct {
 	drawing, worst time.Duration
 	n              int
 }
 
-// drawPane reads an agent's pty the way the app does: the app's output
-// path feeds a 160×48 pane, and a frame is drawn each frame interval until
-// the output ends.
-func (fs *frameStats) drawPane(master *os.File) {
+// paneReader makes a 160×48 pane now (the app has its pane before the agent
+// starts) and returns a reader of an agent's pty that works as the app
+// does: the app's output path feeds the pane, and a frame is drawn each
+// frame interval until the output ends.
+func (fs *frameStats) paneReader() func(master *os.File) {
 	p := NewPane(160, 48)
-	defer p.Close()
+	return func(master *os.File) {
+		defer p.Close()
+		fs.drawPane(p, master)
+	}
+}
+
+// drawPane feeds p from master through the app's output path, drawing
+// frames as the app does until the output ends.
+func (fs *frameStats) drawPane(p *Pane, master *os.File) {
 	r := &agentRun{master: master, dirty: make(chan struct{}, 1), outputDone: make(chan struct{})}
 	go r.copyOutput(p)
 	for streaming := true; streaming; {

@@ -69,8 +69,8 @@ type Pane struct {
 // coalesceBufs are the buffers one coalesced write works in (see
 // coalesceWrite), kept for the next: a flood is written in many batches.
 type coalesceBufs struct {
-	out, region, clamped []byte
-	lines                []plainLine
+	out, region, clamped, drawn []byte
+	lines                       []plainLine
 }
 
 // NewPane returns a pane of the given size.
@@ -262,7 +262,8 @@ func coalesceWrite(bufs *coalesceBufs, b []byte, st clamper, r0 int, col0 bool, 
 				if full >= 0 && covered >= 0 {
 					// Every row is drawn again: what was drawn since the
 					// last such drawing cannot be seen.
-					if keep, ok := unseen(slices.Concat(out[covered:], region[:full]), w, h); ok {
+					bufs.drawn = append(append(bufs.drawn[:0], out[covered:]...), region[:full]...)
+					if keep, ok := unseen(bufs.drawn, w, h); ok {
 						out = append(out[:covered], keep...)
 						region = region[full:]
 						full = 0
