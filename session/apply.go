@@ -254,7 +254,7 @@ func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 	if err != nil {
 		return err
 	}
-	hunks := diffview.Compute(c.Path, old, new, diffview.Options{Context: -1}).Hunks
+	hunks := diffview.Compute(c.Path, old, new, diffview.Options{Context: -1, Budget: diffBudget}).Hunks
 	hs, ds := diffview.Resolve(hunks, fd.Hunks)
 	var acc, rej, und int
 	exact := true
@@ -310,7 +310,7 @@ func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 	if c.New.Kind == KindNone {
 		next.StagedHash = ""
 	}
-	for _, h := range diffview.Compute(c.Path, content, new, diffview.Options{Context: -1}).Hunks {
+	for _, h := range diffview.Compute(c.Path, content, new, diffview.Options{Context: -1, Budget: diffBudget}).Hunks {
 		if rejected[hunkCore(h)] {
 			if next.Hunks == nil {
 				next.Hunks = map[string]diffview.Decision{}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -492,9 +493,9 @@ func TestHunkDecisions(t *testing.T) {
 	f.run(t)
 	cs := f.changes(t)
 	c, _ := cs.Find("f.txt")
-	hunks, err := f.s.Hunks(c)
-	if err != nil || len(hunks) != 3 {
-		t.Fatalf("hunks: %d, %v", len(hunks), err)
+	hunks := hunksOf(t, f.s, c)
+	if len(hunks) != 3 {
+		t.Fatalf("hunks: %d", len(hunks))
 	}
 	must := func(err error) {
 		t.Helper()
@@ -526,7 +527,7 @@ func TestHunkDecisions(t *testing.T) {
 	// Pending now: f.txt's undecided hunk (the rejected one is remembered), and g.txt.
 	cs = f.changes(t)
 	c, _ = cs.Find("f.txt")
-	hunks, _ = f.s.Hunks(c)
+	hunks = hunksOf(t, f.s, c)
 	d, _ := f.s.LoadDecisions()
 	fd := d.For(c)
 	var rejected, undecided int
@@ -863,5 +864,40 @@ func TestStagedFileChangedDuringApply(t *testing.T) {
 				t.Fatalf("the failed apply changed the project:\n%s", d)
 			}
 		})
+	}
+}
+
+// A line diff that runs out of time says so (the review shows a note), and its coarser hunks
+// still apply to exactly the staged content.
+func TestDiffOutOfTimeSaysSoAndApplies(t *testing.T) {
+	diffBudget = time.Nanosecond
+	defer func() { diffBudget = 0 }()
+	var base, staged strings.Builder
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&base, "a%d\n", r.IntN(500))
+		fmt.Fprintf(&staged, "a%d\n", r.IntN(500))
+	}
+	f := newFixture(t, map[string]file{"big.txt": {Data: "head\n" + base.String() + "tail\n"}})
+	f.stage(t, map[string]file{"big.txt": {Data: "head\n" + staged.String() + "tail\n"}})
+	f.run(t)
+	c, _ := f.changes(t).Find("big.txt")
+	d, err := f.s.Diff(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Exact || len(d.Hunks) == 0 {
+		t.Fatalf("a diff with a 1ns budget: exact %v, %d hunks", d.Exact, len(d.Hunks))
+	}
+	for _, h := range d.Hunks {
+		if err := f.s.Decide(c, h.ID, diffview.Decision{Verdict: diffview.Accepted}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.s.Apply(ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(f.project, "big.txt")); string(data) != "head\n"+staged.String()+"tail\n" {
+		t.Errorf("big.txt after applying every coarse hunk differs from the staged file")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/shadow-sandbox/shadow/diffview"
 )
@@ -179,32 +180,36 @@ func (s *Session) contents(b *bases, host *projectRoot, c *Change, limit int64) 
 	return old, new, nil
 }
 
-// Hunks is the hunk-level diff of a text change (nil for binary, symlink, special or mode-only
-// changes, which are decided as whole files).
-func (s *Session) Hunks(c *Change) ([]diffview.Hunk, error) {
+// Diff is the hunk-level diff of a text change: its hunks, whether the line diff finished in time
+// (Exact) and its line counts. Binary, symlink, special and mode-only changes, which are decided
+// as whole files, have no hunks.
+func (s *Session) Diff(c *Change) (diffview.FileDiff, error) {
 	if !hunkable(c) {
-		return nil, nil
+		return diffview.FileDiff{Path: c.Path, Exact: true}, nil
 	}
 	host, b, err := s.openView()
 	if err != nil {
-		return nil, err
+		return diffview.FileDiff{}, err
 	}
 	defer host.Close()
 	defer b.close()
-	return s.hunks(b, host, c)
+	return s.diff(b, host, c)
 }
 
-// hunks is Hunks against bases already loaded and the open project root.
-func (s *Session) hunks(b *bases, host *projectRoot, c *Change) ([]diffview.Hunk, error) {
+// diff is Diff against bases already loaded and the open project root.
+func (s *Session) diff(b *bases, host *projectRoot, c *Change) (diffview.FileDiff, error) {
 	if !hunkable(c) {
-		return nil, nil
+		return diffview.FileDiff{Path: c.Path, Exact: true}, nil
 	}
 	old, new, err := s.contents(b, host, c, maxHunkBytes)
 	if err != nil {
-		return nil, err
+		return diffview.FileDiff{}, err
 	}
-	return diffview.Compute(c.Path, old, new, diffview.Options{Context: -1}).Hunks, nil
+	return diffview.Compute(c.Path, old, new, diffview.Options{Context: -1, Budget: diffBudget}), nil
 }
+
+// diffBudget is the time a line diff may take (diffview's default when zero); tests shorten it.
+var diffBudget time.Duration
 
 // maxHunkBytes bounds the files diffed line by line; larger ones are decided as whole files.
 const maxHunkBytes = 64 << 20

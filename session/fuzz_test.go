@@ -33,7 +33,8 @@ func FuzzApplyDecisions(f *testing.F) {
 		if !hunkable(c) {
 			return // binary content is decided as a whole file
 		}
-		hunks, err := fx.s.Hunks(c)
+		d, err := fx.s.Diff(c)
+		hunks := d.Hunks
 		if err != nil {
 			t.Fatal(err)
 		}

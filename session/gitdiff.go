@@ -141,11 +141,11 @@ func (s *Session) Doc(changes []*Change) (*DiffDoc, error) {
 	for _, c := range changes {
 		fd := decs.For(c)
 		f := DiffFile{Change: *c, Decision: fd.File}
-		hunks, err := s.hunks(b, host, c)
+		d, err := s.diff(b, host, c)
 		if err != nil {
 			return nil, err
 		}
-		for _, h := range hunks {
+		for _, h := range d.Hunks {
 			dh := DiffHunk{ID: h.ID, Header: h.Header(), OldStart: h.OldStart, OldCount: h.OldCount,
 				NewStart: h.NewStart, NewCount: h.NewCount, Decision: fd.Hunks[h.ID].Verdict}
 			for _, l := range h.Lines {

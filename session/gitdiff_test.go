@@ -75,7 +75,7 @@ func TestDiffDocJSON(t *testing.T) {
 	f.run(t)
 	cs := f.changes(t)
 	c, _ := cs.Find("a.txt")
-	hunks, _ := f.s.Hunks(c)
+	hunks := hunksOf(t, f.s, c)
 	if err := f.s.Decide(c, hunks[0].ID, diffview.Decision{Verdict: diffview.Rejected}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"github.com/shadow-sandbox/shadow/diffview"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -247,4 +248,14 @@ func dirModes(t testing.TB, root string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// hunksOf is the hunks of change c of s, failing t on error.
+func hunksOf(t testing.TB, s *Session, c *Change) []diffview.Hunk {
+	t.Helper()
+	d, err := s.Diff(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Hunks
 }

@@ -128,26 +128,16 @@ func (r *ReviewSource) file(c *session.Change, decs *session.Decisions) (diffvie
 	if r.finding != nil {
 		f.Findings = r.finding(c.Path)
 	}
-	hs, err := r.sess.Hunks(c)
+	d, err := r.sess.Diff(c)
 	if err != nil {
 		return f, false, fmt.Errorf("diff %s: %w", c.Path, err)
 	}
-	isHunked := hs != nil
+	isHunked := d.Hunks != nil
 	if !isHunked && (c.Old.Kind == session.KindSymlink || c.New.Kind == session.KindSymlink) {
 		// A symlink is decided as a whole, but its target is shown as a diff.
-		hs = diffview.Compute(c.Path, linkText(c.Old), linkText(c.New), diffview.Options{}).Hunks
+		d = diffview.Compute(c.Path, linkText(c.Old), linkText(c.New), diffview.Options{})
 	}
-	f.Diff = diffview.FileDiff{Path: c.Path, Hunks: hs, Exact: true}
-	for _, h := range hs {
-		for _, l := range h.Lines {
-			switch l.Op {
-			case diffview.Insert:
-				f.Diff.Added++
-			case diffview.Delete:
-				f.Diff.Deleted++
-			}
-		}
-	}
+	f.Diff = d
 	fd := decs.For(c)
 	f.Decisions = map[string]diffview.Decision{}
 	if fd.File != diffview.Undecided {
