@@ -7,6 +7,10 @@
 #   4. `go build` of a small module with a warm cache, in the jail vs outside       (target <= 1.10x)
 # Needs: go, hyperfine, bubblewrap. Fixtures are generated under $BENCH_DIR (default: a temp dir on
 # the same disk as /tmp). Usage: bench/jail.sh [RUNS]; SHADOW=path/to/shadow skips the build.
+# On ext4 without a journal, creating files soon after many were deleted is slow (the inode
+# allocator skips recently deleted inodes, reading inode blocks to find them), and every run of 3.
+# follows the deletion of the last run's staged files: BENCH_DIR on a journaled filesystem shows
+# the jail's own cost.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
