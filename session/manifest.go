@@ -10,7 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // fileStat is what the manifest records of a project file: enough to notice that the host changed
@@ -62,33 +65,11 @@ func (m *manifest) lookup(path string) (fileStat, bool) {
 // compactly: varint-encoded records sorted by path. skip is a directory never descended (the
 // store, should it live inside the project).
 func writeManifest(project, out, skip string) error {
-	var m manifest
-	err := filepath.WalkDir(project, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == project {
-				return err
-			}
-			return nil // an unreadable subtree is simply not in the manifest: its changes are conflicts
-		}
-		if d.IsDir() {
-			if p == skip {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		rel, _ := filepath.Rel(project, p)
-		m.paths = append(m.paths, filepath.ToSlash(rel))
-		m.stats = append(m.stats, statOf(fi))
-		return nil
-	})
+	m, err := listProject(project, skip)
 	if err != nil {
 		return fmt.Errorf("record manifest of %s: %w", project, err)
 	}
-	// WalkDir visits in lexical order per directory, which is not global byte order ("a/b" vs "a-").
+	// Directories are listed in any order, on parallel workers: the records are sorted by path.
 	idx := make([]int, len(m.paths))
 	for i := range idx {
 		idx[i] = i
@@ -121,6 +102,95 @@ func writeManifest(project, out, skip string) error {
 		return fmt.Errorf("record manifest %s: fsync: %w", out, err)
 	}
 	return nil
+}
+
+// listProject lists every non-directory entry beneath project (symlinks not followed) with its
+// stat, on applyWorkers goroutines that each take a directory at a time, list it and stat its
+// entries relative to its descriptor. skip is a directory never descended. A subtree that cannot
+// be read is left out (its changes are then conflicts); the project itself must be readable.
+func listProject(project, skip string) (*manifest, error) {
+	root, err := unix.Open(project, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: project, Err: err}
+	}
+	defer unix.Close(root)
+	var (
+		mu    sync.Mutex
+		more  = sync.NewCond(&mu)
+		queue = []string{""} // directories to list, relative to project
+		busy  int            // workers listing one
+		wg    sync.WaitGroup
+	)
+	parts := make([]manifest, applyWorkers)
+	for w := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				for len(queue) == 0 && busy > 0 {
+					more.Wait()
+				}
+				if len(queue) == 0 {
+					mu.Unlock()
+					return // nothing left, and nobody listing what could add more
+				}
+				rel := queue[len(queue)-1]
+				queue = queue[:len(queue)-1]
+				busy++
+				mu.Unlock()
+				subdirs := listDir(root, project, rel, skip, &parts[w])
+				mu.Lock()
+				queue = append(queue, subdirs...)
+				busy--
+				more.Broadcast()
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	m := &manifest{}
+	for _, p := range parts {
+		m.paths = append(m.paths, p.paths...)
+		m.stats = append(m.stats, p.stats...)
+	}
+	return m, nil
+}
+
+// listDir adds the non-directory entries of the project directory rel to m, and returns its
+// subdirectories but skip.
+func listDir(root int, project, rel, skip string, m *manifest) []string {
+	name := rel
+	if name == "" {
+		name = "."
+	}
+	fd, err := unix.Openat(root, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	d := os.NewFile(uintptr(fd), filepath.Join(project, rel))
+	defer d.Close()
+	ents, _ := d.ReadDir(-1) // what could be read of a directory failing midway
+	var subdirs []string
+	for _, e := range ents {
+		child := e.Name()
+		if rel != "" {
+			child = rel + "/" + child
+		}
+		if e.IsDir() {
+			if filepath.Join(project, child) != skip {
+				subdirs = append(subdirs, child)
+			}
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue // gone meanwhile
+		}
+		m.paths = append(m.paths, child)
+		m.stats = append(m.stats, statFromUnix(&st))
+	}
+	return subdirs
 }
 
 var errCorruptManifest = errors.New("corrupt manifest")

@@ -1,0 +1,82 @@
+package session
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// The manifest lists every entry but directories, sorted by path, with the stat lstat gives: a
+// symlink to a directory is recorded and not followed, a FIFO is recorded, and the skipped
+// directory (the store inside the project) is left out with everything in it.
+func TestManifestListsEveryEntry(t *testing.T) {
+	project := t.TempDir()
+	writeTree(t, project, map[string]file{
+		"a.txt": {Data: "a"}, "a-b.txt": {Data: "ab"}, "a/b.txt": {Data: "b"}, "a/c/d.txt": {Data: "d", Mode: 0o755},
+		"z/deep/er/e.txt": {Data: "e"}, "link": {Link: "a"}, "dangling": {Link: "nowhere"},
+		"store/sessions/x": {Data: "not the project's"},
+	})
+	if err := os.Mkdir(filepath.Join(project, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(project, "a", "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "manifest")
+	if err := writeManifest(project, out, filepath.Join(project, "store")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := readManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a sequential walk with lstat finds.
+	var want manifest
+	err = filepath.WalkDir(project, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p == filepath.Join(project, "store") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(project, p)
+		want.paths = append(want.paths, filepath.ToSlash(rel))
+		want.stats = append(want.stats, statFromUnix(&st))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.IsSorted(m.paths) {
+		t.Errorf("manifest not sorted: %q", m.paths)
+	}
+	if len(m.paths) != len(want.paths) {
+		t.Fatalf("manifest lists %q, want %q", m.paths, want.paths)
+	}
+	for i, p := range want.paths {
+		got, ok := m.lookup(p)
+		if !ok || got != want.stats[i] {
+			t.Errorf("%s: manifest has %+v (%v), lstat gives %+v", p, got, ok, want.stats[i])
+		}
+	}
+	if st, _ := m.lookup("link"); st.Type != 'l' {
+		t.Errorf("link recorded as %q, want a symlink", st.Type)
+	}
+	if st, _ := m.lookup("a/fifo"); st.Type != 'o' {
+		t.Errorf("a/fifo recorded as %q, want other", st.Type)
+	}
+	if _, ok := m.lookup("a/c/d.txt"); !ok {
+		t.Error("a/c/d.txt is missing")
+	}
+}
