@@ -117,10 +117,13 @@ type rawEntry struct {
 	target   string
 	shadowed bool
 	// hash, size and binary describe a staged file's content, read when it was scanned: its
-	// sha256, length and whether its first 8000 bytes hold a NUL.
-	hash   string
-	size   int64
-	binary bool
+	// sha256, length and whether its first 8000 bytes hold a NUL. readErr says why it could not
+	// be read (the agent may leave a file its owner cannot read): the change set fails with it,
+	// while the run's pre-images are still taken.
+	readErr error
+	hash    string
+	size    int64
+	binary  bool
 }
 
 // isWhiteout reports whether an upper entry is an overlay whiteout: a 0/0 character device, or a
@@ -376,12 +379,13 @@ func (p *scanPart) entry(name string, open bool) error {
 			// Not open yet (not regular when listed, or not openable, by its mode say): opened
 			// now, or the error says why not.
 			if fd, err = openRegularAt(p.dfd, name); err != nil {
-				return fmt.Errorf("read staged %s: %w", visible(child), err)
+				r.readErr = fmt.Errorf("read staged %s: %w", visible(child), err)
+				break
 			}
 			defer unix.Close(fd)
 		}
 		if r.hash, r.size, r.binary, err = sumRegular(fd, st.Size); err != nil {
-			return fmt.Errorf("read staged %s: %w", visible(child), err)
+			r.readErr = fmt.Errorf("read staged %s: %w", visible(child), err)
 		}
 	case 'l':
 		r.kind = 'l'
@@ -552,6 +556,8 @@ func buildChanges(b *bases, host *projectRoot, raw []rawEntry) (*ChangeSet, erro
 		for range workers {
 			h, err := host.clone()
 			if err != nil {
+				next.Store(int64(chunks)) // the workers started stop after their chunk
+				wg.Wait()
 				return nil, err
 			}
 			wg.Add(1)
@@ -691,6 +697,9 @@ func kindOf(t byte) FileKind {
 // identical to its base in content and mode.
 func buildChange(b *bases, host *projectRoot, r rawEntry) (Change, bool, error) {
 	c := Change{Path: r.path, shadowed: r.shadowed}
+	if r.readErr != nil {
+		return c, false, r.readErr
+	}
 	e := b.get(r.path)
 	c.base = e
 	var oldBinary bool

@@ -95,6 +95,10 @@ func (s *Session) closeStaleRun() error {
 	r := *s.Meta.Active
 	r.End = time.Now().UTC()
 	r.ExitCode = -1
+	// The process that ran it may have died before it synced the staged layer.
+	if err := syncStaged(s.UpperDir()); err != nil {
+		return fmt.Errorf("make the staged changes durable: %w", err)
+	}
 	v, err := s.takePreimages(false)
 	if err != nil {
 		return err

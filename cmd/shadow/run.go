@@ -106,11 +106,11 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 		code = exitTimeout
 	}
 	// The run's record and its summary's change set come from one scan.
-	cs, csErr := s.EndRunChanges(code)
-	if csErr != nil {
-		fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", csErr)
-	}
+	cs, endErr := s.EndRunChanges(code)
 	if runErr != nil {
+		if endErr != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", endErr)
+		}
 		if !sandbox.IsJailError(runErr) {
 			return withCode(exitNoJail, runErr)
 		}
@@ -119,13 +119,14 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 		printDoctorProblems(cmd.Context(), cmd.ErrOrStderr())
 		return withCode(exitNoJail, nil)
 	}
-	printRunSummary(cmd.ErrOrStderr(), s, res, cs)
+	printRunSummary(cmd.ErrOrStderr(), s, res, cs, endErr)
 	return withCode(code, nil)
 }
 
 // printRunSummary is the one-screen summary shown when a run ends, with the
-// change set the run left (nil when it could not be read: that was said).
-func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *session.ChangeSet) {
+// change set the run left, or why recording the run's end or reading the
+// change set failed.
+func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *session.ChangeSet, endErr error) {
 	fmt.Fprintln(w)
 	switch {
 	case res.StopReason != "":
@@ -135,8 +136,15 @@ func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *se
 	default:
 		fmt.Fprintf(w, "shadow: command exited with status %d after %s\n", res.ExitCode, res.Duration.Round(1e6))
 	}
+	if endErr != nil {
+		fmt.Fprintln(w, "shadow:", endErr)
+	}
 	if cs == nil {
-		return
+		// The run's end may not be recorded while the change set still reads.
+		var err error
+		if cs, err = s.Changes(); err != nil {
+			return // said already, or the same
+		}
 	}
 	sum := session.Summarize(cs, 15)
 	fmt.Fprintf(w, "session %s: %s\n", s.ID(), sum.Headline())
