@@ -865,16 +865,7 @@ func (s *Session) writeTemps(root *projectRoot, b *bases, e *journalEntry) error
 		return fmt.Errorf("apply: %w", err)
 	}
 	defer upper.Close()
-	paths := make([]string, len(e.Paths))
-	for i, jp := range e.Paths {
-		paths[i] = jp.Path
-	}
-	groups := groupByDir(paths, func(i int) bool { return e.Paths[i].Kind != 'd' })
-	return root.inDirs(groups, func(_, dir int, dirErr error, i int) error {
-		jp := e.Paths[i]
-		if dirErr != nil {
-			return fmt.Errorf("apply %s: open its directory: %w", visible(jp.Path), dirErr)
-		}
+	return e.inWrittenDirs(root, func(dir, i int, jp journalPath) error {
 		if err := writeTemp(upper, b, dir, jp); err != nil {
 			return fmt.Errorf("apply %s: write: %w", visible(jp.Path), err)
 		}
@@ -945,6 +936,19 @@ func writeTempAt(dir int, name string, src io.Reader, mode uint32, hash string) 
 // renameTemps renames every temp file of an apply over its target, on parallel workers that each
 // take one directory at a time.
 func renameTemps(root *projectRoot, e *journalEntry) error {
+	return e.inWrittenDirs(root, func(dir, i int, jp journalPath) error {
+		name := jp.Path[strings.LastIndexByte(jp.Path, '/')+1:]
+		if err := unix.Renameat(dir, jp.Temp, dir, name); err != nil {
+			return fmt.Errorf("apply %s: rename into place: %w", visible(jp.Path), err)
+		}
+		step(fmt.Sprintf("rename %d", i))
+		return nil
+	})
+}
+
+// inWrittenDirs calls fn for every path the entry writes (all but deletions), with its directory
+// open beneath root, on parallel workers that each take one directory at a time (see inDirs).
+func (e *journalEntry) inWrittenDirs(root *projectRoot, fn func(dir, i int, jp journalPath) error) error {
 	paths := make([]string, len(e.Paths))
 	for i, jp := range e.Paths {
 		paths[i] = jp.Path
@@ -955,12 +959,7 @@ func renameTemps(root *projectRoot, e *journalEntry) error {
 		if dirErr != nil {
 			return fmt.Errorf("apply %s: open its directory: %w", visible(jp.Path), dirErr)
 		}
-		name := jp.Path[strings.LastIndexByte(jp.Path, '/')+1:]
-		if err := unix.Renameat(dir, jp.Temp, dir, name); err != nil {
-			return fmt.Errorf("apply %s: rename into place: %w", visible(jp.Path), err)
-		}
-		step(fmt.Sprintf("rename %d", i))
-		return nil
+		return fn(dir, i, jp)
 	})
 }
 

@@ -97,7 +97,7 @@ func (s *Session) closeStaleRun() error {
 	r.ExitCode = -1
 	// The process that ran it may have died before it synced the staged layer.
 	if err := syncStaged(s.UpperDir()); err != nil {
-		return fmt.Errorf("make the staged changes durable: %w", err)
+		return err
 	}
 	v, err := s.takePreimages(false)
 	if err != nil {
@@ -174,7 +174,7 @@ func (s *Session) endRun(exitCode int, changes bool) (cs *ChangeSet, csErr, err 
 	err = v.saveCaptured()
 	<-done
 	if syncErr := <-synced; err == nil && syncErr != nil {
-		err = fmt.Errorf("make the staged changes durable: %w", syncErr)
+		err = syncErr
 	}
 	if err != nil {
 		return nil, nil, err
@@ -343,13 +343,14 @@ func (v *stagedView) changes(s *Session) (*ChangeSet, error) {
 // than an fsync per file. An empty upper layer has nothing to flush: syncfs would only wait for
 // every other writer of the disk.
 func syncStaged(upper string) error {
-	if empty, err := emptyDir(upper); err != nil || empty {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return err
+	empty, err := emptyDir(upper)
+	if err == nil && !empty {
+		err = syncfsAt(upper)
 	}
-	return syncfsAt(upper)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("make the staged changes durable: %w", err)
+	}
+	return nil
 }
 
 // emptyDir reports whether dir has no entries.

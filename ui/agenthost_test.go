@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/sandbox"
@@ -28,13 +27,7 @@ type appPty struct {
 
 func newAppPty(t *testing.T) *appPty {
 	t.Helper()
-	master, tty, err := pty.Open()
-	if err != nil {
-		t.Fatalf("open a pty: %v", err)
-	}
-	if err := pty.Setsize(master, &pty.Winsize{Cols: 80, Rows: 24}); err != nil {
-		t.Fatal(err)
-	}
+	master, tty := openSizedPty(t, 80, 24)
 	p := &appPty{master: master, tty: tty}
 	go func() {
 		buf := make([]byte, 4096)

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
-
 	"github.com/shadow-sandbox/shadow/sandbox"
 )
 
@@ -53,14 +51,8 @@ func BenchmarkAgentOutputRatioJail(b *testing.B) {
 // clock (written to the project, so read back from the staging layer).
 func runJailedOutputAgent(b *testing.B, base, project string, n int, read func(master *os.File)) time.Duration {
 	b.Helper()
-	master, tty, err := pty.Open()
-	if err != nil {
-		b.Fatal(err)
-	}
+	master, tty := openSizedPty(b, 160, 48)
 	defer master.Close()
-	if err := pty.Setsize(master, &pty.Winsize{Cols: 160, Rows: 48}); err != nil {
-		b.Fatal(err)
-	}
 	state := filepath.Join(base, "state"+strconv.Itoa(n))
 	home := filepath.Join(base, "home")
 	if err := os.MkdirAll(home, 0o755); err != nil {
@@ -76,7 +68,7 @@ func runJailedOutputAgent(b *testing.B, base, project string, n int, read func(m
 		defer close(drained)
 		read(master)
 	}()
-	_, err = sandbox.Run(context.Background(), p, []string{"bash", "-c",
+	_, err := sandbox.Run(context.Background(), p, []string{"bash", "-c",
 		`s=$EPOCHREALTIME; cat output; e=$EPOCHREALTIME; echo "$s $e" > clock`})
 	tty.Close()
 	if err != nil {

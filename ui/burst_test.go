@@ -88,11 +88,7 @@ func BenchmarkPaneFrame(b *testing.B) {
 	var frames int
 	var drawing, worst time.Duration
 	for i := 0; i < b.N; i++ {
-		master, tty, err := pty.Open()
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = pty.Setsize(master, &pty.Winsize{Cols: 160, Rows: 48})
+		master, tty := openSizedPty(b, 160, 48)
 		p := NewPane(160, 48)
 		r := &agentRun{master: master, dirty: make(chan struct{}, 1), outputDone: make(chan struct{})}
 		go r.copyOutput(p)
@@ -198,19 +194,26 @@ func (fs *frameStats) drawPane(p *Pane, master *os.File) {
 	}
 }
 
+// openSizedPty opens a pty whose terminal is cols×rows.
+func openSizedPty(tb testing.TB, cols, rows uint16) (master, tty *os.File) {
+	tb.Helper()
+	master, tty, err := pty.Open()
+	if err != nil {
+		tb.Fatalf("open a pty: %v", err)
+	}
+	if err := pty.Setsize(master, &pty.Winsize{Cols: cols, Rows: rows}); err != nil {
+		tb.Fatal(err)
+	}
+	return master, tty
+}
+
 // runOutputAgent runs the agent of BenchmarkAgentOutputRatio on a fresh
 // 160×48 pty whose master read drains, and returns how long the agent's
 // writes took by its own clock.
 func runOutputAgent(b *testing.B, bash, path string, read func(master *os.File)) time.Duration {
 	b.Helper()
-	master, tty, err := pty.Open()
-	if err != nil {
-		b.Fatal(err)
-	}
+	master, tty := openSizedPty(b, 160, 48)
 	defer master.Close()
-	if err := pty.Setsize(master, &pty.Winsize{Cols: 160, Rows: 48}); err != nil {
-		b.Fatal(err)
-	}
 	clock, clockW, err := os.Pipe()
 	if err != nil {
 		b.Fatal(err)

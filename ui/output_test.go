@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"testing"
 	"time"
-
-	"github.com/creack/pty"
 )
 
 // TestCopyOutputDoesNotBlockTheAgent floods the pty while the pane is kept
@@ -20,14 +18,8 @@ func TestCopyOutputDoesNotBlockTheAgent(t *testing.T) {
 		size = 3 << 20
 	}
 	out := colouredOutputEvery(size, 5000)
-	master, tty, err := pty.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
+	master, tty := openSizedPty(t, 80, 24)
 	defer master.Close()
-	if err := pty.Setsize(master, &pty.Winsize{Cols: 80, Rows: 24}); err != nil {
-		t.Fatal(err)
-	}
 	p := NewPane(80, 24)
 	defer p.Close()
 	r := &agentRun{master: master, dirty: make(chan struct{}, 1), outputDone: make(chan struct{})}

@@ -288,14 +288,8 @@ func coalesceWrite(bufs *coalesceBufs, b []byte, st clamper, r0 int, col0 bool, 
 		}
 		// Anything else up to the next line feed is passed on as it is, and
 		// leaves the cursor somewhere unknown.
-		next := bytes.IndexByte(b[pos:], '\n')
-		switch {
-		case next < 0:
-			next = len(b) - pos
-		case next == 0:
-			next = 1
-		}
-		scratch = st.filterInto(scratch[:0], b[pos:pos+next])
+		var next int
+		next, scratch = passLine(b[pos:], &st, scratch)
 		out = append(out, b[pos:pos+next]...)
 		pos += next
 		r0, col0 = 0, false
@@ -416,18 +410,27 @@ func compactOutput(dst, b []byte, st clamper, rows int) []byte {
 				continue
 			}
 		}
-		next := bytes.IndexByte(b[pos:], '\n')
-		switch {
-		case next < 0:
-			next = len(b) - pos
-		case next == 0:
-			next = 1
-		}
-		scratch = st.filterInto(scratch[:0], b[pos:pos+next])
+		var next int
+		next, scratch = passLine(b[pos:], &st, scratch)
 		out = append(out, b[pos:pos+next]...)
 		pos += next
 	}
 	return out
+}
+
+// passLine is how much of b, where no plain stretch starts, is passed on as
+// it is: up to its next line feed, or that line feed alone. The clamp's
+// state st follows it; what the clamp would pass on goes to scratch, whose
+// buffer is returned for reuse.
+func passLine(b []byte, st *clamper, scratch []byte) (int, []byte) {
+	n := bytes.IndexByte(b, '\n')
+	switch {
+	case n < 0:
+		n = len(b)
+	case n == 0:
+		n = 1
+	}
+	return n, st.filterInto(scratch[:0], b[:n])
 }
 
 // compactLines keeps the last keep lines of a plain stretch b split into
