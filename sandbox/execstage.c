@@ -41,9 +41,10 @@
 #define PR_CAP_AMBIENT_CLEAR_ALL 4
 #endif
 
-// The securebits that make uid 0 an ordinary user for good (see
-// confine.lockedSecurebits): NOROOT, NO_SETUID_FIXUP and
-// NO_CAP_AMBIENT_RAISE, each with its lock.
+// The securebits that make uid 0 an ordinary user for good: NOROOT (uid 0
+// gains no capabilities at exec), NO_SETUID_FIXUP (changing uids neither
+// drops nor raises any) and NO_CAP_AMBIENT_RAISE, each with its lock so
+// that nothing in the jail can clear it.
 #define LOCKED_SECUREBITS ((1 << 0) | (1 << 1) | (1 << 2) | (1 << 3) | (1 << 6) | (1 << 7))
 
 // json_string writes s as a JSON string to the status descriptor.
@@ -89,8 +90,9 @@ static void jail_fail(const char *step, const char *what, int e) {
 }
 
 // drop_privileges empties the bounding, ambient, inheritable, permitted and
-// effective sets, locks the securebits and sets no_new_privs, as
-// confine's Go code did for a whole process: this one has a single thread.
+// effective sets, locks the securebits and sets no_new_privs. Capabilities
+// are per thread: this is done here, on the stage's single thread, before
+// any other exists.
 static void drop_privileges(void) {
 	for (int c = 0; c < 64; c++) {
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0) {

@@ -274,8 +274,12 @@ func coalesceWrite(bufs *coalesceBufs, b []byte, st clamper, r0 int, col0 bool, 
 				}
 				out = append(out, region...)
 				// Text and line feeds only move the cursor down.
-				r0 = min(h-1, r0+bytes.Count(b[pos:end], []byte{'\n'}))
-				col0 = bytes.HasSuffix(b[pos:end], []byte("\r\n"))
+				ended := len(segs) // the lines ended by their line feed
+				if b[end-1] != '\n' {
+					ended--
+				}
+				r0 = min(h-1, r0+ended)
+				col0 = ended == len(segs) && segs[ended-1].crlf
 				pos = end
 				continue
 			}
@@ -1135,11 +1139,6 @@ const (
 	stStringEsc // an ESC inside a string: maybe the ST that ends it
 )
 
-// filter returns the bytes to feed the emulator for chunk b.
-func (c *clamper) filter(b []byte) []byte {
-	return c.filterInto(make([]byte, 0, len(b)), b)
-}
-
 // filterInto appends the bytes to feed the emulator for chunk b to out.
 func (c *clamper) filterInto(out, b []byte) []byte {
 	for i := 0; i < len(b); i++ {
@@ -1191,7 +1190,7 @@ func (c *clamper) filterInto(out, b []byte) []byte {
 			}
 			c.state = stGround
 			out = out[:len(out)-1]
-			out = append(out, c.filter([]byte{0x1b, x})...)
+			out = c.filterInto(out, []byte{0x1b, x})
 		case stCSI:
 			switch {
 			case x == 0x18 || x == 0x1a: // CAN, SUB abort the sequence

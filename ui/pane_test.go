@@ -144,12 +144,12 @@ func TestPaneClampsCounts(t *testing.T) {
 		{"\x1b[" + strings.Repeat("1", 300) + "m", ""},
 	}
 	for _, tc := range cases {
-		if got := string(c.filter([]byte(tc.in))); got != tc.want {
+		if got := string(c.filterInto(nil, []byte(tc.in))); got != tc.want {
 			t.Errorf("filter(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 	// A sequence split across writes is clamped all the same.
-	got := string(c.filter([]byte("ab\x1b[99"))) + string(c.filter([]byte("9999b")))
+	got := string(c.filterInto(nil, []byte("ab\x1b[99"))) + string(c.filterInto(nil, []byte("9999b")))
 	if got != "ab\x1b[1920b" {
 		t.Errorf("split sequence: %q", got)
 	}
