@@ -68,9 +68,6 @@ type bases struct {
 	// guards it: pre-images are taken on parallel workers.
 	pack   *packWriter
 	packMu sync.Mutex
-	// captured holds the paths whose pre-image these bases took a moment ago: their host files
-	// matched their bases then, which a change set computed right after need not check again.
-	captured map[string]bool
 	// packs are the pack files opened for reading, by name, shared by their readers (packsMu
 	// guards the map: a change set is computed on parallel workers).
 	packs   map[string]packFile

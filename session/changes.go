@@ -721,12 +721,9 @@ func buildChange(b *bases, host *projectRoot, r rawEntry) (Change, bool, error) 
 			c.Old.Size = r.stat.Size
 		} else if e.Type == 'f' && e.Kind == baseObject && e.Pack != "" {
 			// A packed pre-image: its hash, size and binary test were recorded when it was
-			// taken; its content is read (and checked against the hash) only when shown. One
-			// these bases took a moment ago is in a pack still being made durable.
-			if !b.captured[r.path] {
-				if err := b.checkPacked(r.path, e); err != nil {
-					return c, false, fmt.Errorf("session %s: %w", filepath.Base(filepath.Dir(b.dir)), err)
-				}
+			// taken; its content is read (and checked against the hash) only when shown.
+			if err := b.checkPacked(r.path, e); err != nil {
+				return c, false, fmt.Errorf("session %s: %w", filepath.Base(filepath.Dir(b.dir)), err)
 			}
 			c.Old.Size, oldBinary = e.Len, e.Bin
 		} else if e.Type == 'f' {

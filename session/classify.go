@@ -167,9 +167,6 @@ func readSmall(root *projectRoot, p string) []byte {
 // conflictReason says why the host's p no longer matches the base the change was computed on, or
 // "" when it matches.
 func conflictReason(b *bases, host *projectRoot, p string, e baseEntry) (string, error) {
-	if e.Kind == baseObject && b.captured[p] {
-		return "", nil
-	}
 	h, err := host.lstat(p)
 	if err != nil {
 		return "", err

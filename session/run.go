@@ -134,10 +134,17 @@ func (s *Session) EndRunChanges(exitCode int) (*ChangeSet, error) {
 		return nil, fmt.Errorf("record the run: %w", err)
 	}
 	if csErr != nil {
-		return nil, fmt.Errorf("read the staged changes: %w", csErr)
+		return nil, &ChangeSetError{Err: csErr}
 	}
 	return cs, nil
 }
+
+// ChangeSetError is EndRunChanges' error when the run was recorded but its change set could not be
+// read: computing it again would fail the same way.
+type ChangeSetError struct{ Err error }
+
+func (e *ChangeSetError) Error() string { return "read the staged changes: " + e.Err.Error() }
+func (e *ChangeSetError) Unwrap() error { return e.Err }
 
 // endRun is EndRun (its error is err), and then, with changes set, the change set (or csErr).
 func (s *Session) endRun(exitCode int, changes bool) (cs *ChangeSet, csErr, err error) {
@@ -268,13 +275,11 @@ func (s *Session) takePreimages(contents bool) (*stagedView, error) {
 		v.close()
 		return nil, err
 	}
-	b.captured = map[string]bool{}
-	for p, e := range got {
+	for _, e := range got {
 		if e.Kind == baseUnknown {
 			v.unknown++
 		} else {
 			v.captured++
-			b.captured[p] = true
 		}
 	}
 	return v, nil

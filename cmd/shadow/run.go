@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -139,11 +140,16 @@ func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *se
 	if endErr != nil {
 		fmt.Fprintln(w, "shadow:", endErr)
 	}
+	var unread *session.ChangeSetError
+	if errors.As(endErr, &unread) {
+		return
+	}
 	if cs == nil {
-		// The run's end may not be recorded while the change set still reads.
+		// The run's end could not be recorded: its change set may still read.
 		var err error
 		if cs, err = s.Changes(); err != nil {
-			return // said already, or the same
+			fmt.Fprintln(w, "shadow:", err)
+			return
 		}
 	}
 	sum := session.Summarize(cs, 15)
