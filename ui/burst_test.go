@@ -120,16 +120,20 @@ func BenchmarkPaneFrame(b *testing.B) {
 // BenchmarkAgentOutputRatio gives the agent pane's target in one run: how
 // much the pane slows an agent that streams 10 MB of coloured output. The
 // same agent (bash running cat of the output to its terminal, timing its
-// own writes) runs twice on a 160×48 pty: (a) with the pty drained by a
-// plain reader, as when shadow run gives the agent a terminal, and (b)
-// with the pty read by the app's output path into a 160×48 pane, frames
-// drawn at most once per frame interval as the app does. It reports the
-// agent's write time of both, their ratio (target ≤ 1.2) and the mean and
-// worst frame time of (b). The agent runs as a plain process, not in the
-// jail: the jail adds nothing between the agent's writes and the pty
-// (namespaces, mounts and filters cost at start and on file access, while
-// the agent's terminal is the same pty in both), and leaving it out keeps
-// the figure about the pane alone.
+// own writes, then printing an end mark) runs twice on a 160×48 pty: (a)
+// with the pty drained by a plain reader, as when shadow run gives the
+// agent a terminal, and (b) with the pty read by the app's output path into
+// a 160×48 pane, frames drawn at most once per frame interval as the app
+// does. It reports the agent's write time of both and their ratio (target
+// ≤ 1.2); the time from the agent's start until the end mark was read (a)
+// or drawn (b), and that ratio, so that a pane that falls behind after the
+// agent's last write is counted; and the mean and worst frame time of (b).
+// The first pane's last screen must equal what the whole output, drawn
+// line by line, shows: a pane that dropped output cannot score.
+// The agent runs as a plain process, not in the jail: the jail adds nothing
+// between the agent's writes and the pty (namespaces, mounts and filters
+// cost at start and on file access, while the agent's terminal is the same
+// pty in both), and leaving it out keeps the figure about the pane alone.
 func BenchmarkAgentOutputRatio(b *testing.B) {
 	const total = 10 << 20
 	bash, err := exec.LookPath("bash")
@@ -141,44 +145,118 @@ func BenchmarkAgentOutputRatio(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.SetBytes(total)
-	var plain, app time.Duration
+	var plain, app outputTimes
 	var frames frameStats
+	// A run outside the count keeps the output for the first pane's check.
+	runOutputAgent(b, bash, path, frames.plainReader(true))
 	for i := 0; i < b.N; i++ {
-		plain += runOutputAgent(b, bash, path, func(master *os.File) {
-			_, _ = io.Copy(io.Discard, master)
-		})
-		app += runOutputAgent(b, bash, path, frames.paneReader())
+		plain.add(runOutputAgent(b, bash, path, frames.plainReader(false)))
+		app.add(runOutputAgent(b, bash, path, frames.paneReader(i == 0)))
 	}
-	b.ReportMetric(float64(plain.Milliseconds())/float64(b.N), "plain-ms")
-	b.ReportMetric(float64(app.Milliseconds())/float64(b.N), "pane-ms")
-	b.ReportMetric(app.Seconds()/plain.Seconds(), "ratio")
+	reportOutputRatios(b, "plain", plain, app)
 	b.ReportMetric(float64(frames.drawing.Nanoseconds())/float64(frames.n), "ns/frame")
 	b.ReportMetric(float64(frames.worst.Nanoseconds()), "worst-ns/frame")
 }
 
-// frameStats adds up the frames a paneReader draws.
+// streamEnd is what the benchmark agents print after their output: a
+// reader has caught up with the agent once it has read or drawn it.
+const streamEnd = "END-OF-THE-AGENT-OUTPUT"
+
+// outputTimes adds up the runs of a benchmark agent: its own write time,
+// and the time from its start until its reader caught up.
+type outputTimes struct{ writes, caughtUp time.Duration }
+
+func (o *outputTimes) add(writes, caughtUp time.Duration) {
+	o.writes += writes
+	o.caughtUp += caughtUp
+}
+
+// reportOutputRatios reports both sums of the two sides per run, and the
+// app's over the other's.
+func reportOutputRatios(b *testing.B, name string, other, app outputTimes) {
+	n := float64(b.N)
+	b.ReportMetric(float64(other.writes.Milliseconds())/n, name+"-ms")
+	b.ReportMetric(float64(app.writes.Milliseconds())/n, "pane-ms")
+	b.ReportMetric(app.writes.Seconds()/other.writes.Seconds(), "ratio")
+	b.ReportMetric(float64(other.caughtUp.Milliseconds())/n, name+"-caught-up-ms")
+	b.ReportMetric(float64(app.caughtUp.Milliseconds())/n, "pane-caught-up-ms")
+	b.ReportMetric(app.caughtUp.Seconds()/other.caughtUp.Seconds(), "caught-up-ratio")
+}
+
+// frameStats adds up the frames a paneReader draws, and keeps what a
+// plainReader read for the first pane's check.
 type frameStats struct {
 	drawing, worst time.Duration
 	n              int
+	read           []byte
+}
+
+// outputReader reads an agent's pty until it ends, and returns when it
+// caught up with the agent: when it read (or drew) streamEnd.
+type outputReader func(tb testing.TB, master *os.File) time.Time
+
+// plainReader returns a reader that drains the pty as shadow run's
+// terminal would; with keep, what it read is kept for the pane's check
+// (in a run outside the count: growing the copy slows the reader).
+func (fs *frameStats) plainReader(keep bool) outputReader {
+	return func(tb testing.TB, master *os.File) time.Time {
+		var seen time.Time
+		var tail, all []byte
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := master.Read(buf)
+			if keep {
+				all = append(all, buf[:n]...)
+			}
+			if seen.IsZero() && n > 0 {
+				tail = append(tail, buf[:n]...)
+				if bytes.Contains(tail, []byte(streamEnd)) {
+					seen = time.Now()
+				}
+				tail = append(tail[:0], tail[max(0, len(tail)-len(streamEnd)):]...)
+			}
+			if err != nil {
+				if keep {
+					fs.read = all
+				}
+				return seen
+			}
+		}
+	}
 }
 
 // paneReader makes a 160×48 pane now (the app has its pane before the agent
 // starts) and returns a reader of an agent's pty that works as the app
 // does: the app's output path feeds the pane, and a frame is drawn each
-// frame interval until the output ends.
-func (fs *frameStats) paneReader() func(master *os.File) {
+// frame interval until the output ends. With check, the pane's last screen
+// must equal what the output the last plainReader kept shows when drawn
+// line by line.
+func (fs *frameStats) paneReader(check bool) outputReader {
 	p := NewPane(160, 48)
-	return func(master *os.File) {
+	return func(tb testing.TB, master *os.File) time.Time {
 		defer p.Close()
-		fs.drawPane(p, master)
+		seen := fs.drawPane(p, master)
+		if check {
+			if fs.read == nil {
+				tb.Fatal("no plain run kept its output for the pane's check")
+			}
+			raw := NewPane(160, 48)
+			defer raw.Close()
+			raw.coalesce = false
+			raw.Write(fs.read)
+			sameScreen(tb, p, raw, "the pane after the agent's stream")
+		}
+		return seen
 	}
 }
 
 // drawPane feeds p from master through the app's output path, drawing
-// frames as the app does until the output ends.
-func (fs *frameStats) drawPane(p *Pane, master *os.File) {
+// frames as the app does until the output ends, and returns when a frame
+// first showed streamEnd.
+func (fs *frameStats) drawPane(p *Pane, master *os.File) time.Time {
 	r := &agentRun{master: master, dirty: make(chan struct{}, 1), outputDone: make(chan struct{})}
 	go r.copyOutput(p)
+	var seen time.Time
 	for streaming := true; streaming; {
 		select {
 		case <-r.outputDone:
@@ -186,12 +264,16 @@ func (fs *frameStats) drawPane(p *Pane, master *os.File) {
 		case <-time.After(frameInterval):
 		}
 		start := time.Now()
-		_ = p.View()
+		view := p.View()
 		d := time.Since(start)
 		fs.drawing += d
 		fs.worst = max(fs.worst, d)
 		fs.n++
+		if seen.IsZero() && strings.Contains(view, streamEnd) {
+			seen = time.Now()
+		}
 	}
+	return seen
 }
 
 // openSizedPty opens a pty whose terminal is cols×rows.
@@ -207,10 +289,15 @@ func openSizedPty(tb testing.TB, cols, rows uint16) (master, tty *os.File) {
 	return master, tty
 }
 
+// agentScript is the benchmark agent: it writes the file named by its
+// first argument to its terminal, timing its own writes, prints streamEnd,
+// then saves its clock with the shell command in its second argument.
+const agentScript = `s=$EPOCHREALTIME; cat "$1"; e=$EPOCHREALTIME; printf '\r\n%s\r\n' ` + streamEnd + `; eval "$2"`
+
 // runOutputAgent runs the agent of BenchmarkAgentOutputRatio on a fresh
-// 160×48 pty whose master read drains, and returns how long the agent's
-// writes took by its own clock.
-func runOutputAgent(b *testing.B, bash, path string, read func(master *os.File)) time.Duration {
+// 160×48 pty read by read, and returns how long the agent's writes took by
+// its own clock, and how long from its start until read caught up.
+func runOutputAgent(b *testing.B, bash, path string, read outputReader) (writes, caughtUp time.Duration) {
 	b.Helper()
 	master, tty := openSizedPty(b, 160, 48)
 	defer master.Close()
@@ -219,7 +306,7 @@ func runOutputAgent(b *testing.B, bash, path string, read func(master *os.File))
 		b.Fatal(err)
 	}
 	defer clock.Close()
-	cmd := exec.Command(bash, "-c", `s=$EPOCHREALTIME; cat "$1"; e=$EPOCHREALTIME; echo "$s $e" >&3`, "agent", path)
+	cmd := exec.Command(bash, "-c", agentScript, "agent", path, `echo "$s $e" >&3`)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.ExtraFiles = []*os.File{clockW}
 	if err := cmd.Start(); err != nil {
@@ -227,10 +314,11 @@ func runOutputAgent(b *testing.B, bash, path string, read func(master *os.File))
 	}
 	tty.Close()
 	clockW.Close()
+	var seen time.Time
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
-		read(master)
+		seen = read(b, master)
 	}()
 	if err := cmd.Wait(); err != nil {
 		b.Fatalf("the agent failed: %v", err)
@@ -240,12 +328,13 @@ func runOutputAgent(b *testing.B, bash, path string, read func(master *os.File))
 	if err != nil {
 		b.Fatal(err)
 	}
-	return agentClock(b, times)
+	return agentClock(b, times, seen)
 }
 
-// agentClock is the time between the two $EPOCHREALTIME stamps the agent
-// wrote ("start end", with a decimal comma in some locales).
-func agentClock(b *testing.B, times []byte) time.Duration {
+// agentClock reads the two $EPOCHREALTIME stamps the agent wrote ("start
+// end", with a decimal comma in some locales) and returns the time between
+// them, and the time from the start until seen, when its reader caught up.
+func agentClock(b *testing.B, times []byte, seen time.Time) (writes, caughtUp time.Duration) {
 	b.Helper()
 	f := strings.Fields(string(times))
 	if len(f) != 2 {
@@ -256,7 +345,11 @@ func agentClock(b *testing.B, times []byte) time.Duration {
 	if err1 != nil || err2 != nil {
 		b.Fatalf("the agent's clock said %q", times)
 	}
-	return time.Duration((e - s) * float64(time.Second))
+	if seen.IsZero() {
+		b.Fatal("the reader never got to the end of the agent's output")
+	}
+	start := time.Unix(0, int64(s*float64(time.Second)))
+	return time.Duration((e - s) * float64(time.Second)), seen.Sub(start)
 }
 
 // BenchmarkPaneView is the cost of drawing one 160×48 frame alone.

@@ -294,7 +294,7 @@ func TestPaneSplitGraphemeKeepsTheGrid(t *testing.T) {
 // replies to its queries; then it writes a probe that shows the pen and
 // the last character printed (REP repeats it, the erase fills with the
 // pen's background) and compares again.
-func sameScreen(t *testing.T, fast, slow *Pane, what string) {
+func sameScreen(t testing.TB, fast, slow *Pane, what string) {
 	t.Helper()
 	compare := func(stage string) {
 		t.Helper()
@@ -325,7 +325,7 @@ func sameScreen(t *testing.T, fast, slow *Pane, what string) {
 
 // replies drains what a pane sent the agent up to its reply to a device
 // attributes query.
-func replies(t *testing.T, p *Pane) string {
+func replies(t testing.TB, p *Pane) string {
 	t.Helper()
 	var b strings.Builder
 	for !strings.HasSuffix(b.String(), "c") {
