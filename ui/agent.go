@@ -92,6 +92,8 @@ const (
 	// past them, its top rows show older lines until the flood has drawn
 	// a screenful more.
 	compactRows = 64
+	// readSize is the most one read of the pty takes.
+	readSize = 32 << 10
 	// floodBatch and gatherBytes: after a batch of floodBatch bytes or
 	// more, the next batch gathers until a frame has passed since that
 	// one was fed, or until gatherBytes wait. The pane is drawn once a
@@ -112,10 +114,14 @@ const (
 // blocks them.
 func (r *agentRun) copyOutput(pane *Pane) {
 	var (
-		mu      sync.Mutex
-		cond    = sync.NewCond(&mu)
-		backlog []byte
-		spare   []byte // a fed batch's buffer, for reuse
+		mu   sync.Mutex
+		cond = sync.NewCond(&mu)
+		// The output waiting for the pane is read into one buffer while
+		// the other is fed. Both are made at the most that may wait plus
+		// one read: pages are only touched as output fills them, while
+		// growing them during a flood cost it copies and page faults.
+		backlog = make([]byte, 0, maxBacklog+readSize)
+		spare   = make([]byte, 0, maxBacklog+readSize) // a fed batch's buffer, for reuse
 		eof     bool
 		// The pane's clamp state where the backlog starts, which compacting
 		// needs: base, or while a batch is being fed, inflightBase (where
@@ -124,20 +130,12 @@ func (r *agentRun) copyOutput(pane *Pane) {
 		inflight     []byte
 		inflightBase clamper
 	)
-	buf := make([]byte, 32<<10)
-	// A backlog buffer grows by doubling up to the most that may wait plus
-	// one read, and is kept: a flood settles on two buffers, fed and filled
-	// in turn, and quiet output never touches more memory than it needs.
-	bufCap := maxBacklog + len(buf)
+	buf := make([]byte, readSize)
 	go func() {
 		var scratch, compacted []byte
 		for {
 			n, err := r.master.Read(buf)
 			mu.Lock()
-			if cap(backlog)-len(backlog) < n {
-				size := min(bufCap, max(2*cap(backlog), len(buf), len(backlog)+n))
-				backlog = append(make([]byte, 0, size), backlog...)
-			}
 			backlog = append(backlog, buf[:n]...)
 			if len(backlog) >= maxBacklog && err == nil {
 				st := base.clone()
