@@ -204,7 +204,7 @@ func TestPreimageOfAChangingFile(t *testing.T) {
 				f.stage(t, map[string]file{"d/a.txt": {Data: "agent1\n"}, "d/b.txt": {Data: "agent2\n"}})
 				once = sync.Once{}
 				f.run(t)
-				if r := f.s.Meta.Runs[0]; r.Captured != 1 || r.Unknown != 1 {
+				if r := runsOf(t, f.s)[0]; r.Captured != 1 || r.Unknown != 1 {
 					t.Errorf("run took %d pre-images and %d unknown bases, want 1 and 1", r.Captured, r.Unknown)
 				}
 				cs := f.changes(t)
@@ -287,7 +287,7 @@ func TestEndRunChangesIsEndRunThenChanges(t *testing.T) {
 	if again := b.changes(t); encode(t, again) != encode(t, got) {
 		t.Errorf("Changes after EndRunChanges differs from what it returned:\n%s", strings.Join(statuses(again), "\n"))
 	}
-	ra, rb := a.s.Meta.Runs, b.s.Meta.Runs
+	ra, rb := runsOf(t, a.s), runsOf(t, b.s)
 	if len(rb) != 1 || b.s.Meta.Active != nil || rb[0].End.IsZero() || rb[0].Captured != ra[0].Captured || rb[0].Unknown != ra[0].Unknown {
 		t.Errorf("run recorded as %+v, want as EndRun records it: %+v", rb, ra)
 	}
@@ -311,8 +311,8 @@ func TestEndRunChangesIsEndRunThenChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs, err := f.s.EndRunChanges(0)
-	if err != nil || len(cs.Changes) != 0 || len(f.s.Meta.Runs) != 1 {
-		t.Errorf("empty run: %v, %v, runs %+v", cs, err, f.s.Meta.Runs)
+	if err != nil || len(cs.Changes) != 0 || len(runsOf(t, f.s)) != 1 {
+		t.Errorf("empty run: %v, %v, runs %+v", cs, err, runsOf(t, f.s))
 	}
 }
 
@@ -377,8 +377,8 @@ func TestUnreadableStagedFileStillRecordsTheRun(t *testing.T) {
 	if err == nil || cs != nil || !strings.Contains(err.Error(), "read the staged changes") || !strings.Contains(err.Error(), "a.txt") {
 		t.Fatalf("EndRunChanges = %v, %v; want the change set to fail on a.txt", cs, err)
 	}
-	if f.s.Meta.Active != nil || len(f.s.Meta.Runs) != 1 {
-		t.Fatalf("the run was not recorded: active %v, %d runs", f.s.Meta.Active, len(f.s.Meta.Runs))
+	if f.s.Meta.Active != nil || len(runsOf(t, f.s)) != 1 {
+		t.Fatalf("the run was not recorded: active %v, %d runs", f.s.Meta.Active, len(runsOf(t, f.s)))
 	}
 	b, err := f.s.loadBases()
 	if err != nil {

@@ -24,8 +24,8 @@ func BenchmarkEndRun5k(b *testing.B) {
 		}
 		endRun += time.Since(t0)
 		b.StopTimer()
-		if n := s.Meta.Runs[len(s.Meta.Runs)-1].Captured; n != 5000 {
-			b.Fatalf("captured %d pre-images, want 5000", n)
+		if runs := runsOf(b, s); runs[len(runs)-1].Captured != 5000 {
+			b.Fatalf("captured %d pre-images, want 5000", runs[len(runs)-1].Captured)
 		}
 		b.StartTimer()
 		t0 = time.Now()
@@ -55,8 +55,8 @@ func BenchmarkEndRunChanges5k(b *testing.B) {
 			b.Fatalf("end run: %v", err)
 		}
 		end += time.Since(t0)
-		if n := s.Meta.Runs[len(s.Meta.Runs)-1].Captured; n != 5000 {
-			b.Fatalf("captured %d pre-images, want 5000", n)
+		if runs := runsOf(b, s); runs[len(runs)-1].Captured != 5000 {
+			b.Fatalf("captured %d pre-images, want 5000", runs[len(runs)-1].Captured)
 		}
 	}
 	b.ReportMetric(float64(end.Milliseconds())/float64(b.N), "end-ms/op")

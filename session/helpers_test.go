@@ -259,3 +259,13 @@ func hunksOf(t testing.TB, s *Session, c *Change) []diffview.Hunk {
 	}
 	return d.Hunks
 }
+
+// runsOf is s's finished runs.
+func runsOf(t testing.TB, s *Session) []Run {
+	t.Helper()
+	runs, err := s.Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runs
+}

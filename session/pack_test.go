@@ -22,7 +22,7 @@ func TestPreimagesPackedPerRun(t *testing.T) {
 	f := newFixture(t, map[string]file{"a.txt": {Data: "a1\n"}, "d/b.txt": {Data: "b1\n"}, "d/e.bin": {Data: "\x00bin\n"}, "empty": {}})
 	f.stage(t, map[string]file{"a.txt": {Data: "a2\n"}, "d/b.txt": {Data: "b2\n"}, "d/e.bin": {Data: "text now\n"}, "empty": {Data: "now\n"}})
 	f.run(t)
-	if got := f.s.Meta.Runs[0].Captured; got != 4 {
+	if got := runsOf(t, f.s)[0].Captured; got != 4 {
 		t.Errorf("captured %d pre-images, want 4", got)
 	}
 	if packs := packsOf(t, f.s); len(packs) != 1 {
@@ -89,7 +89,7 @@ func TestEmptyRunCapturesNothing(t *testing.T) {
 	if len(ents) != 0 {
 		t.Errorf("base/ after an empty run holds %v", ents)
 	}
-	if len(f.s.Meta.Runs) != 1 || f.s.Meta.Runs[0].End.IsZero() || f.s.Meta.Active != nil {
+	if len(runsOf(t, f.s)) != 1 || runsOf(t, f.s)[0].End.IsZero() || f.s.Meta.Active != nil {
 		t.Errorf("run not recorded: %+v", f.s.Meta)
 	}
 }

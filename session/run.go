@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,7 +110,14 @@ func (s *Session) closeStaleRun() error {
 		return err
 	}
 	r.Captured, r.Unknown = v.captured, v.unknown
-	s.Meta.Runs = append(s.Meta.Runs, r)
+	// The process may have died after it recorded the run but before it cleared it as active.
+	if last, err := s.lastRun(); err != nil {
+		return err
+	} else if last == nil || !last.Start.Equal(r.Start) || last.PID != r.PID {
+		if err := s.appendRun(r); err != nil {
+			return err
+		}
+	}
 	s.Meta.Active = nil
 	return s.saveRunRecord()
 }
@@ -190,7 +198,9 @@ func (s *Session) endRun(exitCode int, changes bool) (cs *ChangeSet, csErr, err 
 	r.End = time.Now().UTC()
 	r.ExitCode = exitCode
 	r.Captured, r.Unknown = v.captured, v.unknown
-	s.Meta.Runs = append(s.Meta.Runs, r)
+	if err := s.appendRun(r); err != nil {
+		return nil, nil, err
+	}
 	s.Meta.Active = nil
 	if err := s.saveRunRecord(); err != nil {
 		return nil, nil, err
@@ -198,11 +208,87 @@ func (s *Session) endRun(exitCode int, changes bool) (cs *ChangeSet, csErr, err 
 	return cs, csErr, nil
 }
 
+// runsFile holds a session's finished runs, oldest first, one JSON object a line. It is appended
+// to, so that recording a run costs the same however many runs came before it.
+const runsFile = "runs.jsonl"
+
+// Runs returns the session's finished runs, oldest first. A line that a crash cut short is not a
+// run: at the end of the file, or in it, where appendRun ended it before the next run.
+func (s *Session) Runs() ([]Run, error) {
+	data, err := os.ReadFile(filepath.Join(s.dir, runsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the runs of session %s: %w", s.Meta.ID, err)
+	}
+	var runs []Run
+	for len(data) > 0 {
+		line, rest, whole := bytes.Cut(data, []byte("\n"))
+		data = rest
+		if !whole {
+			break
+		}
+		var r Run
+		if json.Unmarshal(line, &r) == nil {
+			runs = append(runs, r)
+		}
+	}
+	return runs, nil
+}
+
+// lastRun is the last of Runs, or nil when there is none.
+func (s *Session) lastRun() (*Run, error) {
+	runs, err := s.Runs()
+	if err != nil || len(runs) == 0 {
+		return nil, err
+	}
+	return &runs[len(runs)-1], nil
+}
+
+// appendRun adds r to the finished runs, durably. A partial line a crash left at the end is
+// ended first, so that it spoils no other run.
+func (s *Session) appendRun(r Run) error {
+	line, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode a run of session %s: %w", s.Meta.ID, err)
+	}
+	path := filepath.Join(s.dir, runsFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("record the run: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("record the run: %w", err)
+	}
+	if size := fi.Size(); size > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, size-1); err != nil {
+			return fmt.Errorf("record the run: %w", err)
+		}
+		if last[0] != '\n' {
+			line = append([]byte("\n"), line...)
+		}
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("record the run: %w", err)
+	}
+	if err := fsync(f); err != nil {
+		return fmt.Errorf("record the run: fsync: %w", err)
+	}
+	if fi.Size() == 0 {
+		return syncDir(s.dir) // the file may be new
+	}
+	return nil
+}
+
 // saveRunRecord writes session.json for a run's start or end: atomically and with its content
 // fsynced, but without the fsync of the directory. Should a crash lose the rename, the previous
-// session.json stays, whole: a start not recorded, or an end that the next run records as an
-// interrupted one (its pre-images are already durable in base/, and taking them again changes
-// nothing).
+// session.json stays, whole: a start not recorded, or a run still active whose end is already in
+// runsFile, which the next run then only clears (its pre-images are already durable in base/,
+// and taking them again changes nothing).
 func (s *Session) saveRunRecord() error {
 	data, err := json.MarshalIndent(s.Meta, "", "  ")
 	if err != nil {

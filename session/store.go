@@ -40,8 +40,6 @@ type Meta struct {
 	Project string    `json:"project"`
 	Created time.Time `json:"created"`
 	State   State     `json:"state"`
-	// Runs are the finished runs, oldest first.
-	Runs []Run `json:"runs,omitempty"`
 	// Active is the run in progress, if any; it is stale when its process is gone.
 	Active *Run `json:"active,omitempty"`
 	// Applies are the committed applies, oldest first (rolled-back ones included, marked).
@@ -284,8 +282,13 @@ func (st *Store) List() ([]Info, error) {
 	}
 	out := make([]Info, 0, len(all)+len(bad))
 	for _, s := range all {
-		inf := Info{ID: s.Meta.ID, Project: s.Meta.Project, Created: s.Meta.Created, Runs: len(s.Meta.Runs),
+		inf := Info{ID: s.Meta.ID, Project: s.Meta.Project, Created: s.Meta.Created,
 			State: s.Meta.State, Running: s.RunActive()}
+		runs, err := s.Runs()
+		if err != nil {
+			inf.Error = err.Error()
+		}
+		inf.Runs = len(runs)
 		if s.Meta.Active != nil {
 			inf.Runs++
 		}

@@ -218,8 +218,8 @@ func TestReadersWorkDuringRun(t *testing.T) {
 	if err := f.s.EndRun(3); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.s.Meta.Runs) != 1 || f.s.Meta.Runs[0].ExitCode != 3 || f.s.Meta.Runs[0].Argv[1] != "--go" || f.s.Meta.Active != nil {
-		t.Errorf("runs = %+v", f.s.Meta.Runs)
+	if len(runsOf(t, f.s)) != 1 || runsOf(t, f.s)[0].ExitCode != 3 || runsOf(t, f.s)[0].Argv[1] != "--go" || f.s.Meta.Active != nil {
+		t.Errorf("runs = %+v", runsOf(t, f.s))
 	}
 }
 
@@ -243,7 +243,62 @@ func TestStaleRunIsNotActive(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(f.project, "a.txt")); string(data) != "b\n" {
 		t.Errorf("project a.txt = %q", data)
 	}
-	if len(f.s.Meta.Runs) != 1 || f.s.Meta.Runs[0].ExitCode != -1 {
-		t.Errorf("stale run not closed: %+v", f.s.Meta.Runs)
+	if len(runsOf(t, f.s)) != 1 || runsOf(t, f.s)[0].ExitCode != -1 {
+		t.Errorf("stale run not closed: %+v", runsOf(t, f.s))
+	}
+}
+
+// A run whose process died after it recorded the run's end, but before it cleared the run as
+// active, is recorded once.
+func TestRunRecordedBeforeACrashIsNotRecordedTwice(t *testing.T) {
+	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
+	if err := f.s.BeginRun([]string{"agent"}); err != nil {
+		t.Fatal(err)
+	}
+	active := *f.s.Meta.Active
+	if err := f.s.EndRun(0); err != nil {
+		t.Fatal(err)
+	}
+	// The crash: session.json still says the run is active, from a process that is gone.
+	active.PIDStart++
+	f.s.Meta.Active = &active
+	if err := f.s.saveMeta(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.BeginRun([]string{"agent", "again"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.EndRun(2); err != nil {
+		t.Fatal(err)
+	}
+	runs := runsOf(t, f.s)
+	if len(runs) != 2 || runs[0].ExitCode != 0 || runs[1].ExitCode != 2 {
+		t.Fatalf("runs = %+v", runs)
+	}
+}
+
+// A line that a crash cut short is not a run, and spoils neither the runs before it nor the next.
+func TestPartialRunLineIsSkippedAndEnded(t *testing.T) {
+	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
+	f.run(t)
+	path := filepath.Join(f.s.Dir(), runsFile)
+	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString(`{"argv":["cut`); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if runs := runsOf(t, f.s); len(runs) != 1 {
+		t.Fatalf("with a partial last line: runs = %+v", runs)
+	}
+	f.run(t)
+	if runs := runsOf(t, f.s); len(runs) != 2 {
+		t.Fatalf("after a run that followed a partial line: runs = %+v", runs)
+	}
+	infos, err := f.store.List()
+	if err != nil || len(infos) != 1 || infos[0].Runs != 2 || infos[0].Error != "" {
+		t.Fatalf("sessions: %+v, %v", infos, err)
 	}
 }

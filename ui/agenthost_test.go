@@ -190,8 +190,8 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 	if j2.Lock == nil || j2.Session.RunActive() {
 		t.Fatal("after the agent ended the app does not hold the writer lock of a finished run")
 	}
-	runs := j2.Session.Meta.Runs
-	if len(runs) != 1 || runs[0].PID != host.PID || runs[0].ExitCode != 0 {
+	runs, err := j2.Session.Runs()
+	if err != nil || len(runs) != 1 || runs[0].PID != host.PID || runs[0].ExitCode != 0 {
 		t.Fatalf("recorded runs: %+v", runs)
 	}
 	if _, err := os.Stat(filepath.Join(j2.Session.UpperDir(), "b.txt")); err != nil {
