@@ -353,15 +353,12 @@ func (s *Session) commitRollback(root *projectRoot, e *journalEntry) error {
 // whose entry is written but not done is rolled back; a done one is committed; a started rollback
 // is finished. It returns a sentence saying what it did ("" when nothing).
 func (l *ProjectLock) recover() (string, error) {
-	all, _, err := l.store.all()
+	sessions, _, err := l.store.projectSessions(l.project)
 	if err != nil {
 		return "", err
 	}
 	var msgs []string
-	for _, s := range all {
-		if s.Meta.Project != l.project {
-			continue
-		}
+	for _, s := range sessions {
 		s.lock = l
 		ents, err := os.ReadDir(s.journalDir())
 		if err != nil {
@@ -454,7 +451,7 @@ func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
 	} else if msg != "" {
 		l.Recovered = strings.TrimPrefix(l.Recovered+"; "+msg, "; ")
 	}
-	all, _, err := l.store.all()
+	sessions, _, err := l.store.projectSessions(l.project)
 	if err != nil {
 		return nil, err
 	}
@@ -463,10 +460,7 @@ func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
 		rec ApplyRecord
 	}
 	var items []item
-	for _, s := range all {
-		if s.Meta.Project != l.project {
-			continue
-		}
+	for _, s := range sessions {
 		s.lock = l
 		for _, r := range s.Meta.Applies {
 			if !r.RolledBack {

@@ -51,7 +51,8 @@ type LockOptions struct {
 	Command string
 }
 
-func (st *Store) lockPath(project, kind string) string {
+// projectFile is one of the store's files of project: its locks and its session index.
+func (st *Store) projectFile(project, kind string) string {
 	sum := sha256.Sum256([]byte(project))
 	return filepath.Join(st.Root, "locks", hex.EncodeToString(sum[:8])+"."+kind)
 }
@@ -59,7 +60,7 @@ func (st *Store) lockPath(project, kind string) string {
 // LockProject takes the project's writer lock, then finishes or rolls back any apply that a
 // crash interrupted (Recovered says which).
 func (st *Store) LockProject(project string, opts LockOptions) (*ProjectLock, error) {
-	path := st.lockPath(project, "lock")
+	path := st.projectFile(project, "lock")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock project %s: open %s: %w", project, path, err)
@@ -91,6 +92,10 @@ func (st *Store) LockProject(project string, opts LockOptions) (*ProjectLock, er
 		f.WriteAt([]byte(fmt.Sprintf("%d %s %s\n", os.Getpid(), time.Now().UTC().Format(time.RFC3339), cmd)), 0)
 	}
 	lk := &ProjectLock{store: st, project: project, f: f}
+	if err := st.indexProject(project); err != nil {
+		lk.Release()
+		return nil, fmt.Errorf("lock project %s: %w", project, err)
+	}
 	msg, err := lk.recover()
 	if err != nil {
 		lk.Release()
@@ -179,7 +184,7 @@ func (l *ProjectLock) Get(id string) (*Session, error) {
 // stateLock takes the project's short-lived state lock: exclusive while a writer changes staged
 // state or the project, shared while a reader scans it.
 func (st *Store) stateLock(project string, exclusive bool) (func(), error) {
-	path := st.lockPath(project, "state")
+	path := st.projectFile(project, "state")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock state of %s: %w", project, err)

@@ -4,6 +4,7 @@
 package session
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -207,16 +208,27 @@ func (st *Store) all() ([]*Session, []error, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("list sessions: %w", err)
 	}
+	var ids []string
+	for _, e := range ents {
+		if e.IsDir() {
+			ids = append(ids, e.Name())
+		}
+	}
+	out, bad := st.loadEach(ids)
+	return out, bad, nil
+}
+
+// loadEach loads the sessions with the given IDs, oldest first, with the errors of unreadable
+// ones. A directory without session.json is a session whose creation was interrupted (never
+// started): it is skipped.
+func (st *Store) loadEach(ids []string) ([]*Session, []error) {
 	var out []*Session
 	var bad []error
-	for _, e := range ents {
-		if !e.IsDir() {
+	for _, id := range ids {
+		if _, err := os.Lstat(filepath.Join(st.sessionsDir(), id, "session.json")); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if _, err := os.Lstat(filepath.Join(st.sessionsDir(), e.Name(), "session.json")); errors.Is(err, fs.ErrNotExist) {
-			continue // a session whose creation was interrupted: never started
-		}
-		s, err := st.load(e.Name())
+		s, err := st.load(id)
 		if err != nil {
 			bad = append(bad, err)
 			continue
@@ -224,20 +236,98 @@ func (st *Store) all() ([]*Session, []error, error) {
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Meta.Created.Before(out[j].Meta.Created) })
-	return out, bad, nil
+	return out, bad
+}
+
+// A project's session index (projectFile(project, "sessions")) lists the IDs of its sessions,
+// one a line, so that finding them reads the project's own sessions however many the store
+// holds. Only a writer of the project changes it: LockProject writes it from a scan of every
+// session when it is missing (a store from before it), and create adds a session to it before
+// the session exists. Without it, the project's sessions are found by that scan.
+
+// projectSessions loads project's sessions, oldest first, with the errors of unreadable ones
+// that may be the project's (only a scan, without the index, has any).
+func (st *Store) projectSessions(project string) ([]*Session, []error, error) {
+	data, err := os.ReadFile(st.projectFile(project, "sessions"))
+	if errors.Is(err, fs.ErrNotExist) {
+		all, bad, err := st.all()
+		return ofProject(all, project), bad, err
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the session index of %s: %w", project, err)
+	}
+	// A line being appended is not an ID yet.
+	data = data[:bytes.LastIndexByte(data, '\n')+1]
+	var ids []string
+	for _, id := range strings.Fields(string(data)) {
+		if validID(id) {
+			ids = append(ids, id)
+		}
+	}
+	found, bad := st.loadEach(ids)
+	return ofProject(found, project), bad, nil
+}
+
+// ofProject is the sessions of project among all.
+func ofProject(all []*Session, project string) []*Session {
+	var out []*Session
+	for _, s := range all {
+		if s.Meta.Project == project {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// indexProject writes project's session index from a scan of every session, when there is none;
+// the caller holds the project's writer lock. While any session is unreadable it writes none:
+// that session may be the project's.
+func (st *Store) indexProject(project string) error {
+	path := st.projectFile(project, "sessions")
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	all, bad, err := st.all()
+	if err != nil || len(bad) > 0 {
+		return err
+	}
+	var b strings.Builder
+	for _, s := range ofProject(all, project) {
+		b.WriteString(s.Meta.ID + "\n")
+	}
+	return writeFileAtomic(path, []byte(b.String()), 0o600)
+}
+
+// addToIndex adds a new session to its project's index, durably, when the project has one.
+func (st *Store) addToIndex(project, id string) error {
+	f, err := os.OpenFile(st.projectFile(project, "sessions"), os.O_WRONLY|os.O_APPEND, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("index session %s: %w", id, err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(id + "\n"); err != nil {
+		return fmt.Errorf("index session %s: %w", id, err)
+	}
+	if err := fsync(f); err != nil {
+		return fmt.Errorf("index session %s: fsync: %w", id, err)
+	}
+	return nil
 }
 
 // Current returns the project's open session, read-only, or ErrNoSession.
 // An unreadable session could be the project's open one, so when there is one, the error names
 // it instead of ErrNoSession: a new session is never started over work that may still be staged.
 func (st *Store) Current(project string) (*Session, error) {
-	all, bad, err := st.all()
+	sessions, bad, err := st.projectSessions(project)
 	if err != nil {
 		return nil, err
 	}
-	for i := len(all) - 1; i >= 0; i-- {
-		if all[i].Meta.Project == project && all[i].Meta.State == StateOpen {
-			return all[i], nil
+	for i := len(sessions) - 1; i >= 0; i-- {
+		if sessions[i].Meta.State == StateOpen {
+			return sessions[i], nil
 		}
 	}
 	if len(bad) > 0 {
@@ -248,14 +338,12 @@ func (st *Store) Current(project string) (*Session, error) {
 
 // Latest returns the project's most recent session in any state, read-only, or ErrNoSession.
 func (st *Store) Latest(project string) (*Session, error) {
-	all, _, err := st.all()
+	sessions, _, err := st.projectSessions(project)
 	if err != nil {
 		return nil, err
 	}
-	for i := len(all) - 1; i >= 0; i-- {
-		if all[i].Meta.Project == project {
-			return all[i], nil
-		}
+	if len(sessions) > 0 {
+		return sessions[len(sessions)-1], nil
 	}
 	return nil, fmt.Errorf("project %s: %w", project, ErrNoSession)
 }
@@ -456,6 +544,10 @@ func (st *Store) create(project string, lk *ProjectLock) (*Session, error) {
 	}
 	if err := os.WriteFile(s.NetLog(), nil, 0o600); err != nil {
 		return fail(fmt.Errorf("create session %s: %w", id, err))
+	}
+	// Indexed before it exists: an indexed directory without session.json is skipped.
+	if err := st.addToIndex(project, id); err != nil {
+		return fail(err)
 	}
 	// session.json last: a directory without it is not a session.
 	if err := s.saveMeta(); err != nil {

@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -300,5 +301,76 @@ func TestPartialRunLineIsSkippedAndEnded(t *testing.T) {
 	infos, err := f.store.List()
 	if err != nil || len(infos) != 1 || infos[0].Runs != 2 || infos[0].Error != "" {
 		t.Fatalf("sessions: %+v, %v", infos, err)
+	}
+}
+
+// A project's sessions are found through its index, so another project's unreadable session
+// does not hold it up; a store without the index (from before it) is scanned, and there an
+// unreadable session blocks a new one, as it may be the project's, until the index can be made.
+func TestProjectSessionIndex(t *testing.T) {
+	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
+	index := f.store.projectFile(f.project, "sessions")
+	other := t.TempDir()
+	lk, err := f.store.LockProject(other, LockOptions{Command: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := lk.Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk.Release()
+	if data, err := os.ReadFile(index); err != nil || string(data) != f.s.ID()+"\n" {
+		t.Fatalf("the index of the project holds %q (%v), want its one session", data, err)
+	}
+	if err := f.s.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	// The other project's session becomes unreadable.
+	if err := os.WriteFile(filepath.Join(o.Dir(), "session.json"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, created, err := f.lock.CurrentOrCreate()
+	if err != nil || !created {
+		t.Fatalf("with the index, a new session: %v, %v", created, err)
+	}
+	if data, _ := os.ReadFile(index); string(data) != f.s.ID()+"\n"+s.ID()+"\n" {
+		t.Fatalf("the index holds %q after a new session", data)
+	}
+	if latest, err := f.store.Latest(f.project); err != nil || latest.ID() != s.ID() {
+		t.Fatalf("latest: %v, %v", latest, err)
+	}
+
+	// A store from before the index.
+	if err := s.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(index); err != nil {
+		t.Fatal(err)
+	}
+	f.lock.Release()
+	lk, err = f.store.LockProject(f.project, LockOptions{Command: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Release()
+	if _, err := os.Lstat(index); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("an index was made while a session was unreadable: %v", err)
+	}
+	if _, _, err := lk.CurrentOrCreate(); err == nil || !strings.Contains(err.Error(), o.ID()) {
+		t.Fatalf("without the index, a new session over an unreadable one: %v", err)
+	}
+	// Once every session reads, the next writer indexes the project's sessions, from the scan.
+	if err := os.Remove(filepath.Join(o.Dir(), "session.json")); err != nil {
+		t.Fatal(err)
+	}
+	lk.Release()
+	lk, err = f.store.LockProject(f.project, LockOptions{Command: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Release()
+	if data, _ := os.ReadFile(index); string(data) != f.s.ID()+"\n"+s.ID()+"\n" {
+		t.Fatalf("the index made from a scan holds %q", data)
 	}
 }
