@@ -462,6 +462,15 @@ func TestPaneCoalescingDrawsRunsWithoutScrolling(t *testing.T) {
 		}
 		return []byte(b.String())
 	}
+	// wrapping is n pairs of a short line and one that wraps.
+	wrapping := func(n int) []byte {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			b.WriteString(line(i))
+			b.WriteString(strings.Repeat("x", 200) + "\r\n")
+		}
+		return []byte(b.String())
+	}
 	// drawn counts the lines a rewritten write draws: line feeds, and rows
 	// put in place.
 	drawn := func(c []byte) int {
@@ -482,6 +491,10 @@ func TestPaneCoalescingDrawsRunsWithoutScrolling(t *testing.T) {
 		{"screenfuls between cursor moves and queries", [][]byte{lines(0, 60), bytes.Join([][]byte{lines(60, 100), lines(160, 100), lines(260, 100)}, []byte("\x1b[6n\x1b[H\x1b[2K\x1b[5n\x1b[24;1H\x1b[3A\x1b[6n\x1b[A\x1b[0B\x1b[B\x1b[3C\x1b[D\x1b[0A\x1b[6n\x1b[7G\x1b[5d\x1b[2a\x1b[6n\x1b[;3H\x1b[e\x1b[6n\x1b[9;9f\x1b[K\x1b[J\x1b[X\x1b[6n\x1b[000007;00003H\x1b[6n"))}, 2 + 48, false},
 		{"after a cut control sequence", [][]byte{append(lines(0, 60), "\x1b[38;5"...), append([]byte(";9m"), lines(60, 100)...)}, 48, false},
 		{"after a cut character", [][]byte{append(lines(0, 60), "\xc2"...), append([]byte("\xb7\r\n"), lines(60, 100)...)}, 1 + 48, false},
+		// No two short lines follow each other, so there is no run: the short
+		// lines that scroll out of sight are skipped one by one (skipLines),
+		// the wrapping ones drawn.
+		{"short lines between wrapping ones", [][]byte{lines(0, 60), wrapping(100)}, 100 + 48 + 2, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
