@@ -256,12 +256,11 @@ func mountOverlayOn(dir, lower, upper, work string) error {
 	return nil
 }
 
-// escapeOverlayPath escapes the characters the overlay option parser
-// treats as separators.
-func escapeOverlayPath(p string) string {
-	r := strings.NewReplacer(`\`, `\\`, `,`, `\,`, `:`, `\:`)
-	return r.Replace(p)
-}
+// overlayPathEscaper escapes the characters the overlay option parser treats
+// as separators.
+var overlayPathEscaper = strings.NewReplacer(`\`, `\\`, `,`, `\,`, `:`, `\:`)
+
+func escapeOverlayPath(p string) string { return overlayPathEscaper.Replace(p) }
 
 // bindInto binds host path src at jail path dst (under root), read-only when
 // ro. Missing sources are skipped: a cache or config that does not exist has
