@@ -656,17 +656,8 @@ func priorPackName(w int) string {
 // as keepName in the directory keep (when keep >= 0), or else appends its bytes to the pack that
 // pack returns.
 func readPrior(dir int, dirErr error, name string, keep int, keepName string, pack func() (*packWriter, error)) (priorState, error) {
-	if dirErr != nil {
-		if errors.Is(dirErr, unix.ENOENT) || errors.Is(dirErr, unix.ENOTDIR) || errors.Is(dirErr, unix.ELOOP) {
-			return priorState{}, nil
-		}
-		return priorState{}, dirErr
-	}
-	var st unix.Stat_t
-	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return priorState{}, nil
-		}
+	st, exists, err := statAt(dir, dirErr, name)
+	if err != nil || !exists {
 		return priorState{}, err
 	}
 	fs := statFromUnix(&st)
@@ -691,7 +682,7 @@ func readPrior(dir int, dirErr error, name string, keep int, keepName string, pa
 			}
 			unix.Unlinkat(keep, keepName, 0)
 		}
-		fd, err := openRegularAt(dir, name)
+		fd, _, err := openRegularAt(dir, name)
 		if err != nil {
 			return priorState{}, err
 		}

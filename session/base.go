@@ -197,19 +197,12 @@ func (b *bases) captureAll(root *projectRoot, paths []string) ([]baseEntry, erro
 // captureAt is captureEntry for name in the project directory dir (or dirErr, why it could not be
 // opened), looked up now.
 func (b *bases) captureAt(dir int, dirErr error, name string, e baseEntry) (baseEntry, error) {
-	if dirErr != nil {
-		if errors.Is(dirErr, unix.ENOENT) || errors.Is(dirErr, unix.ENOTDIR) || errors.Is(dirErr, unix.ELOOP) {
-			// A missing parent, or one that is a file or a symlink: the path is gone.
-			return baseEntry{Kind: baseUnknown}, nil
-		}
-		return e, dirErr
-	}
-	var st unix.Stat_t
-	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return baseEntry{Kind: baseUnknown}, nil
-		}
+	st, exists, err := statAt(dir, dirErr, name)
+	if err != nil {
 		return e, err
+	}
+	if !exists {
+		return baseEntry{Kind: baseUnknown}, nil // the path is gone
 	}
 	h := hostEntry{exists: true, stat: statFromUnix(&st)}
 	if h.stat.Type == 'l' && sameStat(h.stat, e.Host) {
@@ -266,19 +259,18 @@ func (b *bases) captureEntry(dir int, name string, h hostEntry, e baseEntry) (ba
 // (another inode), or written while it was copied (its size or mtime moved), makes the base
 // unknown, and the copy is never referred to.
 func (b *bases) captureFile(dir int, name string, e baseEntry) (baseEntry, error) {
-	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
-			return baseEntry{Kind: baseUnknown}, nil // gone, or a symlink now, since the stat
-		}
+	fd, st, err := openRegularAt(dir, name)
+	switch {
+	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP):
+		return baseEntry{Kind: baseUnknown}, nil // gone, or a symlink now, since the stat
+	case errors.Is(err, errNotRegular):
+		return baseEntry{Kind: baseUnknown, Host: statFromUnix(&st)}, nil
+	case err != nil:
 		return e, err
 	}
 	defer unix.Close(fd)
-	before, err := fstatFD(fd)
-	if err != nil {
-		return e, err
-	}
-	if before.Type != 'f' || !sameStat(before, e.Host) {
+	before := statFromUnix(&st)
+	if !sameStat(before, e.Host) {
 		return baseEntry{Kind: baseUnknown, Host: before}, nil
 	}
 	var p packed
@@ -305,12 +297,12 @@ func (b *bases) captureFile(dir int, name string, e baseEntry) (baseEntry, error
 	}
 	// Looked up by name: the path must still name the file copied, unchanged (the descriptor
 	// holds its inode, whose number no other file can take meanwhile).
-	var st unix.Stat_t
-	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return baseEntry{Kind: baseUnknown}, nil
-		}
+	st, exists, err := statAt(dir, nil, name)
+	if err != nil {
 		return e, err
+	}
+	if !exists {
+		return baseEntry{Kind: baseUnknown}, nil
 	}
 	if after := statFromUnix(&st); !sameStat(after, e.Host) {
 		return baseEntry{Kind: baseUnknown, Host: after}, nil
@@ -322,15 +314,6 @@ func (b *bases) captureFile(dir int, name string, e baseEntry) (baseEntry, error
 // preimageCopied, when set, is called when a pre-image has been copied, before the file is
 // checked again (tests change the file there).
 var preimageCopied func(dir int, name string)
-
-// fstatFD describes an open file.
-func fstatFD(fd int) (fileStat, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return fileStat{}, err
-	}
-	return statFromUnix(&st), nil
-}
 
 // packed is where a pre-image went: its pack, offset and length, sha256 and whether its first
 // 8000 bytes hold a NUL.

@@ -378,7 +378,7 @@ func (p *scanPart) entry(name string, open bool) error {
 		if fd < 0 {
 			// Not open yet (not regular when listed, or not openable, by its mode say): opened
 			// now, or the error says why not.
-			if fd, err = openRegularAt(p.dfd, name); err != nil {
+			if fd, _, err = openRegularAt(p.dfd, name); err != nil {
 				r.readErr = fmt.Errorf("read staged %s: %w", visible(child), err)
 				break
 			}
@@ -421,12 +421,8 @@ func (p *scanPart) entry(name string, open bool) error {
 // regular file (put there since the listing; closed unread), it is described by name, and fd is -1.
 func statEntry(dfd int, name string, open bool) (st unix.Stat_t, fd int, err error) {
 	if open {
-		fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err == nil {
-			if err := unix.Fstat(fd, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-				return st, fd, nil
-			}
-			unix.Close(fd)
+		if fd, st, err := openRegularAt(dfd, name); err == nil {
+			return st, fd, nil
 		}
 	}
 	return st, -1, unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)

@@ -202,20 +202,12 @@ type hostEntry struct {
 // lstat describes rel beneath the root without following a final symlink.
 func (r *projectRoot) lstat(rel string) (hostEntry, error) {
 	dir, name, err := r.openParent(rel, false)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
-		// A missing parent, or one that is a file or a symlink: nothing exists there beneath
-		// real directories of the project.
-		return hostEntry{}, nil
-	}
-	if err != nil {
-		return hostEntry{}, fmt.Errorf("inspect %s: %w", visible(rel), err)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return hostEntry{}, nil
+	st, exists, err := statAt(dir, err, name)
+	if err != nil || !exists {
+		if err != nil {
+			err = fmt.Errorf("inspect %s: %w", visible(rel), err)
 		}
-		return hostEntry{}, fmt.Errorf("inspect %s: %w", visible(rel), err)
+		return hostEntry{}, err
 	}
 	h := hostEntry{exists: true, stat: statFromUnix(&st), dev: st.Dev}
 	if h.stat.Type == 'l' {
@@ -279,7 +271,7 @@ func (r *projectRoot) openReadFD(rel string) (int, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return -1, fmt.Errorf("open %s: not a regular file", visible(rel))
 	}
-	fd, err := openRegularAt(dir, name)
+	fd, _, err := openRegularAt(dir, name)
 	if err != nil {
 		return -1, fmt.Errorf("open %s: %w", visible(rel), err)
 	}
@@ -410,19 +402,47 @@ func (r *projectRoot) inDirs(groups []dirGroup, fn func(worker, dir int, dirErr 
 	return first
 }
 
-// openRegularAt opens name in dir for reading when it is a regular file; a symlink or a special
-// file fails and is never opened for good (O_NONBLOCK: opening a FIFO cannot hang).
-func openRegularAt(dir int, name string) (int, error) {
+// errNotRegular is openRegularAt's error for what is not a regular file.
+var errNotRegular = errors.New("not a regular file")
+
+// openRegularAt opens name in dir for reading when it is a regular file, and describes it by its
+// descriptor. A symlink fails (ELOOP); a special file is closed unread, and fails with
+// errNotRegular and its description (O_NONBLOCK: opening a FIFO cannot hang).
+func openRegularAt(dir int, name string) (int, unix.Stat_t, error) {
+	var st unix.Stat_t
 	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return -1, err
+		return -1, st, err
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return -1, errors.New("not a regular file")
+		return -1, st, err
 	}
-	return fd, nil
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, st, errNotRegular
+	}
+	return fd, st, nil
+}
+
+// statAt describes name in the project directory dir without following a symlink; dirErr is why
+// dir could not be opened. exists is false when nothing is there: name is missing, or its parent
+// is (ENOENT), or is a file or a symlink (ENOTDIR, ELOOP), so that nothing exists beneath real
+// directories of the project.
+func statAt(dir int, dirErr error, name string) (st unix.Stat_t, exists bool, err error) {
+	if dirErr != nil {
+		if errors.Is(dirErr, unix.ENOENT) || errors.Is(dirErr, unix.ENOTDIR) || errors.Is(dirErr, unix.ELOOP) {
+			return st, false, nil
+		}
+		return st, false, dirErr
+	}
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return st, false, nil
+		}
+		return st, false, err
+	}
+	return st, true, nil
 }
 
 // fdIO reads and writes a raw descriptor: many small files are copied without the cost of an
