@@ -50,10 +50,13 @@ type PatchOptions struct {
 	Diff Options
 }
 
+// SniffLen is how much of the start of a content IsBinary looks at.
+const SniffLen = 8000
+
 // IsBinary reports whether content looks binary the way git decides it: a
-// NUL byte among the first 8000 bytes.
+// NUL byte among the first SniffLen bytes.
 func IsBinary(b []byte) bool {
-	return bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0
+	return bytes.IndexByte(b[:min(len(b), SniffLen)], 0) >= 0
 }
 
 // BlobID is the git object id (SHA-1) of a blob with content b.

@@ -294,8 +294,7 @@ func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 	if !c.Old.Exists() {
 		mode = c.New.Mode & 0o777
 	}
-	h := sha256.Sum256(content)
-	sum := hex.EncodeToString(h[:])
+	sum := sha256Hex(content)
 	pl.contents[sum] = content
 	pl.ops = append(pl.ops, op{Path: c.Path, Kind: 'f', Mode: mode, Hash: sum})
 	pl.Files = append(pl.Files, PlannedFile{Path: c.Path, Action: "write", Accepted: acc, Rejected: rej, Pending: und})

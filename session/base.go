@@ -17,6 +17,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/diffview"
 )
 
 // The base of a path is what the review diffs against and what partial applies start from: the
@@ -326,8 +328,7 @@ type packed struct {
 
 // packBytes appends data to the run's pack (created on first use); parallel captures share it.
 func (b *bases) packBytes(data []byte) (packed, error) {
-	sum := sha256.Sum256(data)
-	p := packed{n: int64(len(data)), sum: hex.EncodeToString(sum[:]), bin: bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0}
+	p := packed{n: int64(len(data)), sum: sha256Hex(data), bin: diffview.IsBinary(data)}
 	b.packMu.Lock()
 	defer b.packMu.Unlock()
 	w, err := b.packWriter()
@@ -415,11 +416,11 @@ func newPackWriter(dir string) (*packWriter, error) {
 	return &packWriter{f: f, w: bufio.NewWriterSize(f, 1<<16), name: filepath.Base(f.Name())}, nil
 }
 
-// add appends r's content and returns its sha256, offset, length and whether its first 8000 bytes
-// hold a NUL.
+// add appends r's content and returns its sha256, offset, length and whether it looks binary
+// (diffview.IsBinary).
 func (p *packWriter) add(r io.Reader) (sum string, off, n int64, bin bool, err error) {
 	h := sha256.New()
-	sniff := &nulSniffer{left: 8000}
+	sniff := &nulSniffer{left: diffview.SniffLen}
 	bp := copyBuffers.Get().(*[]byte)
 	n, err = copyPooled(io.MultiWriter(p.w, h, sniff), r, *bp)
 	copyBuffers.Put(bp)

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -20,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/diffview"
 )
 
 // Status is a change's git-style letter.
@@ -581,19 +582,26 @@ func buildChanges(b *bases, host *projectRoot, raw []rawEntry) (*ChangeSet, erro
 	return &ChangeSet{Changes: out}, nil
 }
 
-// headHash reads r fully, returning its sha256, its size and whether its first 8 KiB hold a NUL.
+// sha256Hex is the sha256 of b in hex, as the session names contents.
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// headHash reads r fully, returning its sha256, its size and whether it looks binary
+// (diffview.IsBinary).
 func headHash(r io.Reader) (string, int64, bool, error) {
 	h := sha256.New()
 	bp := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(bp)
 	buf := *bp
-	head := buf[:8000]
+	head := buf[:diffview.SniffLen]
 	n, err := io.ReadFull(r, head)
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 		return "", 0, false, err
 	}
 	h.Write(head[:n])
-	binary := bytes.IndexByte(head[:n], 0) >= 0
+	binary := diffview.IsBinary(head[:n])
 	if err != nil {
 		// r ended within the head: no need to read it again to see that.
 		return hex.EncodeToString(h.Sum(nil)), int64(n), binary, nil
@@ -642,8 +650,7 @@ func sumRegular(fd int, size int64) (string, int64, bool, error) {
 		return "", 0, false, err
 	}
 	if whole {
-		sum := sha256.Sum256(data)
-		return hex.EncodeToString(sum[:]), int64(len(data)), bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0, nil
+		return sha256Hex(data), int64(len(data)), diffview.IsBinary(data), nil
 	}
 	if len(data) > 0 {
 		if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {

@@ -1,8 +1,6 @@
 package session
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -299,10 +297,7 @@ func LoadConfig(userPath, project, stateRoot string) (LoadedConfig, error) {
 
 func trustFile(stateRoot string) string { return filepath.Join(stateRoot, "trusted-configs.json") }
 
-func contentHash(data []byte) string {
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func contentHash(data []byte) string { return "sha256:" + sha256Hex(data) }
 
 func readTrusted(stateRoot string) (map[string]string, error) {
 	m := map[string]string{}
