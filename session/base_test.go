@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -39,6 +40,23 @@ func TestBaseIndexEncoding(t *testing.T) {
 		"a-":                          {Kind: baseUnknown}, // sorts before "a.txt" and "a/b" by byte
 		"a/b":                         {Kind: baseUnknown},
 	}}
+	// Every field is set in some entry: a field added to baseEntry or fileStat must join the
+	// fixture, where the comparison below tells whether the encoder writes it.
+	for _, typ := range []reflect.Type{reflect.TypeFor[baseEntry](), reflect.TypeFor[fileStat]()} {
+		for i := range typ.NumField() {
+			set := false
+			for _, e := range x.Paths {
+				v := reflect.ValueOf(e)
+				if typ != v.Type() {
+					v = v.FieldByName("Host")
+				}
+				set = set || !v.Field(i).IsZero()
+			}
+			if !set {
+				t.Errorf("no entry of the fixture sets %s.%s", typ.Name(), typ.Field(i).Name)
+			}
+		}
+	}
 	got, err := x.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
