@@ -558,7 +558,7 @@ func (s *Session) applyOps(id string, pl *ApplyPlan, b *bases, root *projectRoot
 		return err
 	}
 	step("done")
-	if err := s.commitApply(e, b); err != nil {
+	if err := s.commitApply(root, e, b); err != nil {
 		return fmt.Errorf("apply %s: the project is written but recording it failed (the next shadow command finishes it): %w", id, err)
 	}
 	step("committed")
@@ -992,13 +992,10 @@ type ApplyRecord struct {
 
 // commitApply records a done apply in the session: the applied content becomes the base of each
 // path, decisions move on, the apply is listed. It is idempotent, so recovery can repeat it.
-// b, when not nil, is the session's bases already loaded.
-func (s *Session) commitApply(e *journalEntry, b *bases) error {
-	root, err := openRoot(s.Meta.Project)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
+// root is the project, opened; b, when not nil, is the session's bases already loaded.
+func (s *Session) commitApply(root *projectRoot, e *journalEntry, b *bases) error {
+	root.invalidate() // what it knows of the directories predates the apply
+	var err error
 	if b == nil {
 		if b, err = s.loadBases(); err != nil {
 			return err

@@ -418,7 +418,7 @@ func (s *Session) recoverEntry(jdir string) (string, error) {
 		}
 		return fmt.Sprintf("finished the interrupted rollback of apply %s (session %s)", e.ID, s.Meta.ID), nil
 	case hasMarker(jdir, "done"):
-		if err := s.commitApply(e, nil); err != nil {
+		if err := s.commitApply(root, e, nil); err != nil {
 			return "", fmt.Errorf("recover: finish recording apply %s: %w", e.ID, err)
 		}
 		return fmt.Sprintf("completed the interrupted apply %s (session %s): all %d paths were written", e.ID, s.Meta.ID, len(e.Paths)), nil
