@@ -92,10 +92,7 @@ func (st *Store) LockProject(project string, opts LockOptions) (*ProjectLock, er
 		f.WriteAt([]byte(fmt.Sprintf("%d %s %s\n", os.Getpid(), time.Now().UTC().Format(time.RFC3339), cmd)), 0)
 	}
 	lk := &ProjectLock{store: st, project: project, f: f}
-	if err := st.indexProject(project); err != nil {
-		lk.Release()
-		return nil, fmt.Errorf("lock project %s: %w", project, err)
-	}
+	st.indexProject(project)
 	msg, err := lk.recover()
 	if err != nil {
 		lk.Release()

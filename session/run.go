@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,9 +112,11 @@ func (s *Session) closeStaleRun() error {
 	}
 	r.Captured, r.Unknown = v.captured, v.unknown
 	// The process may have died after it recorded the run but before it cleared it as active.
-	if last, err := s.lastRun(); err != nil {
+	runs, err := s.Runs()
+	if err != nil {
 		return err
-	} else if last == nil || !last.Start.Equal(r.Start) || last.PID != r.PID {
+	}
+	if !recorded(runs, &r) {
 		if err := s.appendRun(r); err != nil {
 			return err
 		}
@@ -212,74 +215,43 @@ func (s *Session) endRun(exitCode int, changes bool) (cs *ChangeSet, csErr, err 
 // to, so that recording a run costs the same however many runs came before it.
 const runsFile = "runs.jsonl"
 
-// Runs returns the session's finished runs, oldest first. A line that a crash cut short is not a
-// run: at the end of the file, or in it, where appendRun ended it before the next run.
+// Runs returns the session's finished runs, oldest first: those recorded before runsFile existed
+// (Meta.LegacyRuns), then runsFile's. A line that a crash or a failed write cut short is not a run
+// (a cut JSON object does not parse), at the end of the file or within it, where appendLine ended
+// it before the next.
 func (s *Session) Runs() ([]Run, error) {
+	runs := slices.Clone(s.Meta.LegacyRuns)
 	data, err := os.ReadFile(filepath.Join(s.dir, runsFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return runs, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the runs of session %s: %w", s.Meta.ID, err)
 	}
-	var runs []Run
 	for len(data) > 0 {
-		line, rest, whole := bytes.Cut(data, []byte("\n"))
-		data = rest
-		if !whole {
-			break
-		}
+		var line []byte
+		line, data, _ = bytes.Cut(data, []byte("\n"))
 		var r Run
-		if json.Unmarshal(line, &r) == nil {
+		if len(line) > 0 && json.Unmarshal(line, &r) == nil {
 			runs = append(runs, r)
 		}
 	}
 	return runs, nil
 }
 
-// lastRun is the last of Runs, or nil when there is none.
-func (s *Session) lastRun() (*Run, error) {
-	runs, err := s.Runs()
-	if err != nil || len(runs) == 0 {
-		return nil, err
-	}
-	return &runs[len(runs)-1], nil
+// recorded reports whether runs holds the run a (the same start, by the same process).
+func recorded(runs []Run, a *Run) bool {
+	return slices.ContainsFunc(runs, func(r Run) bool { return r.Start.Equal(a.Start) && r.PID == a.PID })
 }
 
-// appendRun adds r to the finished runs, durably. A partial line a crash left at the end is
-// ended first, so that it spoils no other run.
+// appendRun adds r to the finished runs, durably.
 func (s *Session) appendRun(r Run) error {
 	line, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode a run of session %s: %w", s.Meta.ID, err)
 	}
-	path := filepath.Join(s.dir, runsFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
+	if err := appendLine(filepath.Join(s.dir, runsFile), line, true); err != nil {
 		return fmt.Errorf("record the run: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("record the run: %w", err)
-	}
-	if size := fi.Size(); size > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, size-1); err != nil {
-			return fmt.Errorf("record the run: %w", err)
-		}
-		if last[0] != '\n' {
-			line = append([]byte("\n"), line...)
-		}
-	}
-	if _, err := f.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("record the run: %w", err)
-	}
-	if err := fsync(f); err != nil {
-		return fmt.Errorf("record the run: fsync: %w", err)
-	}
-	if fi.Size() == 0 {
-		return syncDir(s.dir) // the file may be new
 	}
 	return nil
 }

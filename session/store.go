@@ -41,6 +41,9 @@ type Meta struct {
 	Project string    `json:"project"`
 	Created time.Time `json:"created"`
 	State   State     `json:"state"`
+	// LegacyRuns are the finished runs recorded here before they went to runsFile; kept as
+	// they are, never added to.
+	LegacyRuns []Run `json:"runs,omitempty"`
 	// Active is the run in progress, if any; it is stale when its process is gone.
 	Active *Run `json:"active,omitempty"`
 	// Applies are the committed applies, oldest first (rolled-back ones included, marked).
@@ -281,38 +284,29 @@ func ofProject(all []*Session, project string) []*Session {
 
 // indexProject writes project's session index from a scan of every session, when there is none;
 // the caller holds the project's writer lock. While any session is unreadable it writes none:
-// that session may be the project's.
-func (st *Store) indexProject(project string) error {
+// that session may be the project's. It is best effort: without the index, the project's
+// sessions are found by the scan, so a store that cannot be written (a full disk) stays usable.
+func (st *Store) indexProject(project string) {
 	path := st.projectFile(project, "sessions")
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return
 	}
 	all, bad, err := st.all()
 	if err != nil || len(bad) > 0 {
-		return err
+		return
 	}
 	var b strings.Builder
 	for _, s := range ofProject(all, project) {
 		b.WriteString(s.Meta.ID + "\n")
 	}
-	return writeFileAtomic(path, []byte(b.String()), 0o600)
+	_ = writeFileAtomic(path, []byte(b.String()), 0o600)
 }
 
 // addToIndex adds a new session to its project's index, durably, when the project has one.
 func (st *Store) addToIndex(project, id string) error {
-	f, err := os.OpenFile(st.projectFile(project, "sessions"), os.O_WRONLY|os.O_APPEND, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	err := appendLine(st.projectFile(project, "sessions"), []byte(id), false)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("index session %s: %w", id, err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(id + "\n"); err != nil {
-		return fmt.Errorf("index session %s: %w", id, err)
-	}
-	if err := fsync(f); err != nil {
-		return fmt.Errorf("index session %s: fsync: %w", id, err)
 	}
 	return nil
 }
@@ -372,20 +366,22 @@ func (st *Store) List() ([]Info, error) {
 	for _, s := range all {
 		inf := Info{ID: s.Meta.ID, Project: s.Meta.Project, Created: s.Meta.Created,
 			State: s.Meta.State, Running: s.RunActive()}
+		var errs []error
 		runs, err := s.Runs()
-		if err != nil {
-			inf.Error = err.Error()
-		}
+		errs = append(errs, err)
 		inf.Runs = len(runs)
-		if s.Meta.Active != nil {
+		if a := s.Meta.Active; a != nil && !recorded(runs, a) {
 			inf.Runs++
 		}
 		if s.Meta.State == StateOpen {
 			if cs, err := s.Changes(); err != nil {
-				inf.Error = err.Error()
+				errs = append(errs, err)
 			} else {
 				inf.FilesStaged = len(cs.Changes)
 			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			inf.Error = strings.ReplaceAll(err.Error(), "\n", "; ")
 		}
 		inf.Network = countLines(filepath.Join(s.dir, "net.log"))
 		out = append(out, inf)
@@ -503,6 +499,49 @@ func writeFileReplace(path string, data []byte, perm os.FileMode, syncParent boo
 		return nil
 	}
 	return syncDir(dir)
+}
+
+// appendLine appends line and a line feed to the file at path, durably. With create, a missing
+// file is made (and its directory synced); otherwise it is an fs.ErrNotExist error. A line that a
+// crash or a failed write cut short is ended first, so that it spoils no other, and a write that
+// fails is taken back.
+func appendLine(path string, line []byte, create bool) error {
+	flags := os.O_RDWR | os.O_APPEND
+	if create {
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := fi.Size()
+	rec := make([]byte, 0, len(line)+2)
+	if size > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, size-1); err != nil {
+			return err
+		}
+		if last[0] != '\n' {
+			rec = append(rec, '\n')
+		}
+	}
+	rec = append(append(rec, line...), '\n')
+	if _, err := f.Write(rec); err != nil {
+		_ = f.Truncate(size)
+		return err
+	}
+	if err := fsync(f); err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	if create && size == 0 {
+		return syncDir(filepath.Dir(path)) // the file may be new
+	}
+	return nil
 }
 
 func syncDir(dir string) error {

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -250,7 +251,7 @@ func TestStaleRunIsNotActive(t *testing.T) {
 }
 
 // A run whose process died after it recorded the run's end, but before it cleared the run as
-// active, is recorded once.
+// active (or whose clearing a crash lost, runs later), is recorded once.
 func TestRunRecordedBeforeACrashIsNotRecordedTwice(t *testing.T) {
 	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
 	if err := f.s.BeginRun([]string{"agent"}); err != nil {
@@ -260,11 +261,16 @@ func TestRunRecordedBeforeACrashIsNotRecordedTwice(t *testing.T) {
 	if err := f.s.EndRun(0); err != nil {
 		t.Fatal(err)
 	}
-	// The crash: session.json still says the run is active, from a process that is gone.
+	f.run(t)
+	// The crash: session.json came back saying the first run is active, from a process that is
+	// gone.
 	active.PIDStart++
 	f.s.Meta.Active = &active
 	if err := f.s.saveMeta(); err != nil {
 		t.Fatal(err)
+	}
+	if infos, err := f.store.List(); err != nil || infos[0].Runs != 2 {
+		t.Fatalf("sessions: %+v, %v", infos, err)
 	}
 	if err := f.s.BeginRun([]string{"agent", "again"}); err != nil {
 		t.Fatal(err)
@@ -273,8 +279,38 @@ func TestRunRecordedBeforeACrashIsNotRecordedTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := runsOf(t, f.s)
-	if len(runs) != 2 || runs[0].ExitCode != 0 || runs[1].ExitCode != 2 {
+	if len(runs) != 3 || runs[0].ExitCode != 0 || runs[2].ExitCode != 2 {
 		t.Fatalf("runs = %+v", runs)
+	}
+}
+
+// Runs recorded in session.json, before runs.jsonl, stay the first runs and are kept as they are.
+func TestLegacyRunsAreKept(t *testing.T) {
+	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
+	path := filepath.Join(f.s.Dir(), "session.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["runs"] = []map[string]any{{"argv": []string{"old"}, "start": "2026-01-02T03:04:05Z", "end": "2026-01-02T03:04:06Z", "exit_code": 4}}
+	if data, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.run(t) // reloads session.json, and writes it back
+	f.run(t)
+	runs := runsOf(t, f.s)
+	if len(runs) != 3 || runs[0].Argv[0] != "old" || runs[0].ExitCode != 4 || runs[1].Argv[0] != "agent" {
+		t.Fatalf("runs = %+v", runs)
+	}
+	if infos, err := f.store.List(); err != nil || infos[0].Runs != 3 {
+		t.Fatalf("sessions: %+v, %v", infos, err)
 	}
 }
 
@@ -301,6 +337,17 @@ func TestPartialRunLineIsSkippedAndEnded(t *testing.T) {
 	infos, err := f.store.List()
 	if err != nil || len(infos) != 1 || infos[0].Runs != 2 || infos[0].Error != "" {
 		t.Fatalf("sessions: %+v, %v", infos, err)
+	}
+	// A last line whose line feed alone was lost is still a run.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.TrimSuffix(data, []byte("\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if runs := runsOf(t, f.s); len(runs) != 2 {
+		t.Fatalf("without the last line feed: runs = %+v", runs)
 	}
 }
 
@@ -372,5 +419,21 @@ func TestProjectSessionIndex(t *testing.T) {
 	defer lk.Release()
 	if data, _ := os.ReadFile(index); string(data) != f.s.ID()+"\n"+s.ID()+"\n" {
 		t.Fatalf("the index made from a scan holds %q", data)
+	}
+	// A write of the index cut short (a full disk) is ended before the next session's ID.
+	w, err := os.OpenFile(index, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString("2026113"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	n, created, err := lk.CurrentOrCreate()
+	if err != nil || !created {
+		t.Fatalf("a new session after a cut index line: %v, %v", created, err)
+	}
+	if cur, err := f.store.Current(f.project); err != nil || cur.ID() != n.ID() {
+		t.Fatalf("the new session after a cut index line is not found: %v, %v", cur, err)
 	}
 }
