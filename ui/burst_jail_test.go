@@ -43,6 +43,9 @@ func BenchmarkAgentOutputRatioJail(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		plain.add(runJailedOutputAgent(b, base, project, i*2, frames.plainReader(false)))
 		app.add(runJailedOutputAgent(b, base, project, i*2+1, frames.paneReader(i == 0)))
+		if i == 0 {
+			frames.checkLastScreen(b)
+		}
 	}
 	reportOutputRatios(b, "shadow-run", plain, app)
 }
@@ -69,7 +72,7 @@ func runJailedOutputAgent(b *testing.B, base, project string, n int, read output
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
-		seen = read(b, master)
+		seen = read(master)
 	}()
 	_, err := sandbox.Run(context.Background(), p, []string{"bash", "-c", agentScript, "agent", "output", `echo "$s $e" > clock`})
 	tty.Close()

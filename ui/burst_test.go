@@ -129,7 +129,8 @@ func BenchmarkPaneFrame(b *testing.B) {
 // or drawn (b), and that ratio, so that a pane that falls behind after the
 // agent's last write is counted; and the mean and worst frame time of (b).
 // The first pane's last screen must equal what the whole output, drawn
-// line by line, shows: a pane that dropped output cannot score.
+// line by line, shows (checkLastScreen): a pane that dropped output cannot
+// score.
 // The agent runs as a plain process, not in the jail: the jail adds nothing
 // between the agent's writes and the pty (namespaces, mounts and filters
 // cost at start and on file access, while the agent's terminal is the same
@@ -152,6 +153,9 @@ func BenchmarkAgentOutputRatio(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		plain.add(runOutputAgent(b, bash, path, frames.plainReader(false)))
 		app.add(runOutputAgent(b, bash, path, frames.paneReader(i == 0)))
+		if i == 0 {
+			frames.checkLastScreen(b)
+		}
 	}
 	reportOutputRatios(b, "plain", plain, app)
 	b.ReportMetric(float64(frames.drawing.Nanoseconds())/float64(frames.n), "ns/frame")
@@ -184,22 +188,23 @@ func reportOutputRatios(b *testing.B, name string, other, app outputTimes) {
 }
 
 // frameStats adds up the frames a paneReader draws, and keeps what a
-// plainReader read for the first pane's check.
+// plainReader read and a pane for checkLastScreen.
 type frameStats struct {
 	drawing, worst time.Duration
 	n              int
 	read           []byte
+	last           *Pane
 }
 
 // outputReader reads an agent's pty until it ends, and returns when it
 // caught up with the agent: when it read (or drew) streamEnd.
-type outputReader func(tb testing.TB, master *os.File) time.Time
+type outputReader func(master *os.File) time.Time
 
 // plainReader returns a reader that drains the pty as shadow run's
 // terminal would; with keep, what it read is kept for the pane's check
 // (in a run outside the count: growing the copy slows the reader).
 func (fs *frameStats) plainReader(keep bool) outputReader {
-	return func(tb testing.TB, master *os.File) time.Time {
+	return func(master *os.File) time.Time {
 		var seen time.Time
 		var tail, all []byte
 		buf := make([]byte, 32<<10)
@@ -228,26 +233,35 @@ func (fs *frameStats) plainReader(keep bool) outputReader {
 // paneReader makes a 160×48 pane now (the app has its pane before the agent
 // starts) and returns a reader of an agent's pty that works as the app
 // does: the app's output path feeds the pane, and a frame is drawn each
-// frame interval until the output ends. With check, the pane's last screen
-// must equal what the output the last plainReader kept shows when drawn
-// line by line.
-func (fs *frameStats) paneReader(check bool) outputReader {
+// frame interval until the output ends. With keep, the pane is kept for
+// checkLastScreen rather than closed.
+func (fs *frameStats) paneReader(keep bool) outputReader {
 	p := NewPane(160, 48)
-	return func(tb testing.TB, master *os.File) time.Time {
-		defer p.Close()
+	return func(master *os.File) time.Time {
 		seen := fs.drawPane(p, master)
-		if check {
-			if fs.read == nil {
-				tb.Fatal("no plain run kept its output for the pane's check")
-			}
-			raw := NewPane(160, 48)
-			defer raw.Close()
-			raw.coalesce = false
-			raw.Write(fs.read)
-			sameScreen(tb, p, raw, "the pane after the agent's stream")
+		if keep {
+			fs.last = p
+		} else {
+			p.Close()
 		}
 		return seen
 	}
+}
+
+// checkLastScreen fails unless the pane a paneReader kept shows what the
+// output the last plainReader kept shows when drawn line by line (on the
+// benchmark's goroutine: the readers run on others).
+func (fs *frameStats) checkLastScreen(tb testing.TB) {
+	tb.Helper()
+	if fs.read == nil || fs.last == nil {
+		tb.Fatal("no plain run kept its output, or no pane run its pane, for the check")
+	}
+	defer fs.last.Close()
+	raw := NewPane(160, 48)
+	defer raw.Close()
+	raw.coalesce = false
+	raw.Write(fs.read)
+	sameScreen(tb, fs.last, raw, "the pane after the agent's stream")
 }
 
 // drawPane feeds p from master through the app's output path, drawing
@@ -318,7 +332,7 @@ func runOutputAgent(b *testing.B, bash, path string, read outputReader) (writes,
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
-		seen = read(b, master)
+		seen = read(master)
 	}()
 	if err := cmd.Wait(); err != nil {
 		b.Fatalf("the agent failed: %v", err)
