@@ -118,8 +118,8 @@ func (r *agentRun) copyOutput(pane *Pane) {
 		cond = sync.NewCond(&mu)
 		// The output waiting for the pane is read into one buffer while
 		// the other is fed. Both are made at the most that may wait plus
-		// one read: pages are only touched as output fills them, while
-		// growing them during a flood cost it copies and page faults.
+		// one read when the agent starts: growing them during a flood cost
+		// the reader copies and page faults while the agent waited on it.
 		backlog = make([]byte, 0, maxBacklog+readSize)
 		spare   = make([]byte, 0, maxBacklog+readSize) // a fed batch's buffer, for reuse
 		eof     bool
