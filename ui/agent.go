@@ -85,8 +85,10 @@ func startAgent(ctx context.Context, agent AgentFunc, pane *Pane, w, h int) tea.
 const (
 	// maxBacklog is how much agent output may wait for the pane before it
 	// is compacted (and, what cannot be compacted, before the agent's
-	// writes block).
-	maxBacklog = 1 << 20
+	// writes block). Compacting is done on the reader's path, while the
+	// agent's writes wait: a frame's worth of the fastest flood a pty
+	// carries here (~90 MB/s, 1.5 MB a frame) stays under it.
+	maxBacklog = 2 << 20
 	// compactRows is the fewest rows compacted output is kept right for,
 	// as the pane may grow between compacting and feeding. Should it grow
 	// past them, its top rows show older lines until the flood has drawn
