@@ -502,7 +502,7 @@ func writeFileReplace(path string, data []byte, perm os.FileMode, syncParent boo
 }
 
 // appendLine appends line and a line feed to the file at path, durably. With create, a missing
-// file is made (and its directory synced); otherwise it is an fs.ErrNotExist error. A line that a
+// file is made (and its directory synced); without, a missing file is an fs.ErrNotExist error. A line that a
 // crash or a failed write cut short is ended first, so that it spoils no other, and a write that
 // fails is taken back.
 func appendLine(path string, line []byte, create bool) error {
