@@ -994,7 +994,6 @@ type ApplyRecord struct {
 // path, decisions move on, the apply is listed. It is idempotent, so recovery can repeat it.
 // root is the project, opened; b, when not nil, is the session's bases already loaded.
 func (s *Session) commitApply(root *projectRoot, e *journalEntry, b *bases) error {
-	root.invalidate() // what it knows of the directories predates the apply
 	var err error
 	if b == nil {
 		if b, err = s.loadBases(); err != nil {

@@ -89,7 +89,7 @@ func TestEmptyRunCapturesNothing(t *testing.T) {
 	if len(ents) != 0 {
 		t.Errorf("base/ after an empty run holds %v", ents)
 	}
-	if len(runsOf(t, f.s)) != 1 || runsOf(t, f.s)[0].End.IsZero() || f.s.Meta.Active != nil {
+	if runs := runsOf(t, f.s); len(runs) != 1 || runs[0].End.IsZero() || f.s.Meta.Active != nil {
 		t.Errorf("run not recorded: %+v", f.s.Meta)
 	}
 }

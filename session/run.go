@@ -232,7 +232,7 @@ func (s *Session) Runs() ([]Run, error) {
 		var line []byte
 		line, data, _ = bytes.Cut(data, []byte("\n"))
 		var r Run
-		if len(line) > 0 && json.Unmarshal(line, &r) == nil {
+		if json.Unmarshal(line, &r) == nil {
 			runs = append(runs, r)
 		}
 	}

@@ -203,11 +203,11 @@ type hostEntry struct {
 func (r *projectRoot) lstat(rel string) (hostEntry, error) {
 	dir, name, err := r.openParent(rel, false)
 	st, exists, err := statAt(dir, err, name)
-	if err != nil || !exists {
-		if err != nil {
-			err = fmt.Errorf("inspect %s: %w", visible(rel), err)
-		}
-		return hostEntry{}, err
+	if err != nil {
+		return hostEntry{}, fmt.Errorf("inspect %s: %w", visible(rel), err)
+	}
+	if !exists {
+		return hostEntry{}, nil
 	}
 	h := hostEntry{exists: true, stat: statFromUnix(&st), dev: st.Dev}
 	if h.stat.Type == 'l' {

@@ -4,7 +4,6 @@
 package session
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -259,8 +258,8 @@ func (st *Store) projectSessions(project string) ([]*Session, []error, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the session index of %s: %w", project, err)
 	}
-	// A line being appended is not an ID yet.
-	data = data[:bytes.LastIndexByte(data, '\n')+1]
+	// An ID cut short (being appended, or by a failed write) names no session directory, and
+	// loadEach skips it.
 	var ids []string
 	for _, id := range strings.Fields(string(data)) {
 		if validID(id) {
