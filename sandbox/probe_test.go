@@ -186,6 +186,7 @@ var probes = map[string]func() []string{
 		}
 		return []string{"background process never wrote"}
 	},
+	"bind-ro": bindReadOnlyProbe,
 	"serve": func() []string {
 		ln, err := net.Listen("tcp", "127.0.0.1:"+os.Getenv("PORT"))
 		if err != nil {
@@ -200,6 +201,62 @@ var probes = map[string]func() []string{
 		c.Close()
 		return []string{"served"}
 	},
+}
+
+// bindReadOnlyProbe runs in a user and mount namespace of its own (not in a
+// jail): it binds DIR/src, which holds a tmpfs submount, read-only on
+// DIR/dst the way WAY says (setattr: with mount_setattr, which must work;
+// remount: as on kernels without it), then reports what writes and statfs
+// see through the bind, and whether the source still takes writes.
+func bindReadOnlyProbe() []string {
+	dir := os.Getenv("DIR")
+	src, dst := dir+"/src", dir+"/dst"
+	for _, d := range []string{src + "/sub", dst} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return []string{err.Error()}
+		}
+	}
+	if err := unix.Mount("tmpfs", src+"/sub", "tmpfs", 0, "size=64k"); err != nil {
+		return []string{"mount tmpfs: " + errName(err)}
+	}
+	setattr := "unused"
+	switch os.Getenv("WAY") {
+	case "remount":
+		mountSetattr = func(int, string, uint, *unix.MountAttr) error { return unix.ENOSYS }
+	case "setattr":
+		mountSetattr = func(dirfd int, path string, flags uint, attr *unix.MountAttr) error {
+			err := unix.MountSetattr(dirfd, path, flags, attr)
+			setattr = errName(err)
+			return err
+		}
+	}
+	if err := bindReadOnly(src, dst); err != nil {
+		return []string{"bind: " + err.Error()}
+	}
+	out := []string{"setattr=" + setattr}
+	for _, d := range []string{dst, dst + "/sub", src, src + "/sub"} {
+		rel := strings.TrimPrefix(d, dir+"/")
+		err := os.WriteFile(d+"/x", nil, 0o644)
+		if d == src || d == src+"/sub" {
+			out = append(out, rel+" write="+errName(err))
+			continue
+		}
+		var st unix.Statfs_t
+		if serr := unix.Statfs(d, &st); serr != nil {
+			return append(out, "statfs "+rel+": "+errName(serr))
+		}
+		var flags []string
+		for _, f := range []struct {
+			bit  int64
+			name string
+		}{{unix.ST_RDONLY, "ro"}, {unix.ST_NOSUID, "nosuid"}, {unix.ST_NODEV, "nodev"}} {
+			if st.Flags&f.bit != 0 {
+				flags = append(flags, f.name)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s write=%s flags=%s", rel, errName(err), strings.Join(flags, ",")))
+	}
+	return out
 }
 
 // capLines reports the capability sets, no_new_privs and seccomp mode.
