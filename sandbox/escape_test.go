@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -301,5 +302,42 @@ func TestEscapeBackgroundProcess(t *testing.T) {
 	time.Sleep(700 * time.Millisecond)
 	if after := size(); after != before {
 		t.Errorf("a process of the jail outlived it: %s grew from %d to %d bytes", ticks, before, after)
+	}
+}
+
+// TestEscapeBackgroundProcessAtEnded checks what Policy.Ended may rely on:
+// when it is called, a detached process the command left is already gone.
+func TestEscapeBackgroundProcessAtEnded(t *testing.T) {
+	j := newTestJail(t)
+	shared := t.TempDir()
+	p := j.policy()
+	p.ReadWrite = []string{shared}
+	ticks := filepath.Join(shared, "ticks")
+	var calls int
+	var seen Result
+	var grew string
+	p.Ended = func(res Result) {
+		calls++
+		seen = res
+		before, err := os.Stat(ticks)
+		if err != nil {
+			grew = err.Error()
+			return
+		}
+		time.Sleep(400 * time.Millisecond)
+		if after, err := os.Stat(ticks); err != nil || after.Size() != before.Size() {
+			grew = fmt.Sprintf("%s grew from %d bytes (%v)", ticks, before.Size(), err)
+		}
+	}
+	p.Env = append(append([]string{}, p.Env...), "SHADOW_TRY=background", "F="+ticks)
+	res, out, errOut := j.run(t, p, j.probe)
+	if !strings.Contains(out, "RESULT started") {
+		t.Fatalf("the probe did not start its process: %s%s", out, errOut)
+	}
+	if calls != 1 || seen != res {
+		t.Errorf("Ended called %d times with %+v; Run returned %+v", calls, seen, res)
+	}
+	if grew != "" {
+		t.Errorf("a process of the jail was still running when Ended was called: %s", grew)
 	}
 }

@@ -82,6 +82,14 @@ type Policy struct {
 	Stderr io.Writer
 	// Warnings receives shadow's own warnings (shared network). Nil: Stderr.
 	Warnings io.Writer
+	// Ended, when set, is called once the command and everything it
+	// started are gone, with the Result Run is about to return, while the
+	// kernel still tears the jail down (unmounting an overlay that staged
+	// thousands of files takes tens of milliseconds): the caller's work on
+	// the run's end overlaps that. Run returns after Ended does. It is not
+	// called when the jail's PID 1 could not report the command's end (it
+	// was killed) or the jail failed: Run's return is all there is then.
+	Ended func(Result) `json:"-"`
 }
 
 // Result is how a run ended.
@@ -104,6 +112,19 @@ type Result struct {
 	Network string
 	// Duration is the wall time of the run.
 	Duration time.Duration
+}
+
+// ExitStatus is the exit status of a run, as SPEC §1 has `shadow run` exit
+// and a session records it: the command's, 125 when Run failed (the jail
+// could not run it), 124 when it timed out.
+func ExitStatus(res Result, err error) int {
+	switch {
+	case err != nil:
+		return 125
+	case res.TimedOut:
+		return 124
+	}
+	return res.ExitCode
 }
 
 // JailError reports that the jail could not be built; the command was not

@@ -196,12 +196,24 @@ loop:
 			_ = j.cmd.Process.Signal(sig)
 		}
 	}
-	ws := j.wait()
-	res.Duration = time.Since(start)
+	// The terminal and the signals are the caller's again, Ended included.
+	signal.Stop(sigs)
+	restore()
 	if gotExit {
+		// PID 1 reports the end once it has killed and reaped everything
+		// else, and then exits: nothing in the jail writes any more.
 		res.ExitCode = *final.Exit
 		res.Signal = final.Signal
-	} else if ws.Signaled() {
+		res.Duration = time.Since(start)
+		if p.Ended != nil {
+			p.Ended(res)
+		}
+		j.wait()
+		return res, nil
+	}
+	ws := j.wait()
+	res.Duration = time.Since(start)
+	if ws.Signaled() {
 		// PID 1 was killed (grace period over): so was everything in it.
 		res.Signal = ws.Signal()
 		res.ExitCode = 128 + int(ws.Signal())

@@ -257,7 +257,7 @@ func startHost(spec hostSpec) (*agentHost, error) {
 		case <-outputDone:
 		case <-time.After(2 * time.Second):
 		}
-		code := jailExitCode(res, err)
+		code := sandbox.ExitStatus(res, err)
 		if e := s.EndRun(code); e != nil && err == nil {
 			err = fmt.Errorf("record the end of the run in session %s: %w", s.ID(), e)
 		}

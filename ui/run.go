@@ -164,7 +164,7 @@ func JailAgent(j *Jail, argv []string) AgentFunc {
 		p := sessionPolicy(j.Policy, j.Session)
 		p.Stdin, p.Stdout, p.Stderr, p.Warnings = tty, tty, tty, tty
 		res, err := sandbox.Run(ctx, p, argv)
-		code := jailExitCode(res, err)
+		code := sandbox.ExitStatus(res, err)
 		if e := j.Session.EndRun(code); e != nil && err == nil {
 			err = fmt.Errorf("record the end of the run in session %s: %w", j.Session.ID(), e)
 		}
@@ -471,16 +471,4 @@ func PolicyLayers(p sandbox.Policy) []Layer {
 		ll = Layer{Name: fmt.Sprintf("landlock%d", abi), On: true}
 	}
 	return []Layer{{Name: "userns", On: true}, net, {Name: "overlay", On: true}, ll, {Name: "seccomp", On: true}}
-}
-
-// jailExitCode is the exit status a run records: the command's, 125 when the
-// jail could not run it, 124 when it timed out.
-func jailExitCode(res sandbox.Result, err error) int {
-	switch {
-	case err != nil:
-		return 125
-	case res.TimedOut:
-		return 124
-	}
-	return res.ExitCode
 }

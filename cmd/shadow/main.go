@@ -13,7 +13,7 @@ import (
 	"github.com/shadow-sandbox/shadow/ui"
 )
 
-// Exit codes shared by every command (SPEC §1).
+// Exit codes shared by every command (SPEC §1); a run's come from sandbox.ExitStatus.
 const (
 	exitOK      = 0
 	exitError   = 1

@@ -99,15 +99,22 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	res, runErr := sandbox.Run(ctx, p, argv)
-	code := res.ExitCode
-	if runErr != nil {
-		code = exitNoJail
-	} else if res.TimedOut {
-		code = exitTimeout
+	// The run's record and its summary's change set come from one scan,
+	// made while the jail is torn down when the jail reports the end.
+	var (
+		cs     *session.ChangeSet
+		endErr error
+		ended  bool
+	)
+	p.Ended = func(res sandbox.Result) {
+		cs, endErr = s.EndRunChanges(sandbox.ExitStatus(res, nil))
+		ended = true
 	}
-	// The run's record and its summary's change set come from one scan.
-	cs, endErr := s.EndRunChanges(code)
+	res, runErr := sandbox.Run(ctx, p, argv)
+	code := sandbox.ExitStatus(res, runErr)
+	if !ended {
+		cs, endErr = s.EndRunChanges(code)
+	}
 	if runErr != nil {
 		if endErr != nil {
 			fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", endErr)
