@@ -19,7 +19,11 @@ func TestMain(m *testing.M) {
 	if name := os.Getenv("SHADOW_TRY"); name != "" {
 		os.Exit(tryMain(name))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if probeDir != "" {
+		os.RemoveAll(probeDir)
+	}
+	os.Exit(code)
 }
 
 var (
