@@ -106,20 +106,25 @@ func (s *Session) openView() (*projectRoot, *bases, error) {
 }
 
 func (s *Session) loadBases() (*bases, error) {
-	b := &bases{dir: s.baseDir(), index: baseIndex{Version: 1, Paths: map[string]baseEntry{}}}
+	return loadBases(s.dir, s.Meta.ID)
+}
+
+// loadBases loads the bases of the session whose directory is dir.
+func loadBases(dir, id string) (*bases, error) {
+	b := &bases{dir: filepath.Join(dir, "base"), index: baseIndex{Version: 1, Paths: map[string]baseEntry{}}}
 	data, err := os.ReadFile(filepath.Join(b.dir, "index.json"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return nil, fmt.Errorf("session %s: read base index: %w", s.Meta.ID, err)
+		return nil, fmt.Errorf("session %s: read base index: %w", id, err)
 	default:
 		if err := json.Unmarshal(data, &b.index); err != nil || b.index.Paths == nil {
-			return nil, fmt.Errorf("session %s: corrupt base/index.json", s.Meta.ID)
+			return nil, fmt.Errorf("session %s: corrupt base/index.json", id)
 		}
 	}
-	m, err := readManifest(filepath.Join(s.dir, "manifest"))
+	m, err := readManifest(filepath.Join(dir, "manifest"))
 	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", s.Meta.ID, err)
+		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
 	b.man = m
 	return b, nil

@@ -342,7 +342,7 @@ func TestPreimagesReadableBeforeDurable(t *testing.T) {
 	if err := f.s.BeginRun([]string{"agent"}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := f.s.takePreimages(true)
+	v, err := f.s.takePreimages(true, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

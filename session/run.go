@@ -101,13 +101,16 @@ func (s *Session) closeStaleRun() error {
 	if err := syncStaged(s.UpperDir()); err != nil {
 		return err
 	}
-	v, err := s.takePreimages(false)
+	v, err := s.takePreimages(false, nil, nil)
 	if err != nil {
 		return err
 	}
 	err = v.saveCaptured()
 	v.close()
 	if err != nil {
+		return err
+	}
+	if err := s.dropUnreferencedPacks(); err != nil {
 		return err
 	}
 	r.Captured, r.Unknown = v.captured, v.unknown
@@ -159,20 +162,28 @@ func (e *ChangeSetError) Unwrap() error { return e.Err }
 
 // endRun is EndRun (its error is err), and then, with changes set, the change set (or csErr).
 func (s *Session) endRun(exitCode int, changes bool) (cs *ChangeSet, csErr, err error) {
-	if err := s.writable("end run"); err != nil {
+	// What a precapture took is kept; the rest is taken now.
+	prePack, preGot := s.stopPrecapture()
+	fail := func(err error) (*ChangeSet, error, error) {
+		if prePack != nil {
+			prePack.abandon()
+		}
 		return nil, nil, err
+	}
+	if err := s.writable("end run"); err != nil {
+		return fail(err)
 	}
 	if err := s.reload(); err != nil {
-		return nil, nil, err
+		return fail(err)
 	}
 	if s.Meta.Active == nil {
-		return nil, nil, fmt.Errorf("end run: session %s has no active run", s.Meta.ID)
+		return fail(fmt.Errorf("end run: session %s has no active run", s.Meta.ID))
 	}
 	// The jail mounts the overlay volatile: what the run staged becomes durable here, flushed
 	// while the pre-images are taken, and before the run is recorded as ended.
 	synced := make(chan error, 1)
 	go func() { synced <- syncStaged(s.UpperDir()) }()
-	v, err := s.takePreimages(changes)
+	v, err := s.takePreimages(changes, prePack, preGot)
 	if err != nil {
 		<-synced
 		return nil, nil, err
@@ -209,6 +220,38 @@ func (s *Session) endRun(exitCode int, changes bool) (cs *ChangeSet, csErr, err 
 		return nil, nil, err
 	}
 	return cs, csErr, nil
+}
+
+// dropUnreferencedPacks removes the pack files of base/ that no base refers to: what a process
+// that died during a run had written (its precapture's pack, or the pack of an end it did not
+// finish). Only the project's writer writes packs, so one that the index does not name is no
+// capture in progress.
+func (s *Session) dropUnreferencedPacks() error {
+	unlock, err := s.store.stateLock(s.Meta.Project, true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	b, err := s.loadBases()
+	if err != nil {
+		return err
+	}
+	packs, err := filepath.Glob(filepath.Join(b.dir, "pack-*"))
+	if err != nil {
+		return err
+	}
+	used := map[string]bool{}
+	for _, e := range b.index.Paths {
+		used[e.Pack] = true
+	}
+	for _, p := range packs {
+		if !used[filepath.Base(p)] {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("remove the unused pre-images %s: %w", p, err)
+			}
+		}
+	}
+	return nil
 }
 
 // runsFile holds a session's finished runs, oldest first, one JSON object a line. It is appended
@@ -287,24 +330,40 @@ type stagedView struct {
 // staged file's pre-image is taken as the scan comes to it, right after the host path is looked
 // up; the paths the scan finds only as hidden (deleted) are taken after it. With contents set, the
 // scan also reads the staged files, for the change set. When nothing is staged it does none of
-// that.
-func (s *Session) takePreimages(contents bool) (*stagedView, error) {
+// that. prePack and preGot are what a precapture took: the pack becomes this capture's, and a
+// staged path of preGot whose base still refers to the host keeps the pre-image taken then.
+func (s *Session) takePreimages(contents bool, prePack *packWriter, preGot map[string]baseEntry) (*stagedView, error) {
+	abandon := func() {
+		if prePack != nil {
+			prePack.abandon()
+		}
+	}
 	if empty, err := emptyDir(s.UpperDir()); err != nil || empty {
+		abandon()
 		return &stagedView{}, err // nothing staged, nothing to capture
 	}
 	unlock, err := s.store.stateLock(s.Meta.Project, true)
 	if err != nil {
+		abandon()
 		return nil, err
 	}
 	host, b, err := s.openView()
 	if err != nil {
+		abandon()
 		unlock()
 		return nil, err
 	}
 	v := &stagedView{unlock: unlock, host: host, b: b}
 	var mu sync.Mutex
 	got := map[string]baseEntry{}
+	b.pack = prePack
 	visit := func(root *projectRoot, path string, h hostEntry) error {
+		if e, ok := preGot[path]; ok && b.get(path).Kind == baseHost {
+			mu.Lock()
+			got[path] = e
+			mu.Unlock()
+			return nil
+		}
 		e, err := b.captureSeen(root, path, h)
 		if err != nil {
 			return fmt.Errorf("take pre-image of %s: %w", visible(path), err)

@@ -64,6 +64,8 @@ type Session struct {
 	lock  *ProjectLock
 	// protected extends DefaultProtected for this session's classification (config `protected`).
 	protected []string
+	// pre is the precapture of the active run, when Precapture started one.
+	pre *precapture
 }
 
 // SetProtected adds gitignore-style patterns (matched at any depth) to the protected paths used

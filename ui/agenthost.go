@@ -251,6 +251,7 @@ func startHost(spec hostSpec) (*agentHost, error) {
 	go func() {
 		p := sessionPolicy(spec.Policy, s)
 		p.Stdin, p.Stdout, p.Stderr, p.Warnings = tty, tty, tty, tty
+		s.Precapture()
 		res, err := sandbox.Run(ctx, p, spec.Argv)
 		tty.Close()
 		select {

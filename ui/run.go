@@ -163,6 +163,7 @@ func JailAgent(j *Jail, argv []string) AgentFunc {
 		}
 		p := sessionPolicy(j.Policy, j.Session)
 		p.Stdin, p.Stdout, p.Stderr, p.Warnings = tty, tty, tty, tty
+		j.Session.Precapture()
 		res, err := sandbox.Run(ctx, p, argv)
 		code := sandbox.ExitStatus(res, err)
 		if e := j.Session.EndRun(code); e != nil && err == nil {

@@ -97,6 +97,7 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 	if err := s.BeginRun(argv); err != nil {
 		return err
 	}
+	s.Precapture()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	// The run's record and its summary's change set come from one scan,

@@ -1,0 +1,197 @@
+package session
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A run's end copies the pre-image of every path the run staged. Most of that can be done while
+// the run goes: the jail writes only to the upper layer, so a host file the run staged no longer
+// changes because of the run, and its content, while it still matches the manifest, is the
+// session's start. Precapture copies them in the background as the staged paths appear; the end
+// of the run keeps those copies and takes only the rest.
+
+// Precapture starts taking, while the active run goes, the pre-images of the paths it stages, into
+// a pack of its own that the run's end adopts (EndRun and EndRunChanges stop it). It looks for new
+// paths in the upper layer every precaptureEvery, more rarely while none appear, and reads again
+// only the upper directories whose change time moved. It is an optimisation: whatever it
+// could not take, or took while the host file no longer matched, the run's end takes as before.
+// It only reads the project and writes an unreferenced pack file, so it needs no lock beyond the
+// project's writer lock that the caller holds for the run.
+func (s *Session) Precapture() {
+	if s.pre != nil || s.Meta.Active == nil {
+		return
+	}
+	p := &precapture{stop: make(chan struct{}), done: make(chan struct{}), upper: s.UpperDir(),
+		got: map[string]baseEntry{}, dirs: map[string]*upperDir{}, seen: map[string]bool{}}
+	s.pre = p
+	// The goroutine gets copies: the session's Meta changes under it (EndRun reloads it).
+	go p.run(s.Meta.Project, s.dir, s.Meta.ID)
+}
+
+// precaptureEvery is the shortest pause between two looks at the upper layer; precaptureIdle the
+// longest, reached by doubling while nothing new is staged.
+const (
+	precaptureEvery = 20 * time.Millisecond
+	precaptureIdle  = time.Second
+)
+
+// precapture is the state of one Precapture.
+type precapture struct {
+	stop, done chan struct{}
+	upper      string
+	b          *bases // the bases as the run began; its pack holds what was taken
+	// got holds the pre-images taken, by path; seen the staged paths looked at; dirs what was
+	// read of each upper directory.
+	got  map[string]baseEntry
+	seen map[string]bool
+	dirs map[string]*upperDir
+	err  error // why it stopped early: its pre-images are then not used
+}
+
+// upperDir is an upper directory as a precapture last read it: its change time then, and its
+// subdirectories. The change time, not the modification time: a copy-up puts the parent
+// directory's times back, which moves only its change time.
+type upperDir struct {
+	ctime   int64
+	subdirs []string
+}
+
+// run looks through the upper layer until stopped, taking the pre-images of the new paths. The
+// pause between two looks is at least twice the last look: a large upper layer costs no more than
+// a third of a core.
+func (p *precapture) run(project, dir, id string) {
+	defer close(p.done)
+	host, err := openRoot(project)
+	if err != nil {
+		p.err = err
+		return
+	}
+	defer host.Close()
+	if p.b, err = loadBases(dir, id); err != nil {
+		p.err = err
+		return
+	}
+	pause := precaptureEvery
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-time.After(pause):
+		}
+		t0 := time.Now()
+		found, err := p.walk(host, "")
+		if err != nil {
+			p.err = err
+			return
+		}
+		if found {
+			pause = precaptureEvery
+		} else {
+			pause = min(2*pause, precaptureIdle)
+		}
+		pause = max(pause, 2*time.Since(t0))
+	}
+}
+
+// walk looks at the upper directory rel and those beneath it, reading again only those whose
+// change time moved, and takes the pre-image of each new path whose base is still the
+// host's. It reports whether it found any.
+func (p *precapture) walk(host *projectRoot, rel string) (bool, error) {
+	select {
+	case <-p.stop:
+		return false, nil
+	default:
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(p.upper, filepath.FromSlash(rel)), &st); err != nil {
+		return false, nil // removed meanwhile
+	}
+	found := false
+	d := p.dirs[rel]
+	if d == nil || d.ctime != st.Ctim.Nano() {
+		// The time is taken before the directory is read: an entry added meanwhile moves it again.
+		ents, err := os.ReadDir(filepath.Join(p.upper, filepath.FromSlash(rel)))
+		if err != nil {
+			return false, nil
+		}
+		d = &upperDir{ctime: st.Ctim.Nano()}
+		p.dirs[rel] = d
+		for _, e := range ents {
+			child := e.Name()
+			if rel != "" {
+				child = rel + "/" + child
+			}
+			if e.IsDir() {
+				d.subdirs = append(d.subdirs, child)
+				continue
+			}
+			if p.seen[child] {
+				continue
+			}
+			p.seen[child], found = true, true
+			if err := p.take(host, child); err != nil {
+				return found, err
+			}
+			if precaptured != nil {
+				precaptured(child)
+			}
+		}
+	}
+	// A path added deeper down moves only its own directory's time.
+	for _, sub := range d.subdirs {
+		more, err := p.walk(host, sub)
+		found = found || more
+		if err != nil {
+			return found, err
+		}
+	}
+	return found, nil
+}
+
+// take copies the host's pre-image of path, when its base still refers to the host.
+func (p *precapture) take(host *projectRoot, path string) error {
+	if p.b.get(path).Kind != baseHost {
+		return nil
+	}
+	h, err := host.lstat(path)
+	if err != nil {
+		return err
+	}
+	e, err := p.b.captureSeen(host, path, h)
+	if err != nil {
+		return err
+	}
+	if e.Kind == baseObject {
+		p.got[path] = e
+	}
+	return nil
+}
+
+// precaptured, when set, is called when a precapture has looked at a staged path (tests wait for
+// it).
+var precaptured func(path string)
+
+// stopPrecapture stops the session's precapture, if one is going, and returns what it took: its
+// pack, still open, and the pre-images in it (nil when it took none, or failed). The caller adopts
+// the pack or abandons it.
+func (s *Session) stopPrecapture() (*packWriter, map[string]baseEntry) {
+	p := s.pre
+	if p == nil {
+		return nil, nil
+	}
+	s.pre = nil
+	close(p.stop)
+	<-p.done
+	if p.b == nil || p.b.pack == nil {
+		return nil, nil
+	}
+	if p.err != nil || len(p.got) == 0 {
+		p.b.pack.abandon()
+		return nil, nil
+	}
+	return p.b.pack, p.got
+}

@@ -1,0 +1,153 @@
+package session
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// waitPrecaptured waits until the precapture has looked at every path of want.
+func waitPrecaptured(t *testing.T, took <-chan string, want ...string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for len(want) > 0 {
+		select {
+		case p := <-took:
+			want = slices.DeleteFunc(want, func(w string) bool { return w == p })
+		case <-deadline:
+			t.Fatalf("the precapture never looked at %v", want)
+		}
+	}
+}
+
+// startPrecapture begins a run over the fixture's session with a precapture, and returns the
+// paths the precapture looks at as it does.
+func startPrecapture(t *testing.T, f *fixture) <-chan string {
+	t.Helper()
+	took := make(chan string, 16)
+	precaptured = func(p string) { took <- p }
+	t.Cleanup(func() { precaptured = nil })
+	if err := f.s.BeginRun([]string{"agent"}); err != nil {
+		t.Fatal(err)
+	}
+	f.s.Precapture()
+	return took
+}
+
+// Pre-images a precapture took while the run went are the run's: a host edit made after one was
+// taken leaves its base known (the change is a conflict against it), where the run's end alone
+// would have found the base unknown; what was staged later is taken at the end; the pack it
+// wrote is the run's one pack.
+func TestPrecaptureKeepsItsPreimages(t *testing.T) {
+	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}, "d/b.txt": {Data: "b\n"}, "c.txt": {Data: "c\n"}})
+	took := startPrecapture(t, f)
+	f.stage(t, map[string]file{"a.txt": {Data: "a2\n"}, "d/b.txt": {Data: "b2\n"}, "new.txt": {Data: "n\n"}})
+	waitPrecaptured(t, took, "a.txt", "d/b.txt", "new.txt")
+	if err := os.WriteFile(filepath.Join(f.project, "a.txt"), []byte("host edit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.stage(t, map[string]file{"c.txt": {Data: "c2\n"}})
+	cs, err := f.s.EndRunChanges(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs := runsOf(t, f.s); runs[len(runs)-1].Captured != 3 || runs[len(runs)-1].Unknown != 0 {
+		t.Errorf("run recorded %+v, want 3 pre-images and none unknown", runs[len(runs)-1])
+	}
+	got := map[string]*Change{}
+	for i := range cs.Changes {
+		got[cs.Changes[i].Path] = &cs.Changes[i]
+	}
+	if a := got["a.txt"]; a == nil || a.BaseUnknown || !strings.Contains(a.Reason, "since its pre-image was taken") {
+		t.Errorf("a.txt: %+v, want a known base and a conflict with the host's edit", a)
+	}
+	if b := got["d/b.txt"]; b == nil || b.Reason != "" || b.Status != Modified {
+		t.Errorf("d/b.txt: %+v, want a plain modification", b)
+	}
+	// The bases as base/ holds them now.
+	b, err := f.s.loadBases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.close()
+	for p, want := range map[string]string{"a.txt": "a\n", "d/b.txt": "b\n", "c.txt": "c\n"} {
+		e := b.get(p)
+		rc, err := b.open(nil, p, e)
+		if err != nil {
+			t.Fatalf("base of %s (%+v): %v", p, e, err)
+		}
+		data := make([]byte, 64)
+		n, _ := rc.Read(data)
+		rc.Close()
+		if string(data[:n]) != want {
+			t.Errorf("base of %s: %q, want %q", p, data[:n], want)
+		}
+	}
+	if packs := packsOf(t, f.s); len(packs) != 1 {
+		t.Errorf("base/ holds the packs %v, want the run's one", packs)
+	}
+}
+
+// A precapture whose pre-images the run's end does not need (everything it saw was unstaged
+// again) leaves no pack behind.
+func TestPrecaptureUnusedLeavesNoPack(t *testing.T) {
+	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
+	took := startPrecapture(t, f)
+	f.stage(t, map[string]file{"a.txt": {Data: "a2\n"}})
+	waitPrecaptured(t, took, "a.txt")
+	if err := os.Remove(filepath.Join(f.s.UpperDir(), "a.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.EndRun(0); err != nil {
+		t.Fatal(err)
+	}
+	if packs := packsOf(t, f.s); len(packs) != 0 {
+		t.Errorf("base/ holds the packs %v, want none", packs)
+	}
+}
+
+// The pack of a precapture whose process died during the run is removed when the run is closed
+// as interrupted; the pre-images are taken again then.
+func TestPrecapturePackOfACrashIsDropped(t *testing.T) {
+	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}, "b.txt": {Data: "b\n"}})
+	took := startPrecapture(t, f)
+	f.stage(t, map[string]file{"a.txt": {Data: "a2\n"}})
+	waitPrecaptured(t, took, "a.txt")
+	// The process dies: its precapture's pack is flushed as far as it got, and left behind.
+	pack, _ := f.s.stopPrecapture()
+	if pack == nil {
+		t.Fatal("the precapture took nothing")
+	}
+	if err := pack.seal(); err != nil {
+		t.Fatal(err)
+	}
+	orphan := filepath.Join(f.s.baseDir(), pack.name)
+	f.s.Meta.Active.PIDStart++
+	if err := f.s.saveMeta(); err != nil {
+		t.Fatal(err)
+	}
+	f.stage(t, map[string]file{"b.txt": {Data: "b2\n"}})
+	if err := f.s.BeginRun([]string{"agent"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Errorf("the dead precapture's pack %s is still there (%v)", orphan, err)
+	}
+	runs := runsOf(t, f.s)
+	if len(runs) != 1 || runs[0].ExitCode != -1 || runs[0].Captured != 2 {
+		t.Errorf("runs = %+v, want the interrupted run with its 2 pre-images", runs)
+	}
+	if packs := packsOf(t, f.s); len(packs) != 1 {
+		t.Errorf("base/ holds the packs %v, want the interrupted run's one", packs)
+	}
+	if err := f.s.EndRun(0); err != nil {
+		t.Fatal(err)
+	}
+	cs := f.changes(t)
+	if len(cs.Changes) != 2 || cs.Changes[0].Reason != "" || cs.Changes[1].Reason != "" {
+		t.Errorf("changes = %+v", statuses(cs))
+	}
+}
