@@ -82,13 +82,14 @@ type Policy struct {
 	Stderr io.Writer
 	// Warnings receives shadow's own warnings (shared network). Nil: Stderr.
 	Warnings io.Writer
-	// Ended, when set, is called once the command and everything it
-	// started are gone, with the Result Run is about to return, while the
-	// kernel still tears the jail down (unmounting an overlay that staged
-	// thousands of files takes tens of milliseconds): the caller's work on
-	// the run's end overlaps that. Run returns after Ended does. It is not
-	// called when the jail's PID 1 could not report the command's end (it
-	// was killed) or the jail failed: Run's return is all there is then.
+	// Ended, when set, is called once the command (or its failed exec) and
+	// everything it started are gone, with the Result Run is about to
+	// return, while the kernel still tears the jail down (unmounting an
+	// overlay that staged thousands of files takes tens of milliseconds):
+	// the caller's work on the run's end overlaps that. The terminal and
+	// the signals are the caller's again by then. Run returns after Ended
+	// does. It is not called when PID 1 could not report the end (it was
+	// killed) or the jail failed: Run's return is all there is then.
 	Ended func(Result) `json:"-"`
 }
 
@@ -114,15 +115,22 @@ type Result struct {
 	Duration time.Duration
 }
 
-// ExitStatus is the exit status of a run, as SPEC §1 has `shadow run` exit
-// and a session records it: the command's, 125 when Run failed (the jail
-// could not run it), 124 when it timed out.
+// The exit statuses of SPEC §1 that a run has when its command's is not
+// the one to report.
+const (
+	ExitTimeout = 124 // Policy.Timeout stopped it
+	ExitNoJail  = 125 // the jail could not run it
+)
+
+// ExitStatus is the exit status of a run, as `shadow run` exits with it and
+// a session records it: ExitNoJail when Run failed, ExitTimeout when it
+// timed out, else the command's.
 func ExitStatus(res Result, err error) int {
 	switch {
 	case err != nil:
-		return 125
+		return ExitNoJail
 	case res.TimedOut:
-		return 124
+		return ExitTimeout
 	}
 	return res.ExitCode
 }

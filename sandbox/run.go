@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -113,8 +114,19 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 		}
 		j.pub = pub
 	}
-	restore := makeRaw(p)
+	// Once: the terminal is the caller's again before Ended, which may change it.
+	restore := sync.OnceFunc(makeRaw(p))
 	defer restore()
+	// ended records the command's end, once nothing of it runs any more, and reaps PID 1.
+	ended := func() (Result, error) {
+		restore()
+		res.Duration = time.Since(start)
+		if p.Ended != nil {
+			p.Ended(res)
+		}
+		j.wait()
+		return res, nil
+	}
 	if err := j.send(message{Go: true}); err != nil {
 		return res, &JailError{Step: "start", Err: err}
 	}
@@ -128,9 +140,7 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 	res.LandlockABI = m.Landlock
 	if m.Exit != nil { // the command could not be executed
 		res.ExitCode = *m.Exit
-		j.wait()
-		res.Duration = time.Since(start)
-		return res, nil
+		return ended()
 	}
 
 	// Supervise: the exit message, a timeout, the upper-size limit, ctx.
@@ -154,9 +164,10 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 		defer t.Stop()
 		timeout = t.C
 	}
+	supervised := make(chan struct{})
 	var tooBig <-chan int64
 	if p.MaxUpperBytes > 0 {
-		tooBig = watchUpper(ctx, s.projectUpper(), p.MaxUpperBytes, j.exited)
+		tooBig = watchUpper(ctx, s.projectUpper(), p.MaxUpperBytes, supervised)
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGWINCH)
@@ -196,21 +207,17 @@ loop:
 			_ = j.cmd.Process.Signal(sig)
 		}
 	}
-	// The terminal and the signals are the caller's again, Ended included.
+	close(supervised)
+	// The signals are the caller's again, Ended included.
 	signal.Stop(sigs)
-	restore()
 	if gotExit {
 		// PID 1 reports the end once it has killed and reaped everything
 		// else, and then exits: nothing in the jail writes any more.
 		res.ExitCode = *final.Exit
 		res.Signal = final.Signal
-		res.Duration = time.Since(start)
-		if p.Ended != nil {
-			p.Ended(res)
-		}
-		j.wait()
-		return res, nil
+		return ended()
 	}
+	restore()
 	ws := j.wait()
 	res.Duration = time.Since(start)
 	if ws.Signaled() {
@@ -234,7 +241,6 @@ type jail struct {
 	statR   *os.File
 	helper  *netHelper
 	pub     *publisher
-	exited  chan struct{}
 	ws      unix.WaitStatus
 	waited  bool
 	killer  *time.Timer
@@ -297,7 +303,7 @@ func startJail(s *jailSpec, p Policy) (*jail, error) {
 	statW.Close()
 	j := &jail{
 		cmd: cmd, control: json.NewEncoder(ctrlW), ctrlW: ctrlW,
-		status: json.NewDecoder(statR), statR: statR, exited: make(chan struct{}),
+		status: json.NewDecoder(statR), statR: statR,
 	}
 	if err := j.send(*s); err != nil {
 		j.cleanup()
@@ -347,7 +353,6 @@ func (j *jail) wait() unix.WaitStatus {
 		if errors.As(err, &ee) {
 			j.ws = unix.WaitStatus(ee.Sys().(syscall.WaitStatus))
 		}
-		close(j.exited)
 		if j.killer != nil {
 			j.killer.Stop()
 		}

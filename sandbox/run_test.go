@@ -34,9 +34,16 @@ func TestExitStatus(t *testing.T) {
 	if res.Signal != syscall.SIGTERM || res.ExitCode != 128+15 {
 		t.Errorf("killed by SIGTERM: got signal %v exit %d", res.Signal, res.ExitCode)
 	}
-	res, _, errOut := j.run(t, j.policy(), "no-such-command-shadow")
+	// Ended sees the end of a command that could not be executed as well.
+	p := j.policy()
+	var ended []Result
+	p.Ended = func(r Result) { ended = append(ended, r) }
+	res, _, errOut := j.run(t, p, "no-such-command-shadow")
 	if res.ExitCode != 127 || !strings.Contains(errOut, "not found") {
 		t.Errorf("missing command: exit %d, stderr %q; want 127 and not found", res.ExitCode, errOut)
+	}
+	if len(ended) != 1 || ended[0] != res {
+		t.Errorf("missing command: Ended saw %+v; Run returned %+v", ended, res)
 	}
 }
 

@@ -2,7 +2,6 @@ package session
 
 import (
 	"os"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -52,9 +51,10 @@ type precapture struct {
 	err  error // why it stopped early: its pre-images are then not used
 }
 
-// upperDir is an upper directory as a precapture last read it: its change time then, and its
-// subdirectories. The change time, not the modification time: a copy-up puts the parent
-// directory's times back, which moves only its change time.
+// upperDir is an upper directory as a precapture last read it: its change time then (0 when that
+// may predate a change, see racyChange), and the names of its subdirectories. The change time, not
+// the modification time: a copy-up puts the parent directory's times back, which moves only its
+// change time.
 type upperDir struct {
 	ctime   int64
 	subdirs []string
@@ -83,10 +83,14 @@ func (p *precapture) run(project, dir, id string) {
 		case <-time.After(pause):
 		}
 		t0 := time.Now()
-		found, err := p.walk(host, "")
-		if err != nil {
-			p.err = err
-			return
+		found := false
+		// The upper directory is the session's; what is beneath it the jail made, so that is
+		// opened by descriptor, never through a symlink.
+		if fd, err := unix.Open(p.upper, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+			if found, err = p.walk(host, fd, ""); err != nil {
+				p.err = err
+				return
+			}
 		}
 		if found {
 			pause = precaptureEvery
@@ -97,37 +101,48 @@ func (p *precapture) run(project, dir, id string) {
 	}
 }
 
-// walk looks at the upper directory rel and those beneath it, reading again only those whose
-// change time moved, and takes the pre-image of each new path whose base is still the
-// host's. It reports whether it found any.
-func (p *precapture) walk(host *projectRoot, rel string) (bool, error) {
+// racyChange is how recent a directory's change time may be and still be the time of a change
+// made after the directory was read: the kernel takes it from a clock that ticks every few
+// milliseconds. Such a directory is read again on the next look.
+const racyChange = 20 * time.Millisecond
+
+// walk looks at the upper directory rel, open as fd (which it closes), and at those beneath it,
+// reading again only the directories whose change time moved, and takes the pre-image of each new
+// path whose base is still the host's. It reports whether it found any.
+func (p *precapture) walk(host *projectRoot, fd int, rel string) (bool, error) {
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
 	select {
 	case <-p.stop:
 		return false, nil
 	default:
 	}
 	var st unix.Stat_t
-	if err := unix.Lstat(filepath.Join(p.upper, filepath.FromSlash(rel)), &st); err != nil {
-		return false, nil // removed meanwhile
+	if err := unix.Fstat(fd, &st); err != nil {
+		return false, nil
 	}
 	found := false
+	ctime := st.Ctim.Nano()
 	d := p.dirs[rel]
-	if d == nil || d.ctime != st.Ctim.Nano() {
-		// The time is taken before the directory is read: an entry added meanwhile moves it again.
-		ents, err := os.ReadDir(filepath.Join(p.upper, filepath.FromSlash(rel)))
+	if d == nil || d.ctime != ctime {
+		// The time is taken before the directory is read: an entry added meanwhile moves it.
+		ents, err := f.ReadDir(-1)
 		if err != nil {
 			return false, nil
 		}
-		d = &upperDir{ctime: st.Ctim.Nano()}
+		d = &upperDir{ctime: ctime}
+		if time.Since(time.Unix(0, ctime)) < racyChange {
+			d.ctime = 0
+		}
 		p.dirs[rel] = d
 		for _, e := range ents {
+			if e.IsDir() {
+				d.subdirs = append(d.subdirs, e.Name())
+				continue
+			}
 			child := e.Name()
 			if rel != "" {
 				child = rel + "/" + child
-			}
-			if e.IsDir() {
-				d.subdirs = append(d.subdirs, child)
-				continue
 			}
 			if p.seen[child] {
 				continue
@@ -142,8 +157,16 @@ func (p *precapture) walk(host *projectRoot, rel string) (bool, error) {
 		}
 	}
 	// A path added deeper down moves only its own directory's time.
-	for _, sub := range d.subdirs {
-		more, err := p.walk(host, sub)
+	for _, name := range d.subdirs {
+		child := name
+		if rel != "" {
+			child = rel + "/" + name
+		}
+		cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // gone, or no longer a directory
+		}
+		more, err := p.walk(host, cfd, child)
 		found = found || more
 		if err != nil {
 			return found, err

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // waitPrecaptured waits until the precapture has looked at every path of want.
@@ -27,9 +29,20 @@ func waitPrecaptured(t *testing.T, took <-chan string, want ...string) {
 // paths the precapture looks at as it does.
 func startPrecapture(t *testing.T, f *fixture) <-chan string {
 	t.Helper()
-	took := make(chan string, 16)
-	precaptured = func(p string) { took <- p }
-	t.Cleanup(func() { precaptured = nil })
+	took := make(chan string, 64)
+	precaptured = func(p string) {
+		select {
+		case took <- p:
+		default: // nobody waits for more: a precapture never blocks on a test
+		}
+	}
+	t.Cleanup(func() {
+		// Stopped first, should the test end before the run does.
+		if pack, _ := f.s.stopPrecapture(); pack != nil {
+			pack.abandon()
+		}
+		precaptured = nil
+	})
 	if err := f.s.BeginRun([]string{"agent"}); err != nil {
 		t.Fatal(err)
 	}
@@ -91,21 +104,45 @@ func TestPrecaptureKeepsItsPreimages(t *testing.T) {
 	}
 }
 
-// A precapture whose pre-images the run's end does not need (everything it saw was unstaged
-// again) leaves no pack behind.
+// A precapture whose pre-images the run's end does not keep (what it saw was unstaged again)
+// leaves no pack behind, whether nothing else is staged or only an added file.
 func TestPrecaptureUnusedLeavesNoPack(t *testing.T) {
-	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
+	for _, added := range []bool{false, true} {
+		f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
+		took := startPrecapture(t, f)
+		f.stage(t, map[string]file{"a.txt": {Data: "a2\n"}})
+		waitPrecaptured(t, took, "a.txt")
+		if err := os.Remove(filepath.Join(f.s.UpperDir(), "a.txt")); err != nil {
+			t.Fatal(err)
+		}
+		if added {
+			f.stage(t, map[string]file{"new.txt": {Data: "n\n"}})
+		}
+		if err := f.s.EndRun(0); err != nil {
+			t.Fatal(err)
+		}
+		if packs := packsOf(t, f.s); len(packs) != 0 {
+			t.Errorf("added file staged: %v: base/ holds the packs %v, want none", added, packs)
+		}
+	}
+}
+
+// The pre-image of a deleted file is kept from the precapture too: a host edit after it leaves
+// the deletion's base known.
+func TestPrecaptureKeepsDeletedFilesPreimage(t *testing.T) {
+	f := newFixture(t, map[string]file{"gone.txt": {Data: "g\n"}})
 	took := startPrecapture(t, f)
-	f.stage(t, map[string]file{"a.txt": {Data: "a2\n"}})
-	waitPrecaptured(t, took, "a.txt")
-	if err := os.Remove(filepath.Join(f.s.UpperDir(), "a.txt")); err != nil {
+	f.whiteout(t, "gone.txt")
+	waitPrecaptured(t, took, "gone.txt")
+	if err := os.WriteFile(filepath.Join(f.project, "gone.txt"), []byte("host edit\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.s.EndRun(0); err != nil {
+	cs, err := f.s.EndRunChanges(0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if packs := packsOf(t, f.s); len(packs) != 0 {
-		t.Errorf("base/ holds the packs %v, want none", packs)
+	if len(cs.Changes) != 1 || cs.Changes[0].Status != Deleted || cs.Changes[0].BaseUnknown {
+		t.Errorf("changes = %+v, want the deletion of gone.txt with a known base", cs.Changes)
 	}
 }
 
@@ -149,5 +186,108 @@ func TestPrecapturePackOfACrashIsDropped(t *testing.T) {
 	cs := f.changes(t)
 	if len(cs.Changes) != 2 || cs.Changes[0].Reason != "" || cs.Changes[1].Reason != "" {
 		t.Errorf("changes = %+v", statuses(cs))
+	}
+}
+
+// Closing an interrupted run keeps the packs of earlier runs, even one that the index no longer
+// names: an apply's journal still refers to it, and its rollback restores that base.
+func TestInterruptedRunKeepsOlderPacks(t *testing.T) {
+	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}, "b.txt": {Data: "b\n"}, "c.txt": {Data: "c\n"}})
+	f.stage(t, map[string]file{"a.txt": {Data: "a2\n"}})
+	f.run(t)
+	first := packsOf(t, f.s)
+	if len(first) != 1 {
+		t.Fatalf("packs after the first run: %v", first)
+	}
+	f.stage(t, map[string]file{"b.txt": {Data: "b2\n"}})
+	f.run(t)
+	if _, err := f.s.Apply(ApplyOptions{Paths: []string{"a.txt"}}); err != nil {
+		t.Fatal(err)
+	}
+	// The run that follows dies.
+	f.stage(t, map[string]file{"c.txt": {Data: "c2\n"}})
+	if err := f.s.BeginRun([]string{"agent"}); err != nil {
+		t.Fatal(err)
+	}
+	f.s.Meta.Active.PIDStart++
+	if err := f.s.saveMeta(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.BeginRun([]string{"agent"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.EndRun(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(first[0]); err != nil {
+		t.Fatalf("the first run's pack is gone: %v", err)
+	}
+	if _, err := f.lock.Rollback(""); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(f.project, "a.txt")); string(data) != "a\n" {
+		t.Errorf("a.txt after the rollback = %q", data)
+	}
+	for _, c := range f.changes(t).Changes {
+		if c.Path == "a.txt" && (c.Status != Modified || c.Reason != "" || c.BaseUnknown) {
+			t.Errorf("a.txt after the rollback: %+v", c)
+		}
+	}
+}
+
+// A precapture never follows a symlink the jail put where it had seen a directory, even when the
+// directory above is not read again (the swap fell in the same tick of the change-time clock).
+func TestPrecaptureDoesNotFollowSymlinks(t *testing.T) {
+	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
+	outside := t.TempDir()
+	writeTree(t, outside, map[string]file{"secret.txt": {Data: "s\n"}})
+	upper := f.s.UpperDir()
+	if err := os.Mkdir(filepath.Join(upper, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.s.loadBases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := openRoot(f.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	p := &precapture{stop: make(chan struct{}), upper: upper, b: b, got: map[string]baseEntry{},
+		seen: map[string]bool{}, dirs: map[string]*upperDir{}}
+	look := func() {
+		t.Helper()
+		fd, err := os.Open(upper)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd2, err := unix.Dup(int(fd.Fd()))
+		fd.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.walk(host, fd2, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	look()
+	if !slices.Equal(p.dirs[""].subdirs, []string{"sub"}) {
+		t.Fatalf("the first look found %+v", p.dirs[""])
+	}
+	if err := os.Remove(filepath.Join(upper, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(upper, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(upper, &st); err != nil {
+		t.Fatal(err)
+	}
+	p.dirs[""].ctime = st.Ctim.Nano() // as if the swap had not moved it
+	look()
+	if p.seen["sub/secret.txt"] {
+		t.Error("the precapture followed a symlink of the upper layer")
 	}
 }

@@ -110,7 +110,7 @@ func (s *Session) closeStaleRun() error {
 	if err != nil {
 		return err
 	}
-	if err := s.dropUnreferencedPacks(); err != nil {
+	if err := s.dropUnreferencedPacks(r.Start); err != nil {
 		return err
 	}
 	r.Captured, r.Unknown = v.captured, v.unknown
@@ -222,11 +222,12 @@ func (s *Session) endRun(exitCode int, changes bool) (cs *ChangeSet, csErr, err 
 	return cs, csErr, nil
 }
 
-// dropUnreferencedPacks removes the pack files of base/ that no base refers to: what a process
-// that died during a run had written (its precapture's pack, or the pack of an end it did not
-// finish). Only the project's writer writes packs, so one that the index does not name is no
-// capture in progress.
-func (s *Session) dropUnreferencedPacks() error {
+// dropUnreferencedPacks removes the pack files of base/ written since the interrupted run started
+// that no base refers to: what its process wrote before it died (its precapture's pack, or the
+// pack of an end it did not finish). Older packs stay, referenced or not: an apply's journal may
+// still refer to one that the index no longer does, for a rollback to restore. Nothing else writes
+// packs meanwhile: the caller holds the project's writer lock.
+func (s *Session) dropUnreferencedPacks(since time.Time) error {
 	unlock, err := s.store.stateLock(s.Meta.Project, true)
 	if err != nil {
 		return err
@@ -245,10 +246,14 @@ func (s *Session) dropUnreferencedPacks() error {
 		used[e.Pack] = true
 	}
 	for _, p := range packs {
-		if !used[filepath.Base(p)] {
-			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("remove the unused pre-images %s: %w", p, err)
-			}
+		fi, err := os.Lstat(p)
+		// A file's times come from a clock that lags, never leads: one written before the run
+		// started never looks newer.
+		if err != nil || used[filepath.Base(p)] || fi.ModTime().Before(since) {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove the unused pre-images %s: %w", p, err)
 		}
 	}
 	return nil
@@ -320,8 +325,10 @@ type stagedView struct {
 	host   *projectRoot
 	b      *bases
 	raw    []rawEntry
-	// captured and unknown count the pre-images taken and the bases that became unknown.
+	// captured and unknown count the pre-images taken and the bases that became unknown; packed
+	// says that some of them are in the pack.
 	captured, unknown int
+	packed            bool
 }
 
 // takePreimages takes the state lock, opens the project and the bases, and scans the upper layer,
@@ -357,8 +364,15 @@ func (s *Session) takePreimages(contents bool, prePack *packWriter, preGot map[s
 	var mu sync.Mutex
 	got := map[string]baseEntry{}
 	b.pack = prePack
+	// adopt returns the precaptured pre-image of path when it is the one to keep: taken against
+	// the base the path still has.
+	adopt := func(path string) (baseEntry, bool) {
+		e, ok := preGot[path]
+		cur := b.get(path)
+		return e, ok && cur.Kind == baseHost && sameStat(e.Host, cur.Host)
+	}
 	visit := func(root *projectRoot, path string, h hostEntry) error {
-		if e, ok := preGot[path]; ok && b.get(path).Kind == baseHost {
+		if e, ok := adopt(path); ok {
 			mu.Lock()
 			got[path] = e
 			mu.Unlock()
@@ -377,7 +391,7 @@ func (s *Session) takePreimages(contents bool, prePack *packWriter, preGot map[s
 	}
 	v.raw, err = scanUpper(s.UpperDir(), host, scanOptions{contents: contents, visit: visit})
 	if err == nil {
-		err = v.captureRest(got)
+		err = v.captureRest(got, adopt)
 	}
 	if err == nil && b.pack != nil {
 		// Written out, the pack can be read while it is made durable (a change set may read a
@@ -398,19 +412,28 @@ func (s *Session) takePreimages(contents bool, prePack *packWriter, preGot map[s
 		} else {
 			v.captured++
 		}
+		v.packed = v.packed || e.Pack != ""
 	}
 	return v, nil
 }
 
-// captureRest records in the index the pre-images the scan took (got), then takes those of the
-// paths the scan found only as hidden, adding them to got.
-func (v *stagedView) captureRest(got map[string]baseEntry) error {
+// captureRest records in the index the pre-images the scan took (got), then those of the paths
+// the scan found only as hidden: what adopt keeps of a precapture, else taken now. They are added
+// to got.
+func (v *stagedView) captureRest(got map[string]baseEntry, adopt func(string) (baseEntry, bool)) error {
 	for p, e := range got {
 		v.b.index.Paths[p] = e
 	}
 	paths := make([]string, len(v.raw))
 	for i, r := range v.raw {
 		paths[i] = r.path
+		if _, ok := got[r.path]; ok {
+			continue
+		}
+		if e, ok := adopt(r.path); ok {
+			v.b.index.Paths[r.path] = e
+			got[r.path] = e
+		}
 	}
 	// What the scan took is in the index now: captureAll leaves it alone.
 	rest, err := v.b.captureAll(v.host, paths)
@@ -441,7 +464,12 @@ func (v *stagedView) saveCaptured() error {
 	if v.b == nil {
 		return nil
 	}
-	if v.b.pack != nil {
+	switch {
+	case v.b.pack != nil && !v.packed:
+		// Only a precapture wrote to it, and the end kept none of that: nothing refers to it.
+		v.b.pack.abandon()
+		v.b.pack = nil
+	case v.b.pack != nil:
 		if err := v.b.pack.finish(); err != nil {
 			return fmt.Errorf("take pre-images: %w", err)
 		}

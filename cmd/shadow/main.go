@@ -19,8 +19,7 @@ const (
 	exitError   = 1
 	exitUsage   = 2
 	exitBlocked = 3
-	exitTimeout = 124
-	exitNoJail  = 125
+	exitNoJail  = sandbox.ExitNoJail
 )
 
 // exitCode carries a process exit status through cobra's error return. A nil err means the message
