@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -353,7 +354,9 @@ func (s *Session) commitRollback(root *projectRoot, e *journalEntry) error {
 // whose entry is written but not done is rolled back; a done one is committed; a started rollback
 // is finished. It returns a sentence saying what it did ("" when nothing).
 func (l *ProjectLock) recover() (string, error) {
-	sessions, _, err := l.store.projectSessions(l.project)
+	// Only a session with journal entries has anything to recover: the others (most of a
+	// project's discarded sessions) are not even loaded.
+	sessions, _, err := l.store.projectSessionsWhere(l.project, l.store.hasJournal)
 	if err != nil {
 		return "", err
 	}
@@ -431,6 +434,16 @@ func (s *Session) recoverEntry(jdir string) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("rolled back the interrupted apply %s (session %s): %d paths restored, the project is as before it", e.ID, s.Meta.ID, n), nil
+}
+
+// hasJournal reports whether the session id may have journal entries: it has an entry
+// directory, or its journal could not be read (recover then says why).
+func (st *Store) hasJournal(id string) bool {
+	ents, err := os.ReadDir(filepath.Join(st.sessionsDir(), id, "journal"))
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	return slices.ContainsFunc(ents, fs.DirEntry.IsDir)
 }
 
 // RollbackResult says which applies a rollback undid.

@@ -208,6 +208,11 @@ func (st *Store) Get(id string) (*Session, error) {
 
 // all loads every readable session, oldest first, with the errors of unreadable ones.
 func (st *Store) all() ([]*Session, []error, error) {
+	return st.allWhere(nil)
+}
+
+// allWhere is all, but loads only the sessions whose ID want accepts (nil: every one).
+func (st *Store) allWhere(want func(id string) bool) ([]*Session, []error, error) {
 	ents, err := os.ReadDir(st.sessionsDir())
 	if err != nil {
 		return nil, nil, fmt.Errorf("list sessions: %w", err)
@@ -218,17 +223,20 @@ func (st *Store) all() ([]*Session, []error, error) {
 			ids = append(ids, e.Name())
 		}
 	}
-	out, bad := st.loadEach(ids)
+	out, bad := st.loadEach(ids, want)
 	return out, bad, nil
 }
 
-// loadEach loads the sessions with the given IDs, oldest first, with the errors of unreadable
-// ones. A directory without session.json is a session whose creation was interrupted (never
-// started): it is skipped.
-func (st *Store) loadEach(ids []string) ([]*Session, []error) {
+// loadEach loads the sessions with the given IDs that want accepts (nil: all), oldest first, with
+// the errors of unreadable ones. A directory without session.json is a session whose creation was
+// interrupted (never started): it is skipped.
+func (st *Store) loadEach(ids []string, want func(id string) bool) ([]*Session, []error) {
 	var out []*Session
 	var bad []error
 	for _, id := range ids {
+		if want != nil && !want(id) {
+			continue
+		}
 		if _, err := os.Lstat(filepath.Join(st.sessionsDir(), id, "session.json")); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -252,9 +260,16 @@ func (st *Store) loadEach(ids []string) ([]*Session, []error) {
 // projectSessions loads project's sessions, oldest first, with the errors of unreadable ones
 // that may be the project's (only a scan, without the index, has any).
 func (st *Store) projectSessions(project string) ([]*Session, []error, error) {
+	return st.projectSessionsWhere(project, nil)
+}
+
+// projectSessionsWhere is projectSessions, but loads only the sessions whose ID want accepts (nil:
+// every one): a session's own files can say, more cheaply than its session.json, that it is not
+// one the caller looks for.
+func (st *Store) projectSessionsWhere(project string, want func(id string) bool) ([]*Session, []error, error) {
 	data, err := os.ReadFile(st.projectFile(project, "sessions"))
 	if errors.Is(err, fs.ErrNotExist) {
-		all, bad, err := st.all()
+		all, bad, err := st.allWhere(want)
 		return ofProject(all, project), bad, err
 	}
 	if err != nil {
@@ -268,7 +283,7 @@ func (st *Store) projectSessions(project string) ([]*Session, []error, error) {
 			ids = append(ids, id)
 		}
 	}
-	found, bad := st.loadEach(ids)
+	found, bad := st.loadEach(ids, want)
 	return ofProject(found, project), bad, nil
 }
 
