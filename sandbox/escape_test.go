@@ -279,12 +279,18 @@ func TestEscapeRegainCapabilities(t *testing.T) {
 	}
 }
 
-func TestEscapeBackgroundProcess(t *testing.T) {
+// backgroundJail is a jail whose policy has a --rw directory, and the file in it that the
+// "background" probe's detached process appends to.
+func backgroundJail(t *testing.T) (*testJail, Policy, string) {
 	j := newTestJail(t)
 	shared := t.TempDir()
 	p := j.policy()
 	p.ReadWrite = []string{shared}
-	ticks := filepath.Join(shared, "ticks")
+	return j, p, filepath.Join(shared, "ticks")
+}
+
+func TestEscapeBackgroundProcess(t *testing.T) {
+	j, p, ticks := backgroundJail(t)
 	// The probe leaves a detached process appending to a file on a --rw
 	// path every 100ms and exits once it has written (control: it ran).
 	got := j.try(t, p, "background", "F="+ticks)
@@ -308,11 +314,7 @@ func TestEscapeBackgroundProcess(t *testing.T) {
 // TestEscapeBackgroundProcessAtEnded checks what Policy.Ended may rely on:
 // when it is called, a detached process the command left is already gone.
 func TestEscapeBackgroundProcessAtEnded(t *testing.T) {
-	j := newTestJail(t)
-	shared := t.TempDir()
-	p := j.policy()
-	p.ReadWrite = []string{shared}
-	ticks := filepath.Join(shared, "ticks")
+	j, p, ticks := backgroundJail(t)
 	var calls int
 	var seen Result
 	var grew string

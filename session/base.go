@@ -2,7 +2,6 @@ package session
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -111,7 +110,22 @@ func (s *Session) loadBases() (*bases, error) {
 
 // loadBases loads the bases of the session whose directory is dir.
 func loadBases(dir, id string) (*bases, error) {
-	b := &bases{dir: filepath.Join(dir, "base"), index: baseIndex{Version: 1, Paths: map[string]baseEntry{}}}
+	b, err := loadIndex(dir, id)
+	if err != nil {
+		return nil, err
+	}
+	m, err := readManifest(filepath.Join(dir, "manifest"))
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	b.man = m
+	return b, nil
+}
+
+// loadIndex loads the base index of the session whose directory is dir: its bases without the
+// manifest.
+func loadIndex(dir, id string) (*bases, error) {
+	b := &bases{dir: baseDirOf(dir), index: baseIndex{Version: 1, Paths: map[string]baseEntry{}}}
 	data, err := os.ReadFile(filepath.Join(b.dir, "index.json"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -122,11 +136,6 @@ func loadBases(dir, id string) (*bases, error) {
 			return nil, fmt.Errorf("session %s: corrupt base/index.json", id)
 		}
 	}
-	m, err := readManifest(filepath.Join(dir, "manifest"))
-	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", id, err)
-	}
-	b.man = m
 	return b, nil
 }
 
@@ -446,7 +455,7 @@ type nulSniffer struct {
 func (s *nulSniffer) Write(b []byte) (int, error) {
 	if s.left > 0 && !s.found {
 		head := b[:min(len(b), s.left)]
-		s.found = bytes.IndexByte(head, 0) >= 0
+		s.found = diffview.IsBinary(head)
 		s.left -= len(head)
 	}
 	return len(b), nil

@@ -329,8 +329,8 @@ func TestEndRunChangesIsEndRunThenChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs, err := f.s.EndRunChanges(0)
-	if err != nil || len(cs.Changes) != 0 || len(runsOf(t, f.s)) != 1 {
-		t.Errorf("empty run: %v, %v, runs %+v", cs, err, runsOf(t, f.s))
+	if runs := runsOf(t, f.s); err != nil || len(cs.Changes) != 0 || len(runs) != 1 {
+		t.Errorf("empty run: %v, %v, runs %+v", cs, err, runs)
 	}
 }
 
@@ -342,7 +342,7 @@ func TestPreimagesReadableBeforeDurable(t *testing.T) {
 	if err := f.s.BeginRun([]string{"agent"}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := f.s.takePreimages(true, nil, nil)
+	v, err := f.s.takePreimages(true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,8 +395,8 @@ func TestUnreadableStagedFileStillRecordsTheRun(t *testing.T) {
 	if err == nil || cs != nil || !strings.Contains(err.Error(), "read the staged changes") || !strings.Contains(err.Error(), "a.txt") {
 		t.Fatalf("EndRunChanges = %v, %v; want the change set to fail on a.txt", cs, err)
 	}
-	if f.s.Meta.Active != nil || len(runsOf(t, f.s)) != 1 {
-		t.Fatalf("the run was not recorded: active %v, %d runs", f.s.Meta.Active, len(runsOf(t, f.s)))
+	if runs := runsOf(t, f.s); f.s.Meta.Active != nil || len(runs) != 1 {
+		t.Fatalf("the run was not recorded: active %v, %d runs", f.s.Meta.Active, len(runs))
 	}
 	b, err := f.s.loadBases()
 	if err != nil {

@@ -339,10 +339,7 @@ type subdir struct {
 // file as the directory listing says. Entries are described relative to the open directory, not
 // by looking up their whole path again.
 func (p *scanPart) entry(name string, open bool) error {
-	child := name
-	if p.rel != "" {
-		child = p.rel + "/" + name
-	}
+	child := relJoin(p.rel, name)
 	full := filepath.Join(p.sc.upper, filepath.FromSlash(child))
 	st, fd, err := statEntry(p.dfd, name, open)
 	if err != nil {

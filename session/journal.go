@@ -354,9 +354,9 @@ func (s *Session) commitRollback(root *projectRoot, e *journalEntry) error {
 // whose entry is written but not done is rolled back; a done one is committed; a started rollback
 // is finished. It returns a sentence saying what it did ("" when nothing).
 func (l *ProjectLock) recover() (string, error) {
-	// Only a session with journal entries has anything to recover: the others (most of a
-	// project's discarded sessions) are not even loaded.
-	sessions, _, err := l.store.projectSessionsWhere(l.project, l.store.hasJournal)
+	// Only a session with an unsettled journal entry has anything to recover: the others (nearly
+	// every session of the project) are not even loaded.
+	sessions, _, err := l.store.projectSessionsWhere(l.project, l.store.unsettled)
 	if err != nil {
 		return "", err
 	}
@@ -386,8 +386,14 @@ func (l *ProjectLock) recover() (string, error) {
 	return strings.Join(msgs, "; "), nil
 }
 
+// settled reports whether the journal entry jdir needs no recovery: rolled back, or committed
+// and no rollback of it started.
+func settled(jdir string) bool {
+	return hasMarker(jdir, "rolledback") || (hasMarker(jdir, "committed") && !hasMarker(jdir, "rollback"))
+}
+
 func (s *Session) recoverEntry(jdir string) (string, error) {
-	if hasMarker(jdir, "rolledback") || (hasMarker(jdir, "committed") && !hasMarker(jdir, "rollback")) {
+	if settled(jdir) {
 		return "", nil
 	}
 	e, err := readEntry(jdir)
@@ -436,14 +442,17 @@ func (s *Session) recoverEntry(jdir string) (string, error) {
 	return fmt.Sprintf("rolled back the interrupted apply %s (session %s): %d paths restored, the project is as before it", e.ID, s.Meta.ID, n), nil
 }
 
-// hasJournal reports whether the session id may have journal entries: it has an entry
-// directory, or its journal could not be read (recover then says why).
-func (st *Store) hasJournal(id string) bool {
-	ents, err := os.ReadDir(filepath.Join(st.sessionsDir(), id, "journal"))
+// unsettled reports whether the session id may have a journal entry to recover: one that is not
+// settled, or a journal that could not be read (recover then says why).
+func (st *Store) unsettled(id string) bool {
+	jdir := journalDirOf(filepath.Join(st.sessionsDir(), id))
+	ents, err := os.ReadDir(jdir)
 	if err != nil {
 		return !errors.Is(err, fs.ErrNotExist)
 	}
-	return slices.ContainsFunc(ents, fs.DirEntry.IsDir)
+	return slices.ContainsFunc(ents, func(e fs.DirEntry) bool {
+		return e.IsDir() && !settled(filepath.Join(jdir, e.Name()))
+	})
 }
 
 // RollbackResult says which applies a rollback undid.

@@ -173,10 +173,7 @@ func listDir(root int, project, rel, skip string, m *manifest) []string {
 	ents, _ := d.ReadDir(-1) // what could be read of a directory failing midway
 	var subdirs []string
 	for _, e := range ents {
-		child := e.Name()
-		if rel != "" {
-			child = rel + "/" + child
-		}
+		child := relJoin(rel, e.Name())
 		if e.IsDir() {
 			if filepath.Join(project, child) != skip {
 				subdirs = append(subdirs, child)

@@ -140,10 +140,7 @@ func (p *precapture) walk(host *projectRoot, fd int, rel string) (bool, error) {
 				d.subdirs = append(d.subdirs, e.Name())
 				continue
 			}
-			child := e.Name()
-			if rel != "" {
-				child = rel + "/" + child
-			}
+			child := relJoin(rel, e.Name())
 			if p.seen[child] {
 				continue
 			}
@@ -151,17 +148,14 @@ func (p *precapture) walk(host *projectRoot, fd int, rel string) (bool, error) {
 			if err := p.take(host, child); err != nil {
 				return found, err
 			}
-			if precaptured != nil {
-				precaptured(child)
+			if precaptureLooked != nil {
+				precaptureLooked(child)
 			}
 		}
 	}
 	// A path added deeper down moves only its own directory's time.
 	for _, name := range d.subdirs {
-		child := name
-		if rel != "" {
-			child = rel + "/" + name
-		}
+		child := relJoin(rel, name)
 		cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue // gone, or no longer a directory
@@ -194,27 +188,40 @@ func (p *precapture) take(host *projectRoot, path string) error {
 	return nil
 }
 
-// precaptured, when set, is called when a precapture has looked at a staged path (tests wait for
-// it).
-var precaptured func(path string)
+// precaptureLooked, when set, is called when a precapture has looked at a staged path (tests wait
+// for it).
+var precaptureLooked func(path string)
 
-// stopPrecapture stops the session's precapture, if one is going, and returns what it took: its
-// pack, still open, and the pre-images in it (nil when it took none, or failed). The caller adopts
-// the pack or abandons it.
-func (s *Session) stopPrecapture() (*packWriter, map[string]baseEntry) {
+// precaptured is what a precapture took: its pack, still open, and the pre-images in it, by path.
+// Whoever gets it adopts the pack or abandons it.
+type precaptured struct {
+	pack *packWriter
+	got  map[string]baseEntry
+}
+
+// abandon drops the pack; a nil precaptured has none.
+func (pc *precaptured) abandon() {
+	if pc != nil {
+		pc.pack.abandon()
+	}
+}
+
+// stopPrecapture stops the session's precapture, if one is going, and returns what it took (nil
+// when it took nothing, or failed).
+func (s *Session) stopPrecapture() *precaptured {
 	p := s.pre
 	if p == nil {
-		return nil, nil
+		return nil
 	}
 	s.pre = nil
 	close(p.stop)
 	<-p.done
 	if p.b == nil || p.b.pack == nil {
-		return nil, nil
+		return nil
 	}
 	if p.err != nil || len(p.got) == 0 {
 		p.b.pack.abandon()
-		return nil, nil
+		return nil
 	}
-	return p.b.pack, p.got
+	return &precaptured{pack: p.b.pack, got: p.got}
 }

@@ -30,7 +30,7 @@ func waitPrecaptured(t *testing.T, took <-chan string, want ...string) {
 func startPrecapture(t *testing.T, f *fixture) <-chan string {
 	t.Helper()
 	took := make(chan string, 64)
-	precaptured = func(p string) {
+	precaptureLooked = func(p string) {
 		select {
 		case took <- p:
 		default: // nobody waits for more: a precapture never blocks on a test
@@ -38,10 +38,8 @@ func startPrecapture(t *testing.T, f *fixture) <-chan string {
 	}
 	t.Cleanup(func() {
 		// Stopped first, should the test end before the run does.
-		if pack, _ := f.s.stopPrecapture(); pack != nil {
-			pack.abandon()
-		}
-		precaptured = nil
+		f.s.stopPrecapture().abandon()
+		precaptureLooked = nil
 	})
 	if err := f.s.BeginRun([]string{"agent"}); err != nil {
 		t.Fatal(err)
@@ -154,14 +152,14 @@ func TestPrecapturePackOfACrashIsDropped(t *testing.T) {
 	f.stage(t, map[string]file{"a.txt": {Data: "a2\n"}})
 	waitPrecaptured(t, took, "a.txt")
 	// The process dies: its precapture's pack is flushed as far as it got, and left behind.
-	pack, _ := f.s.stopPrecapture()
-	if pack == nil {
+	pre := f.s.stopPrecapture()
+	if pre == nil {
 		t.Fatal("the precapture took nothing")
 	}
-	if err := pack.seal(); err != nil {
+	if err := pre.pack.seal(); err != nil {
 		t.Fatal(err)
 	}
-	orphan := filepath.Join(f.s.baseDir(), pack.name)
+	orphan := filepath.Join(f.s.baseDir(), pre.pack.name)
 	f.s.Meta.Active.PIDStart++
 	if err := f.s.saveMeta(); err != nil {
 		t.Fatal(err)

@@ -101,7 +101,7 @@ func (s *Session) closeStaleRun() error {
 	if err := syncStaged(s.UpperDir()); err != nil {
 		return err
 	}
-	v, err := s.takePreimages(false, nil, nil)
+	v, err := s.takePreimages(false, nil)
 	if err != nil {
 		return err
 	}
@@ -163,11 +163,9 @@ func (e *ChangeSetError) Unwrap() error { return e.Err }
 // endRun is EndRun (its error is err), and then, with changes set, the change set (or csErr).
 func (s *Session) endRun(exitCode int, changes bool) (cs *ChangeSet, csErr, err error) {
 	// What a precapture took is kept; the rest is taken now.
-	prePack, preGot := s.stopPrecapture()
+	pre := s.stopPrecapture()
 	fail := func(err error) (*ChangeSet, error, error) {
-		if prePack != nil {
-			prePack.abandon()
-		}
+		pre.abandon()
 		return nil, nil, err
 	}
 	if err := s.writable("end run"); err != nil {
@@ -183,7 +181,7 @@ func (s *Session) endRun(exitCode int, changes bool) (cs *ChangeSet, csErr, err 
 	// while the pre-images are taken, and before the run is recorded as ended.
 	synced := make(chan error, 1)
 	go func() { synced <- syncStaged(s.UpperDir()) }()
-	v, err := s.takePreimages(changes, prePack, preGot)
+	v, err := s.takePreimages(changes, pre)
 	if err != nil {
 		<-synced
 		return nil, nil, err
@@ -233,7 +231,7 @@ func (s *Session) dropUnreferencedPacks(since time.Time) error {
 		return err
 	}
 	defer unlock()
-	b, err := s.loadBases()
+	b, err := loadIndex(s.dir, s.Meta.ID)
 	if err != nil {
 		return err
 	}
@@ -337,33 +335,31 @@ type stagedView struct {
 // staged file's pre-image is taken as the scan comes to it, right after the host path is looked
 // up; the paths the scan finds only as hidden (deleted) are taken after it. With contents set, the
 // scan also reads the staged files, for the change set. When nothing is staged it does none of
-// that. prePack and preGot are what a precapture took: the pack becomes this capture's, and a
-// staged path of preGot whose base still refers to the host keeps the pre-image taken then.
-func (s *Session) takePreimages(contents bool, prePack *packWriter, preGot map[string]baseEntry) (*stagedView, error) {
-	abandon := func() {
-		if prePack != nil {
-			prePack.abandon()
-		}
-	}
+// that. pre is what a precapture took (nil: nothing): its pack becomes this capture's, and a staged
+// path it took whose base still refers to the host keeps the pre-image taken then.
+func (s *Session) takePreimages(contents bool, pre *precaptured) (*stagedView, error) {
 	if empty, err := emptyDir(s.UpperDir()); err != nil || empty {
-		abandon()
+		pre.abandon()
 		return &stagedView{}, err // nothing staged, nothing to capture
 	}
 	unlock, err := s.store.stateLock(s.Meta.Project, true)
 	if err != nil {
-		abandon()
+		pre.abandon()
 		return nil, err
 	}
 	host, b, err := s.openView()
 	if err != nil {
-		abandon()
+		pre.abandon()
 		unlock()
 		return nil, err
 	}
 	v := &stagedView{unlock: unlock, host: host, b: b}
 	var mu sync.Mutex
 	got := map[string]baseEntry{}
-	b.pack = prePack
+	var preGot map[string]baseEntry
+	if pre != nil {
+		b.pack, preGot = pre.pack, pre.got
+	}
 	// adopt returns the precaptured pre-image of path when it is the one to keep: taken against
 	// the base the path still has.
 	adopt := func(path string) (baseEntry, bool) {

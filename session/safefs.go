@@ -219,6 +219,14 @@ func (r *projectRoot) lstat(rel string) (hostEntry, error) {
 	return h, nil
 }
 
+// relJoin is the project-relative path of name in the directory rel ("" for the root).
+func relJoin(rel, name string) string {
+	if rel == "" {
+		return name
+	}
+	return rel + "/" + name
+}
+
 func statFromUnix(st *unix.Stat_t) fileStat {
 	fs := fileStat{Mode: st.Mode & 0o7777, Size: st.Size, Mtime: st.Mtim.Nano(), Ino: st.Ino}
 	switch st.Mode & unix.S_IFMT {

@@ -258,7 +258,7 @@ func (st *Store) loadEach(ids []string, want func(id string) bool) ([]*Session, 
 // the session exists. Without it, the project's sessions are found by that scan.
 
 // projectSessions loads project's sessions, oldest first, with the errors of unreadable ones
-// that may be the project's (only a scan, without the index, has any).
+// that may be the project's (with the index, only the sessions it lists).
 func (st *Store) projectSessions(project string) ([]*Session, []error, error) {
 	return st.projectSessionsWhere(project, nil)
 }
@@ -444,8 +444,12 @@ func (s *Session) RuntimeDir() string { return filepath.Join(s.dir, "runtime") }
 // NetLog is the file the network proxy appends one line per request to.
 func (s *Session) NetLog() string { return filepath.Join(s.dir, "net.log") }
 
-func (s *Session) baseDir() string    { return filepath.Join(s.dir, "base") }
-func (s *Session) journalDir() string { return filepath.Join(s.dir, "journal") }
+func (s *Session) baseDir() string    { return baseDirOf(s.dir) }
+func (s *Session) journalDir() string { return journalDirOf(s.dir) }
+
+// baseDirOf and journalDirOf are the base/ and journal/ of the session directory dir.
+func baseDirOf(dir string) string    { return filepath.Join(dir, "base") }
+func journalDirOf(dir string) string { return filepath.Join(dir, "journal") }
 
 // writable reports an error unless the session was obtained through the project's writer lock.
 func (s *Session) writable(op string) error {

@@ -220,8 +220,8 @@ func TestReadersWorkDuringRun(t *testing.T) {
 	if err := f.s.EndRun(3); err != nil {
 		t.Fatal(err)
 	}
-	if len(runsOf(t, f.s)) != 1 || runsOf(t, f.s)[0].ExitCode != 3 || runsOf(t, f.s)[0].Argv[1] != "--go" || f.s.Meta.Active != nil {
-		t.Errorf("runs = %+v", runsOf(t, f.s))
+	if runs := runsOf(t, f.s); len(runs) != 1 || runs[0].ExitCode != 3 || runs[0].Argv[1] != "--go" || f.s.Meta.Active != nil {
+		t.Errorf("runs = %+v", runs)
 	}
 }
 
@@ -245,8 +245,8 @@ func TestStaleRunIsNotActive(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(f.project, "a.txt")); string(data) != "b\n" {
 		t.Errorf("project a.txt = %q", data)
 	}
-	if len(runsOf(t, f.s)) != 1 || runsOf(t, f.s)[0].ExitCode != -1 {
-		t.Errorf("stale run not closed: %+v", runsOf(t, f.s))
+	if runs := runsOf(t, f.s); len(runs) != 1 || runs[0].ExitCode != -1 {
+		t.Errorf("stale run not closed: %+v", runs)
 	}
 }
 
