@@ -31,6 +31,15 @@ func (s *Session) Precapture() {
 	go p.run(s.Meta.Project, s.dir, s.Meta.ID)
 }
 
+// StartRun is BeginRun followed by Precapture: how a run that a jail is about to run begins.
+func (s *Session) StartRun(argv []string) error {
+	if err := s.BeginRun(argv); err != nil {
+		return err
+	}
+	s.Precapture()
+	return nil
+}
+
 // precaptureEvery is the shortest pause between two looks at the upper layer; precaptureIdle the
 // longest, reached by doubling while nothing new is staged.
 const (

@@ -228,7 +228,7 @@ func startHost(spec hostSpec) (*agentHost, error) {
 	}
 	_ = pty.Setsize(master, &pty.Winsize{Cols: uint16(max(spec.Cols, 1)), Rows: uint16(max(spec.Rows, 1))})
 	closeAll := func() { ln.Close(); master.Close(); tty.Close(); os.Remove(sock) }
-	if err := s.BeginRun(spec.Argv); err != nil {
+	if err := s.StartRun(spec.Argv); err != nil {
 		closeAll()
 		return fail(fmt.Errorf("record the run in session %s: %w", s.ID(), err))
 	}
@@ -237,7 +237,7 @@ func startHost(spec hostSpec) (*agentHost, error) {
 	data, _ := json.MarshalIndent(state, "", "  ")
 	if err := os.WriteFile(hostStatePath(dir), append(data, '\n'), 0o600); err != nil {
 		closeAll()
-		_ = s.EndRun(125)
+		_ = s.EndRun(sandbox.ExitNoJail)
 		return fail(fmt.Errorf("agent host: write %s: %w", hostStatePath(dir), err))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -251,7 +251,6 @@ func startHost(spec hostSpec) (*agentHost, error) {
 	go func() {
 		p := sessionPolicy(spec.Policy, s)
 		p.Stdin, p.Stdout, p.Stderr, p.Warnings = tty, tty, tty, tty
-		s.Precapture()
 		res, err := sandbox.Run(ctx, p, spec.Argv)
 		tty.Close()
 		select {

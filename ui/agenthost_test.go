@@ -192,7 +192,7 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 	}
 	runs, err := j2.Session.Runs()
 	if err != nil || len(runs) != 1 || runs[0].PID != host.PID || runs[0].ExitCode != 0 {
-		t.Fatalf("recorded runs: %+v", runs)
+		t.Fatalf("recorded runs: %+v (%v)", runs, err)
 	}
 	if _, err := os.Stat(filepath.Join(j2.Session.UpperDir(), "b.txt")); err != nil {
 		t.Fatalf("the agent's write was not staged: %v", err)

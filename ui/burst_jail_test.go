@@ -35,19 +35,9 @@ func BenchmarkAgentOutputRatioJail(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(project, "output"), colouredOutput(total), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(total)
-	var plain, app outputTimes
-	var frames frameStats
-	// A run outside the count keeps the output for the first pane's check.
-	runJailedOutputAgent(b, base, project, -1, frames.plainReader(true))
-	for i := 0; i < b.N; i++ {
-		plain.add(runJailedOutputAgent(b, base, project, i*2, frames.plainReader(false)))
-		app.add(runJailedOutputAgent(b, base, project, i*2+1, frames.paneReader(i == 0)))
-		if i == 0 {
-			frames.checkLastScreen(b)
-		}
-	}
-	reportOutputRatios(b, "shadow-run", plain, app)
+	benchOutputRatio(b, total, "shadow-run", func(n int, read outputReader) (time.Duration, time.Duration) {
+		return runJailedOutputAgent(b, base, project, n, read)
+	})
 }
 
 // runJailedOutputAgent runs the agent in a jail whose terminal is a pty

@@ -145,19 +145,9 @@ func BenchmarkAgentOutputRatio(b *testing.B) {
 	if err := os.WriteFile(path, colouredOutput(total), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(total)
-	var plain, app outputTimes
-	var frames frameStats
-	// A run outside the count keeps the output for the first pane's check.
-	runOutputAgent(b, bash, path, frames.plainReader(true))
-	for i := 0; i < b.N; i++ {
-		plain.add(runOutputAgent(b, bash, path, frames.plainReader(false)))
-		app.add(runOutputAgent(b, bash, path, frames.paneReader(i == 0)))
-		if i == 0 {
-			frames.checkLastScreen(b)
-		}
-	}
-	reportOutputRatios(b, "plain", plain, app)
+	frames := benchOutputRatio(b, total, "plain", func(_ int, read outputReader) (time.Duration, time.Duration) {
+		return runOutputAgent(b, bash, path, read)
+	})
 	b.ReportMetric(float64(frames.drawing.Nanoseconds())/float64(frames.n), "ns/frame")
 	b.ReportMetric(float64(frames.worst.Nanoseconds()), "worst-ns/frame")
 }
@@ -177,6 +167,29 @@ func (o *outputTimes) add(writes, caughtUp time.Duration) {
 
 // reportOutputRatios reports both sums of the two sides per run, and the
 // app's over the other's.
+// benchOutputRatio runs an output-ratio benchmark of total bytes: one run outside the count, which
+// keeps the output for the first pane's check, then b.N pairs of runs, the agent's output read as
+// a plain terminal would and drawn in the pane, reported against each other with other naming the
+// plain side. run runs the agent once; n counts its runs, from -1 for the one outside the count.
+func benchOutputRatio(b *testing.B, total int64, other string, run func(n int, read outputReader) (writes, caughtUp time.Duration)) *frameStats {
+	b.SetBytes(total)
+	var plain, app outputTimes
+	frames := &frameStats{}
+	run(-1, frames.plainReader(true))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		plain.add(run(2*i, frames.plainReader(false)))
+		app.add(run(2*i+1, frames.paneReader(i == 0)))
+		if i == 0 {
+			b.StopTimer()
+			frames.checkLastScreen(b)
+			b.StartTimer()
+		}
+	}
+	reportOutputRatios(b, other, plain, app)
+	return frames
+}
+
 func reportOutputRatios(b *testing.B, name string, other, app outputTimes) {
 	n := float64(b.N)
 	b.ReportMetric(float64(other.writes.Milliseconds())/n, name+"-ms")
@@ -207,7 +220,7 @@ func (fs *frameStats) plainReader(keep bool) outputReader {
 	return func(master *os.File) time.Time {
 		var seen time.Time
 		var tail, all []byte
-		buf := make([]byte, 32<<10)
+		buf := make([]byte, readSize)
 		for {
 			n, err := master.Read(buf)
 			if keep {

@@ -158,12 +158,11 @@ func sessionPolicy(p sandbox.Policy, s *session.Session) sandbox.Policy {
 // JailAgent runs argv in the jail over the session, recording the run.
 func JailAgent(j *Jail, argv []string) AgentFunc {
 	return func(ctx context.Context, tty *os.File) (AgentResult, error) {
-		if err := j.Session.BeginRun(argv); err != nil {
+		if err := j.Session.StartRun(argv); err != nil {
 			return AgentResult{ExitCode: -1}, fmt.Errorf("record the run in session %s: %w", j.Session.ID(), err)
 		}
 		p := sessionPolicy(j.Policy, j.Session)
 		p.Stdin, p.Stdout, p.Stderr, p.Warnings = tty, tty, tty, tty
-		j.Session.Precapture()
 		res, err := sandbox.Run(ctx, p, argv)
 		code := sandbox.ExitStatus(res, err)
 		if e := j.Session.EndRun(code); e != nil && err == nil {

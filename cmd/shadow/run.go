@@ -94,10 +94,9 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 	p.CacheDir, p.RuntimeDir = s.CacheDir(), s.RuntimeDir()
 	p.NetLog = s.NetLog()
 
-	if err := s.BeginRun(argv); err != nil {
+	if err := s.StartRun(argv); err != nil {
 		return err
 	}
-	s.Precapture()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	// The run's record and its summary's change set come from one scan,
