@@ -54,6 +54,7 @@ func buildRoot(s *jailSpec) error {
 		{"/proc", func() error { return mountProc(s.Root) }},
 		{"/tmp", func() error { return mountTmpfs(s.Root+"/tmp", 0o1777, s.TmpSize) }},
 		{"$HOME", func() error { return mountHome(s.Root, s.Home, s.HomeSize) }},
+		{"git identity", func() error { return writeGitConfig(s.Root, s.Home, s.GitConfig) }},
 		{"project and extra mounts", func() error { return mountAll(s.Root, s.Mounts) }},
 		{"runtime dir", func() error { return bindInto(s.Root, s.RuntimeDir, jailRuntimeDir, false) }},
 		{"shadow binary", func() error { return bindInto(s.Root, s.Binary, jailInitBinary, true) }},

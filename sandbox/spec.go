@@ -26,9 +26,10 @@ type jailSpec struct {
 	RuntimeDir string      // host dir bound at /run/shadow
 	TmpSize    int64
 	HomeSize   int64
-	NewNet     bool  // own network namespace: bring lo up
-	Publish    []int // ports relayed from the host over publish.sock
-	Proxy      bool  // relay a port of the jail's lo to proxy.sock
+	GitConfig  string // the jail's ~/.gitconfig: the host's commit identity only
+	NewNet     bool   // own network namespace: bring lo up
+	Publish    []int  // ports relayed from the host over publish.sock
+	Proxy      bool   // relay a port of the jail's lo to proxy.sock
 	Exec       execSpec
 	InitRules  confine.FileRules // PID 1's own Landlock rules
 }
@@ -64,9 +65,6 @@ var cacheDirs = []string{
 	".cache/go-build", "go/pkg/mod", ".npm", ".cache/yarn", ".local/share/pnpm/store",
 	".cargo/registry", ".cargo/git", ".cache/pip", ".m2/repository",
 }
-
-// gitConfigFiles are the user's git identity files, shown read-only.
-var gitConfigFiles = []string{".gitconfig", ".config/git/config"}
 
 // deviceFiles are the jail's devices the command may read and write.
 var deviceFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
@@ -151,16 +149,7 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 	for _, g := range gitRO {
 		s.Mounts = append(s.Mounts, mountSpec{Kind: mountBind, What: "git directory", Src: g, Dst: g, ReadOnly: true})
 	}
-	var gitConfig []string
-	if home != "" {
-		for _, f := range gitConfigFiles {
-			path := filepath.Join(home, f)
-			if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
-				gitConfig = append(gitConfig, path)
-				s.Mounts = append(s.Mounts, mountSpec{Kind: mountBind, What: "git config", Src: path, Dst: path, ReadOnly: true})
-			}
-		}
-	}
+	s.GitConfig = gitIdentity(home, project)
 	var caches []string
 	if home != "" && p.CacheDir != "" && !p.NoCache {
 		for _, c := range cacheDirs {
@@ -217,7 +206,7 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 	// are read-only mounts, and a toolchain brought in with --ro must run.
 	rules := confine.FileRules{
 		ReadExec: append(append(append([]string{}, s.SystemDirs...), trees...), ro...),
-		ReadOnly: append(append([]string{"/proc"}, gitConfig...), gitRO...),
+		ReadOnly: append([]string{"/proc"}, gitRO...),
 		ReadWrite: append(append(append([]string{project, "/tmp", "/dev/shm"}, caches...),
 			rw...), deviceFiles...),
 		Devices: []string{"/dev/tty", "/dev/pts", "/dev/ptmx"},
