@@ -206,13 +206,26 @@ func mountHome(root, home string, size int64) error {
 	return mountTmpfs(root+home, 0o755, size)
 }
 
+// shownLower is the empty directory on the jail's root that every
+// read-only overlay (mountShown) has as its second layer: overlayfs
+// wants two lower layers when there is no upper one. It is removed once
+// the overlays hold it.
+const shownLower = "/.shadow-empty"
+
 // mountAll mounts the project overlay and the extra mounts, in order.
 func mountAll(root string, mounts []mountSpec) error {
+	empty := root + shownLower
+	if err := os.Mkdir(empty, 0o555); err != nil {
+		return fmt.Errorf("create %s: %w", empty, err)
+	}
+	defer os.Remove(empty)
 	for _, m := range mounts {
 		var err error
 		switch m.Kind {
 		case mountOverlay:
 			err = mountOverlayOn(root+m.Dst, m.Src, m.Upper, m.Work)
+		case mountShown:
+			err = mountShownOn(root+m.Dst, m.Src, empty)
 		case mountBind:
 			err = bindInto(root, m.Src, m.Dst, m.ReadOnly)
 		default:
@@ -253,6 +266,21 @@ func mountOverlayOn(dir, lower, upper, work string) error {
 	}
 	if err := unix.Mount("overlay", dir, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount overlay on %s (lower %s, upper %s): %w", dir, lower, upper, err)
+	}
+	return nil
+}
+
+// mountShownOn shows host directory src read-only on dir through an
+// overlay of src over an empty directory, with no upper layer. Unlike a
+// read-only bind it refuses connect(2) to a socket in src; filesystems
+// mounted below src on the host are not shown.
+func mountShownOn(dir, src, empty string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	opts := "lowerdir=" + escapeOverlayPath(src) + ":" + escapeOverlayPath(empty) + ",userxattr"
+	if err := unix.Mount("overlay", dir, "overlay", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount read-only overlay of %s on %s: %w", src, dir, err)
 	}
 	return nil
 }

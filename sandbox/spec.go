@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,7 +37,7 @@ type jailSpec struct {
 
 // mountSpec is one mount after /tmp and $HOME, in order.
 type mountSpec struct {
-	Kind        string // mountOverlay or mountBind
+	Kind        string // mountOverlay, mountBind or mountShown
 	What        string // for errors: "project overlay", "--ro", ...
 	Src         string // bind source, or overlay lower
 	Dst         string // jail path
@@ -47,6 +48,11 @@ type mountSpec struct {
 const (
 	mountOverlay = "overlay"
 	mountBind    = "bind"
+	// mountShown shows a host directory read-only through an overlay with
+	// no upper layer rather than a bind: a read-only bind still lets
+	// connect(2) reach a host daemon's socket inside it (git's fsmonitor
+	// listens in .git), an overlay refuses it.
+	mountShown = "shown"
 )
 
 // execSpec is what PID 1 sends the stage that execs the command.
@@ -147,7 +153,11 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 		Src: project, Dst: project, Upper: upper, Work: work})
 	gitRO := gitReadOnly(project, p.GitWritable)
 	for _, g := range gitRO {
-		s.Mounts = append(s.Mounts, mountSpec{Kind: mountBind, What: "git directory", Src: g, Dst: g, ReadOnly: true})
+		m, err := readOnlyMount("git directory", g)
+		if err != nil {
+			return nil, &JailError{Step: "git directory", Err: err}
+		}
+		s.Mounts = append(s.Mounts, m)
 	}
 	s.GitConfig = gitIdentity(home, project)
 	var caches []string
@@ -173,7 +183,11 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 	}
 	trees := installTrees(argv[0], lookupEnv(env, "PATH"), home, project)
 	for _, t := range trees {
-		s.Mounts = append(s.Mounts, mountSpec{Kind: mountBind, What: "install tree", Src: t, Dst: t, ReadOnly: true})
+		m, err := readOnlyMount("install tree", t)
+		if err != nil {
+			return nil, &JailError{Step: "install tree", Err: err}
+		}
+		s.Mounts = append(s.Mounts, m)
 	}
 	ro, err := absPaths(p.ReadOnly)
 	if err != nil {
@@ -184,7 +198,11 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 		return nil, &JailError{Step: "--rw", Err: err}
 	}
 	for _, x := range ro {
-		s.Mounts = append(s.Mounts, mountSpec{Kind: mountBind, What: "--ro " + x, Src: x, Dst: x, ReadOnly: true})
+		m, err := readOnlyMount("--ro "+x, x)
+		if err != nil {
+			return nil, &JailError{Step: "--ro", Err: err}
+		}
+		s.Mounts = append(s.Mounts, m)
 	}
 	for _, x := range rw {
 		s.Mounts = append(s.Mounts, mountSpec{Kind: mountBind, What: "--rw " + x, Src: x, Dst: x})
@@ -229,6 +247,23 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 		Devices:   rules.Devices,
 	}
 	return s, nil
+}
+
+// readOnlyMount shows host path p read-only at the same path: a directory
+// through an overlay (mountShown), a file through a read-only bind. A socket
+// is refused: the jail never reaches a host socket.
+func readOnlyMount(what, p string) (mountSpec, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return mountSpec{}, err
+	}
+	switch {
+	case fi.IsDir():
+		return mountSpec{Kind: mountShown, What: what, Src: p, Dst: p, ReadOnly: true}, nil
+	case fi.Mode()&fs.ModeSocket != 0:
+		return mountSpec{}, fmt.Errorf("%s is a socket: shadow never lets the jail reach a host socket", p)
+	}
+	return mountSpec{Kind: mountBind, What: what, Src: p, Dst: p, ReadOnly: true}, nil
 }
 
 // gitReadOnly returns the git directories to bind read-only: the project's
