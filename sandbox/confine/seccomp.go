@@ -29,9 +29,10 @@ func (a action) errno() syscall.Errno {
 // argCond is one condition on a syscall argument; all conditions of a rule
 // must hold for the rule to match.
 type argCond struct {
-	Index uint   // argument number, from 0
-	Mask  uint64 // bits of the argument that are compared
-	Value uint64 // value of the masked argument
+	Index    uint   // argument number, from 0
+	Mask     uint64 // bits of the argument that are compared
+	Value    uint64 // value of the masked argument
+	NotEqual bool   // match when the whole argument differs from Value (Mask unused)
 }
 
 // syscallRule is one entry of the deny list.
@@ -47,6 +48,11 @@ func eq32(i uint, v uint64) argCond { return argCond{Index: i, Mask: 0xffffffff,
 
 // bitSet matches when flag is set in argument i.
 func bitSet(i uint, flag uint64) argCond { return argCond{Index: i, Mask: flag, Value: flag} }
+
+// ne matches when argument i, all 64 bits of it, is not v. For a deny rule on
+// an argument the kernel reads as 32 bits this errs on the side of denying:
+// junk in the upper half makes the rule match, never miss.
+func ne(i uint, v uint64) argCond { return argCond{Index: i, Value: v, NotEqual: true} }
 
 // LoadSeccomp installs the jail's seccomp filter on every thread of the
 // process (TSYNC) and sets no_new_privs. Syscalls of the deny list fail with
@@ -156,7 +162,13 @@ func addRule(f *seccomp.ScmpFilter, r syscallRule, errno syscall.Errno) error {
 	}
 	conds := make([]seccomp.ScmpCondition, 0, len(r.Args))
 	for _, a := range r.Args {
-		c, err := seccomp.MakeCondition(a.Index, seccomp.CompareMaskedEqual, a.Mask, a.Value)
+		var c seccomp.ScmpCondition
+		var err error
+		if a.NotEqual {
+			c, err = seccomp.MakeCondition(a.Index, seccomp.CompareNotEqual, a.Value)
+		} else {
+			c, err = seccomp.MakeCondition(a.Index, seccomp.CompareMaskedEqual, a.Mask, a.Value)
+		}
 		if err != nil {
 			return fmt.Errorf("seccomp: condition on %s arg %d: %w", r.Name, a.Index, err)
 		}

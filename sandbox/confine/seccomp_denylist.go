@@ -17,6 +17,23 @@ var denyList = []syscallRule{
 	{Name: "process_vm_writev", Action: denyEPERM, Why: "write another process's memory"},
 	{Name: "pidfd_getfd", Action: denyEPERM, Why: "steal a file descriptor from another process"},
 
+	// Changing another process's resource limits. The command runs as the
+	// same host uid as the jail's PID 1, so the kernel lets it: a CPU limit
+	// of one second on PID 1 kills it (and the relay with it) under an
+	// output flood. pid 0 is the caller (glibc's setrlimit and getrlimit,
+	// Go's syscall.Setrlimit); a process that names itself by its own pid
+	// gets EPERM too, as seccomp cannot know the caller's pid. Reading
+	// another process's limits (new_limit NULL) stays allowed: it changes
+	// nothing, and `prlimit --pid N` as a report keeps working.
+	//
+	// The scheduling calls (setpriority, sched_setscheduler, sched_setattr,
+	// sched_setaffinity, ioprio_set) need no rule: the kernel refuses them on
+	// a process whose permitted capabilities are not a subset of the
+	// caller's (cap_safe_nice), and PID 1 keeps its capabilities in the
+	// jail's user namespace while the command has none. prlimit64 has no
+	// such check. sandbox/escape_limits_test.go tries both.
+	{Name: "prlimit64", Action: denyEPERM, Args: []argCond{ne(0, 0), ne(2, 0)}, Why: "set another process's resource limits"},
+
 	// Changing the mount table, old and new API.
 	{Name: "mount", Action: denyEPERM, Why: "remount read-only binds or mount over the jail"},
 	{Name: "umount2", Action: denyEPERM, Why: "uncover what a mount hides"},

@@ -50,6 +50,22 @@ var probes = map[string]probe{
 	"process_vm_readv":  func() syscall.Errno { return sys(unix.SYS_PROCESS_VM_READV, noSuchPID, 0, 0, 0, 0, 1) },
 	"process_vm_writev": func() syscall.Errno { return sys(unix.SYS_PROCESS_VM_WRITEV, noSuchPID, 0, 0, 0, 0, 1) },
 	"pidfd_getfd":       func() syscall.Errno { return sys(unix.SYS_PIDFD_GETFD, badFD, 0, 0) },
+	// A pid that does not exist answers ESRCH after seccomp has had its say.
+	"prlimit64-set-other": func() syscall.Errno {
+		lim := unix.Rlimit{Cur: 1, Max: 1}
+		return sys(unix.SYS_PRLIMIT64, noSuchPID, unix.RLIMIT_CPU, uintptr(unsafe.Pointer(&lim)), 0)
+	},
+	"prlimit64-set-other-high": func() syscall.Errno {
+		lim := unix.Rlimit{Cur: 1, Max: 1}
+		return sys(unix.SYS_PRLIMIT64, 0xffffffff_00000000|noSuchPID, unix.RLIMIT_CPU, uintptr(unsafe.Pointer(&lim)), 0)
+	},
+	"prlimit64-get-other": func() syscall.Errno {
+		var old unix.Rlimit
+		return sys(unix.SYS_PRLIMIT64, noSuchPID, unix.RLIMIT_CPU, 0, uintptr(unsafe.Pointer(&old)))
+	},
+	"prlimit64-set-self": prlimitSelf(0),
+	// Naming itself by pid: refused too (seccomp cannot know the caller).
+	"prlimit64-set-own-pid": prlimitSelf(uintptr(os.Getpid())),
 	"mount": func() syscall.Errno {
 		return sys(unix.SYS_MOUNT, cstr("none"), cstr(noSuchPath), cstr("tmpfs"), 0, 0)
 	},
@@ -152,6 +168,18 @@ func binaryPutU32(b []byte, v uint32) {
 	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 }
 
+// prlimitSelf sets the caller's RLIMIT_CORE to what it is, naming the
+// caller by pid (0: the caller).
+func prlimitSelf(pid uintptr) probe {
+	return func() syscall.Errno {
+		var lim unix.Rlimit
+		if err := unix.Getrlimit(unix.RLIMIT_CORE, &lim); err != nil {
+			return err.(syscall.Errno)
+		}
+		return sys(unix.SYS_PRLIMIT64, pid, unix.RLIMIT_CORE, uintptr(unsafe.Pointer(&lim)), 0)
+	}
+}
+
 func cloneProbe(flag uintptr) probe {
 	return func() syscall.Errno {
 		return sys(unix.SYS_CLONE, flag|unix.CLONE_THREAD, 0, 0, 0, 0)
@@ -242,6 +270,11 @@ var syscallCases = []struct {
 	{probe: "process_vm_readv", rule: "process_vm_readv", want: syscall.EPERM},
 	{probe: "process_vm_writev", rule: "process_vm_writev", want: syscall.EPERM},
 	{probe: "pidfd_getfd", rule: "pidfd_getfd", want: syscall.EPERM},
+	{probe: "prlimit64-set-other", rule: "prlimit64", want: syscall.EPERM},
+	{probe: "prlimit64-set-other-high", rule: "prlimit64", want: syscall.EPERM},
+	{probe: "prlimit64-get-other", want: syscall.ESRCH},
+	{probe: "prlimit64-set-self", want: 0},
+	{probe: "prlimit64-set-own-pid", rule: "prlimit64", want: syscall.EPERM},
 	{probe: "mount", rule: "mount", want: syscall.EPERM},
 	{probe: "umount2", rule: "umount2", want: syscall.EPERM},
 	{probe: "pivot_root", rule: "pivot_root", want: syscall.EPERM},
