@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/alecthomas/chroma/v2"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // rowKind is what one screen row of the diff pane shows.
@@ -115,7 +116,10 @@ func (fv *fileView) notes() []string {
 	if f.Special != "" {
 		n = append(n, fmt.Sprintf("special file (%s): listed, never applied", f.Special))
 	}
-	if f.Protected {
+	if f.Protected && f.ProtectedWhy != "" {
+		n = append(n, "PROTECTED path: not applied without --allow-protected")
+		n = append(n, whyNotes(f.ProtectedWhy)...)
+	} else if f.Protected {
 		n = append(n, "PROTECTED path: an agent must not change it silently; not applied without --allow-protected")
 	}
 	if f.Conflict != "" {
@@ -135,6 +139,24 @@ func (fv *fileView) notes() []string {
 		n = append(n, "large change: the diff ran out of time and shows coarser hunks (still exact to apply)")
 	}
 	return n
+}
+
+// whyWidth is where the reason of a protected path is wrapped: notes are one row each, cut at the
+// pane's width, and at 80 columns the diff pane shows about 57 cells.
+const whyWidth = 56
+
+// whyNotes is the reason a path is protected as note rows: "why: " and the reason, wrapped.
+func whyNotes(why string) []string {
+	const lead = "why: "
+	lines := strings.Split(ansi.Wordwrap(why, whyWidth-len(lead), ""), "\n")
+	for i := range lines {
+		if i == 0 {
+			lines[i] = lead + lines[i]
+		} else {
+			lines[i] = strings.Repeat(" ", len(lead)) + lines[i]
+		}
+	}
+	return lines
 }
 
 // build lays out the unified rows of the file.

@@ -30,8 +30,9 @@ type File struct {
 	Special          string // a FIFO, device or socket: listed, never applied
 	// OldSize and NewSize are the byte sizes, shown for binary files.
 	OldSize, NewSize int64
-	Ignored          bool // matched by the base's .gitignore rules
-	Protected        bool // a path an agent must not change silently
+	Ignored          bool   // matched by the base's .gitignore rules
+	Protected        bool   // a path an agent must not change silently
+	ProtectedWhy     string // the tool that reads or runs the protected path, unasked
 	Conflict         string
 	Findings         []string // audit rules the staged file fails
 	// Diff holds the hunks; for a symlink, the diff of its target.
@@ -141,6 +142,9 @@ func MakePlan(files []File) Plan {
 			pf.Reason = fmt.Sprintf("special file (%s), never applied", f.Special)
 		case f.Conflict != "":
 			pf.Reason = "conflict: " + f.Conflict
+		case f.Protected && f.ProtectedWhy != "":
+			// The advice first: the dialog cuts long lines.
+			pf.Reason = "protected path, apply it with shadow apply --allow-protected: " + f.ProtectedWhy
 		case f.Protected:
 			pf.Reason = "protected path: apply it with shadow apply --allow-protected"
 		case f.Ignored:

@@ -203,7 +203,7 @@ func (s *Session) plan(opts ApplyOptions, b *bases, host *projectRoot) (*ApplyPl
 			skip("ignored by .gitignore (use --include-ignored)")
 			continue
 		case c.Protected && !opts.AllowProtected:
-			skip("protected path (use --allow-protected)")
+			skip("protected: " + c.ProtectedWhy + " (use --allow-protected)")
 			continue
 		case c.OutsideLink && !opts.AllowOutsideLinks:
 			skip(fmt.Sprintf("symlink to %q leaves the project (apply it explicitly)", c.New.Target))

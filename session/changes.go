@@ -75,8 +75,10 @@ type Change struct {
 	ModeOnly bool `json:"mode_only,omitempty"`
 	// Ignored: matched by the base's .gitignore rules or .git/info/exclude.
 	Ignored bool `json:"ignored,omitempty"`
-	// Protected: a path an agent must not change silently (SPEC §4).
-	Protected bool `json:"protected,omitempty"`
+	// Protected: a path an agent must not change silently (SPEC §4); ProtectedWhy names the tool
+	// that reads or runs it (ProtectedPaths), or says the config or a git-shaped directory made it so.
+	Protected    bool   `json:"protected,omitempty"`
+	ProtectedWhy string `json:"protected_why,omitempty"`
 	// Conflict: the host changed the path since the session's view of it, or its base is unknown.
 	Conflict bool   `json:"conflict,omitempty"`
 	Reason   string `json:"conflict_reason,omitempty"`

@@ -3,87 +3,9 @@ package session
 import (
 	"fmt"
 	"io"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 )
-
-// DefaultProtected is SPEC §4's list of paths an agent must not change silently, as gitignore-style
-// patterns matched at any depth. Config's `protected` key extends it.
-var DefaultProtected = []string{
-	".git", ".git/**", ".gitmodules", ".github/**", ".gitlab-ci.yml", ".circleci/**", ".husky/**",
-	".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml", ".lefthook.yaml",
-	"lefthook-local.yml", ".envrc", ".vscode/**", ".idea/**", ".devcontainer/**", ".cursor/**",
-	".claude/**", ".mcp.json", "AGENTS.md", "CLAUDE.md", ".npmrc", ".yarnrc*", ".pnpmfile.cjs",
-	".cargo/config*", ".shadow.toml",
-	// shell rc files
-	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
-	".zprofile", ".zlogin", ".zlogout", ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".login",
-	"fish/config.fish", "fish/conf.d/**",
-}
-
-// protectedRules compiles patterns so that each matches at any depth.
-func protectedRules(patterns []string) []ignoreRule {
-	var rules []ignoreRule
-	for _, p := range patterns {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			continue
-		}
-		neg := strings.HasPrefix(p, "!")
-		p = strings.TrimPrefix(p, "!")
-		p = strings.TrimPrefix(p, "/")
-		dirOnly := strings.HasSuffix(p, "/")
-		p = strings.TrimRight(p, "/")
-		if strings.Contains(p, "/") && !strings.HasPrefix(p, "**/") {
-			p = "**/" + p
-		}
-		rules = append(rules, ignoreRule{pattern: p, negate: neg, dirOnly: dirOnly, anchored: strings.Contains(p, "/")})
-		if dirOnly {
-			// A protected directory protects what is inside it.
-			rules = append(rules, ignoreRule{pattern: p + "/**", negate: neg, anchored: true})
-		}
-	}
-	return rules
-}
-
-// isProtected reports whether p, or a directory above it, matches a protected rule.
-func isProtected(rules []ignoreRule, p string) bool {
-	prot := false
-	for _, r := range rules {
-		if r.match(p, false) {
-			prot = !r.negate
-		}
-	}
-	if prot {
-		return true
-	}
-	parts := strings.Split(p, "/")
-	for i := 1; i < len(parts); i++ {
-		d := strings.Join(parts[:i], "/")
-		for _, r := range rules {
-			if !r.negate && r.match(d, true) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// looksLikeGitDir reports whether dir (in the staged view: upper first, then host) holds a HEAD
-// file and an objects or refs directory, the shape git recognises as a repository.
-func looksLikeGitDir(upper, host, dir string) bool {
-	exists := func(name string) bool {
-		for _, root := range []string{upper, host} {
-			if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir), name)); err == nil {
-				return true
-			}
-		}
-		return false
-	}
-	return exists("HEAD") && (exists("objects") || exists("refs"))
-}
 
 // classify marks each change ignored, protected, conflict and outside-link.
 func (s *Session) classify(cs *ChangeSet, b *bases, host, upper *projectRoot, extraProtected []string) error {
@@ -108,7 +30,7 @@ func (s *Session) classify(cs *ChangeSet, b *bases, host, upper *projectRoot, ex
 		data, _ := io.ReadAll(io.LimitReader(rc, 1<<20))
 		return data
 	})
-	prot := protectedRules(append(append([]string(nil), DefaultProtected...), extraProtected...))
+	prot := newProtectedMatcher(ProtectedPaths, extraProtected)
 	gitDirs := map[string]bool{}
 	gitShaped := func(p string) bool {
 		parts := strings.Split(p, "/")
@@ -128,8 +50,13 @@ func (s *Session) classify(cs *ChangeSet, b *bases, host, upper *projectRoot, ex
 	for i := range cs.Changes {
 		c := &cs.Changes[i]
 		c.Ignored = ign.Ignored(c.Path, false) && (c.From == "" || ign.Ignored(c.From, false))
-		c.Protected = isProtected(prot, c.Path) || gitShaped(c.Path) ||
-			(c.From != "" && (isProtected(prot, c.From) || gitShaped(c.From)))
+		c.ProtectedWhy = protectedWhy(prot, gitShaped, c.Path)
+		if c.ProtectedWhy == "" && c.From != "" {
+			if why := protectedWhy(prot, gitShaped, c.From); why != "" {
+				c.ProtectedWhy = "moved from a protected path: " + why
+			}
+		}
+		c.Protected = c.ProtectedWhy != ""
 		if c.New.Kind == KindSymlink {
 			c.OutsideLink = linkLeavesProject(s.Meta.Project, c.Path, c.New.Target)
 		}
@@ -137,6 +64,18 @@ func (s *Session) classify(cs *ChangeSet, b *bases, host, upper *projectRoot, ex
 		c.Conflict = c.Reason != ""
 	}
 	return nil
+}
+
+// protectedWhy says why p is protected, by the list and config or by a git-shaped directory above
+// it, or "" when it is not.
+func protectedWhy(prot *protectedMatcher, gitShaped func(string) bool, p string) string {
+	if why := prot.why(p); why != "" {
+		return why
+	}
+	if gitShaped(p) {
+		return GitShapedWhy
+	}
+	return ""
 }
 
 // linkLeavesProject reports whether a symlink at p with the given target resolves (lexically)

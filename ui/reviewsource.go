@@ -103,16 +103,17 @@ func (r *ReviewSource) Load() ([]diffview.File, error) {
 // reports whether the session decides the change hunk by hunk.
 func (r *ReviewSource) file(c *session.Change, decs *session.Decisions) (diffview.File, bool, error) {
 	f := diffview.File{
-		Path:      c.Path,
-		OldPath:   c.From,
-		Status:    status(c),
-		OldMode:   gitMode(c.Old),
-		NewMode:   gitMode(c.New),
-		Binary:    c.Binary,
-		OldSize:   c.Old.Size,
-		NewSize:   c.New.Size,
-		Ignored:   c.Ignored,
-		Protected: c.Protected,
+		Path:         c.Path,
+		OldPath:      c.From,
+		Status:       status(c),
+		OldMode:      gitMode(c.Old),
+		NewMode:      gitMode(c.New),
+		Binary:       c.Binary,
+		OldSize:      c.Old.Size,
+		NewSize:      c.New.Size,
+		Ignored:      c.Ignored,
+		Protected:    c.Protected,
+		ProtectedWhy: c.ProtectedWhy,
 	}
 	if c.Special {
 		f.Special = "FIFO, socket or device"

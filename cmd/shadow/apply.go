@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -23,7 +24,9 @@ files as the agent left them. Ignored paths (the project's .gitignore as it was)
 need --allow-protected; paths the host changed since the session started are refused.
 
 Every apply is journaled: a crash at any instant is completed or rolled back by the next
-shadow command, and 'shadow apply --rollback' restores the project byte for byte.`,
+shadow command, and 'shadow apply --rollback' restores the project byte for byte.
+
+` + protectedHelp(),
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			if rollback {
 				if all || len(paths) > 0 || includeIgnored || allowProtected {
@@ -132,6 +135,45 @@ func runRollback(cmd *cobra.Command, f *sessionFlags, to string, yes bool) error
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "rolled back %d apply(s) (%d paths restored)\n", len(res.Applies), res.Restored)
 	return nil
+}
+
+// protectedHelp lists session.ProtectedPaths by group, for apply's help.
+func protectedHelp() string {
+	const width = 100
+	var b strings.Builder
+	b.WriteString("Protected paths, at any depth (files a host tool reads as configuration or runs as code\n" +
+		"without being asked; review shows which tool, the config's `protected` key adds more):\n")
+	var group string
+	var names []string
+	flush := func() {
+		if len(names) == 0 {
+			return
+		}
+		line := "  " + group + ":"
+		for i, n := range names {
+			if i < len(names)-1 {
+				n += ","
+			}
+			if len(line)+1+len(n) > width {
+				b.WriteString(line + "\n")
+				line = "     "
+			}
+			line += " " + n
+		}
+		b.WriteString(line + "\n")
+		names = nil
+	}
+	for _, p := range session.ProtectedPaths {
+		if p.Group != group {
+			flush()
+			group = p.Group
+		}
+		names = append(names, p.Pattern)
+	}
+	flush()
+	b.WriteString("  and every directory shaped like a git repository (named *.git, or holding HEAD and objects\n" +
+		"  or refs), with what is inside it.")
+	return b.String()
 }
 
 // protectedFromConfig is the config's extra protected paths for a project.

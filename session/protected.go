@@ -1,0 +1,250 @@
+package session
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ProtectedPath is one entry of SPEC §4's protected list: a gitignore-style pattern, matched at any
+// depth, and why an agent's change to it must not reach the project silently.
+type ProtectedPath struct {
+	Pattern string
+	// Group is the kind of tool that reads the path, for listings ("CI", "editors"...).
+	Group string
+	// Why names the tool that reads the path as configuration or runs it as code, unasked.
+	Why string
+}
+
+// The reasons given for protected paths that are not entries of ProtectedPaths.
+const (
+	ConfigProtectedWhy = "protected by the config's `protected` key"
+	GitShapedWhy       = "inside a directory shaped like a git repository (*.git, or HEAD with objects or refs): git runs its hooks and reads its config"
+)
+
+// ProtectedPaths is the protected list: every file that a tool on the host reads as configuration or
+// runs as code without the developer asking for it (SPEC §4). It is the one place the list is kept;
+// DefaultProtected, classification, review and `shadow apply --help` all read it.
+var ProtectedPaths = []ProtectedPath{
+	// ".git" protects a .git file (gitdir: points git elsewhere) and, as a directory, all inside it.
+	{".git", "git", "git runs its hooks and reads its config (aliases, core.fsmonitor, filters) on the next git command"},
+	{".gitmodules", "git", "git clones and checks out the submodules it names (clone --recursive, submodule update)"},
+
+	{".github/**", "CI", "GitHub Actions runs its workflows on push"},
+	{".gitlab-ci.yml", "CI", "GitLab CI runs it on push"},
+	{".gitlab/**", "CI", "GitLab CI includes its files, and GitLab reads its templates and CODEOWNERS"},
+	{".gitea/**", "CI", "Gitea Actions runs its workflows on push"},
+	{".forgejo/**", "CI", "Forgejo Actions runs its workflows on push"},
+	{".circleci/**", "CI", "CircleCI runs its config on push"},
+	{"Jenkinsfile", "CI", "Jenkins runs it as the pipeline on push"},
+	{".travis.yml", "CI", "Travis CI runs it on push"},
+	{".buildkite/**", "CI", "Buildkite runs its pipeline on push"},
+	{"azure-pipelines.yml", "CI", "Azure Pipelines runs it on push"},
+	{".azure-pipelines/**", "CI", "Azure Pipelines runs the pipelines kept there on push"},
+	{"bitbucket-pipelines.yml", "CI", "Bitbucket Pipelines runs it on push"},
+	{".drone.yml", "CI", "Drone CI runs it on push"},
+	{".woodpecker*", "CI", "Woodpecker CI runs its pipelines on push"},
+
+	{".husky/**", "git hooks", "husky runs its hooks on git commit and push"},
+	{".pre-commit-config.yaml", "git hooks", "pre-commit runs the hooks it names on git commit"},
+	{"lefthook*.yml", "git hooks", "lefthook runs the commands it names on git hooks"},
+	{".lefthook*.yml", "git hooks", "lefthook runs the commands it names on git hooks"},
+	{"lefthook*.yaml", "git hooks", "lefthook runs the commands it names on git hooks"},
+	{".lefthook*.yaml", "git hooks", "lefthook runs the commands it names on git hooks"},
+	{"lefthook*.json*", "git hooks", "lefthook runs the commands it names on git hooks"},
+	{".lefthook*.json*", "git hooks", "lefthook runs the commands it names on git hooks"},
+	{"lefthook*.toml", "git hooks", "lefthook runs the commands it names on git hooks"},
+	{".lefthook*.toml", "git hooks", "lefthook runs the commands it names on git hooks"},
+	{".overcommit.yml", "git hooks", "overcommit runs the hooks it names on git commit"},
+	{".simple-git-hooks*", "git hooks", "simple-git-hooks installs the commands it names as git hooks"},
+	{"simple-git-hooks.*", "git hooks", "simple-git-hooks installs the commands it names as git hooks"},
+
+	{".claude/**", "agents", "Claude Code reads its settings, hooks and MCP servers from it"},
+	{"CLAUDE.md", "agents", "Claude Code reads it as instructions at every start"},
+	{"CLAUDE.local.md", "agents", "Claude Code reads it as instructions at every start"},
+	{".mcp.json", "agents", "Claude Code and other agents start the MCP servers it names"},
+	{"AGENTS.md", "agents", "Codex, opencode and other agents read it as instructions at every start"},
+	{"AGENTS.override.md", "agents", "Codex reads it as instructions at every start"},
+	{".codex/**", "agents", "Codex CLI reads its config and MCP servers from it"},
+	{".gemini/**", "agents", "Gemini CLI reads its settings, MCP servers and commands from it"},
+	{"GEMINI.md", "agents", "Gemini CLI reads it as instructions at every start"},
+	{".aider*", "agents", "aider reads its config (lint and test commands it runs) and env from it"},
+	{"opencode.json*", "agents", "opencode reads its config, MCP servers and commands from it"},
+	{".opencode/**", "agents", "opencode loads its agents, commands and plugins from it"},
+	{".cursor/**", "agents", "Cursor reads its rules and MCP servers from it"},
+	{".cursorrules", "agents", "Cursor reads it as instructions"},
+	{".windsurf*", "agents", "Windsurf reads its rules and workflows from it"},
+	{".continue/**", "agents", "Continue reads its config and MCP servers from it"},
+
+	{".vscode/**", "editors", "VS Code runs its tasks and applies its settings (terminal env, interpreters) on open"},
+	{".idea/**", "editors", "JetBrains IDEs run its run configurations and apply its settings on open"},
+	{".zed/**", "editors", "Zed reads its settings and tasks (language servers, commands) from it"},
+	{".helix/**", "editors", "Helix reads its config and language servers from it"},
+	{".nvim.lua", "editors", "Neovim runs it on start with 'exrc' set"},
+	{".nvimrc", "editors", "Neovim runs it on start with 'exrc' set"},
+	{".exrc", "editors", "Vim and Neovim run it on start with 'exrc' set"},
+	{".vimrc", "editors", "Vim runs it on start with 'exrc' set"},
+	{".devcontainer/**", "editors", "Dev Containers build and run it (Dockerfile, postCreateCommand) on open"},
+	{".devcontainer.json", "editors", "Dev Containers build and run it (postCreateCommand) on open"},
+
+	{".envrc", "environment and tool managers", "direnv runs it on cd"},
+	{".mise.toml", "environment and tool managers", "mise reads its tools, env and tasks from it on cd"},
+	{"mise.toml", "environment and tool managers", "mise reads its tools, env and tasks from it on cd"},
+	{".mise.*.toml", "environment and tool managers", "mise reads its tools, env and tasks from it on cd"},
+	{"mise.*.toml", "environment and tool managers", "mise reads its tools, env and tasks from it on cd"},
+	{".mise/**", "environment and tool managers", "mise reads its config and tasks from it on cd"},
+	{".config/mise/**", "environment and tool managers", "mise reads its config and tasks from it on cd"},
+	{".tool-versions", "environment and tool managers", "asdf and mise pick the tool versions, so the binaries run, from it on cd"},
+	{"bunfig.toml", "environment and tool managers", "Bun reads its preload scripts and registry from it on every bun command"},
+	{".npmrc", "environment and tool managers", "npm and pnpm read registries, tokens and script settings from it"},
+	{".yarnrc*", "environment and tool managers", "Yarn reads its registry, plugins and yarnPath (a script it runs) from it"},
+	{".pnpmfile.cjs", "environment and tool managers", "pnpm runs it on every install"},
+	{".cargo/config*", "environment and tool managers", "Cargo reads its runners, linkers and aliases from it on every build"},
+
+	{".shadow.toml", "shadow", "shadow reads it as the project's config (protected paths, policy)"},
+
+	{".bashrc", "shell rc files", "bash runs it at every interactive start"},
+	{".bash_profile", "shell rc files", "bash runs it at login"},
+	{".bash_login", "shell rc files", "bash runs it at login"},
+	{".bash_logout", "shell rc files", "bash runs it at logout"},
+	{".profile", "shell rc files", "sh and bash run it at login"},
+	{".zshrc", "shell rc files", "zsh runs it at every interactive start"},
+	{".zshenv", "shell rc files", "zsh runs it at every start"},
+	{".zprofile", "shell rc files", "zsh runs it at login"},
+	{".zlogin", "shell rc files", "zsh runs it at login"},
+	{".zlogout", "shell rc files", "zsh runs it at logout"},
+	{".kshrc", "shell rc files", "ksh runs it at every interactive start"},
+	{".mkshrc", "shell rc files", "mksh runs it at every interactive start"},
+	{".cshrc", "shell rc files", "csh and tcsh run it at every start"},
+	{".tcshrc", "shell rc files", "tcsh runs it at every start"},
+	{".login", "shell rc files", "csh and tcsh run it at login"},
+	{"fish/config.fish", "shell rc files", "fish runs it at every start"},
+	{"fish/conf.d/**", "shell rc files", "fish runs its files at every start"},
+}
+
+// DefaultProtected is the patterns of ProtectedPaths. Config's `protected` key extends it.
+var DefaultProtected = protectedPatterns(ProtectedPaths)
+
+func protectedPatterns(list []ProtectedPath) []string {
+	out := make([]string, len(list))
+	for i, p := range list {
+		out[i] = p.Pattern
+	}
+	return out
+}
+
+// protectedRules compiles patterns so that each matches at any depth.
+func protectedRules(patterns []string) []ignoreRule {
+	var rules []ignoreRule
+	for _, p := range patterns {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		neg := strings.HasPrefix(p, "!")
+		p = strings.TrimPrefix(p, "!")
+		p = strings.TrimPrefix(p, "/")
+		dirOnly := strings.HasSuffix(p, "/")
+		p = strings.TrimRight(p, "/")
+		if strings.Contains(p, "/") && !strings.HasPrefix(p, "**/") {
+			p = "**/" + p
+		}
+		rules = append(rules, ignoreRule{pattern: p, negate: neg, dirOnly: dirOnly, anchored: strings.Contains(p, "/")})
+		if dirOnly {
+			// A protected directory protects what is inside it.
+			rules = append(rules, ignoreRule{pattern: p + "/**", negate: neg, anchored: true})
+		}
+	}
+	return rules
+}
+
+// isProtected reports whether p, or a directory above it, matches a protected rule.
+func isProtected(rules []ignoreRule, p string) bool {
+	prot := false
+	for _, r := range rules {
+		if r.match(p, false) {
+			prot = !r.negate
+		}
+	}
+	if prot {
+		return true
+	}
+	parts := strings.Split(p, "/")
+	for i := 1; i < len(parts); i++ {
+		d := strings.Join(parts[:i], "/")
+		for _, r := range rules {
+			if !r.negate && r.match(d, true) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// protectedMatcher is the protected list compiled, each rule with the reason of its entry.
+type protectedMatcher struct {
+	rules []ignoreRule
+	whys  []string // whys[i] is the reason of rules[i]
+}
+
+// newProtectedMatcher compiles a protected list (ProtectedPaths) and the config's extra patterns.
+func newProtectedMatcher(list []ProtectedPath, extra []string) *protectedMatcher {
+	m := &protectedMatcher{}
+	add := func(pattern, why string) {
+		for _, r := range protectedRules([]string{pattern}) {
+			m.rules = append(m.rules, r)
+			m.whys = append(m.whys, why)
+		}
+	}
+	for _, p := range list {
+		add(p.Pattern, p.Why)
+	}
+	for _, p := range extra {
+		add(p, ConfigProtectedWhy)
+	}
+	return m
+}
+
+// why says why p is protected, or "" when it is not. It decides as isProtected does (the last rule
+// matching p wins; a protected directory above p protects it) and names the first entry that
+// protects p, so that the list's own reason is given before the config's.
+func (m *protectedMatcher) why(p string) string {
+	first := -1
+	for i, r := range m.rules {
+		if !r.match(p, false) {
+			continue
+		}
+		if r.negate {
+			first = -1
+		} else if first < 0 {
+			first = i
+		}
+	}
+	if first >= 0 {
+		return m.whys[first]
+	}
+	parts := strings.Split(p, "/")
+	for i := 1; i < len(parts); i++ {
+		d := strings.Join(parts[:i], "/")
+		for j, r := range m.rules {
+			if !r.negate && r.match(d, true) {
+				return m.whys[j]
+			}
+		}
+	}
+	return ""
+}
+
+// looksLikeGitDir reports whether dir (in the staged view: upper first, then host) holds a HEAD
+// file and an objects or refs directory, the shape git recognises as a repository.
+func looksLikeGitDir(upper, host, dir string) bool {
+	exists := func(name string) bool {
+		for _, root := range []string{upper, host} {
+			if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir), name)); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	return exists("HEAD") && (exists("objects") || exists("refs"))
+}
