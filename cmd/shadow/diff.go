@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	"charm.land/lipgloss/v2"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
@@ -78,8 +77,7 @@ exact bytes. It works while a run is going.`,
 			if err := diffview.WritePatch(&buf, patches, opts); err != nil {
 				return err
 			}
-			dark := lipgloss.HasDarkBackground(os.Stdin, os.Stdout)
-			return diffview.ColorPatch(out, buf.Bytes(), diffview.DefaultStyles(dark))
+			return diffview.ColorPatch(out, buf.Bytes(), diffview.DefaultStyles(darkBackground(os.Getenv("COLORFGBG"))))
 		},
 	}
 	f.register(cmd, false)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,4 +16,22 @@ func isTerminal(w any) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// darkBackground tells the colours of a dark terminal background from a
+// light one without asking the terminal: a command that prints and exits
+// must not send a query (OSC 11, DA1), whose reply, if it comes after the
+// command has ended, is typed into the user's shell. COLORFGBG ("fg;bg" or
+// "fg;default;bg", set by rxvt, Konsole, iTerm2 and others) decides when it
+// names a colour; otherwise the background is taken as dark, the common case
+// and lipgloss's own default.
+func darkBackground(colorfgbg string) bool {
+	fields := strings.Split(colorfgbg, ";")
+	bg, err := strconv.Atoi(fields[len(fields)-1])
+	if err != nil {
+		return true
+	}
+	// Of the 16 ANSI colours, 7 (light grey) and 9–15 (bright) are light;
+	// 0–6 and 8 (dark grey) are dark.
+	return bg != 7 && (bg < 9 || bg > 15)
 }

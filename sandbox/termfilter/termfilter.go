@@ -2,10 +2,11 @@
 // reaches the user's real terminal. Text, colours, cursor movement and screen
 // modes pass; what lets a program reach beyond its screen is dropped: the
 // clipboard (OSC 52), font changes (OSC 50), sequences that make the terminal
-// answer (device attributes, status and cursor reports, mode and setting
-// queries, colour queries, window reports), whose answers would otherwise be
-// typed into the user's shell after the program ends, and sequences that
-// reprogram keys or move and resize the window.
+// answer (ENQ, device attributes, status and cursor reports, mode and setting
+// queries, colour queries, window reports, kitty's keyboard, colour, pointer
+// and notification queries), whose answers would otherwise be typed into the
+// user's shell after the program ends, and sequences that reprogram keys or
+// move and resize the window.
 //
 // The filter never lets through a sequence it has not seen to its end: an
 // escape sequence split across Write calls is held until it completes, and a
@@ -25,6 +26,9 @@ const (
 	maxControlSeq = 256  // CSI and ESC sequences: parameters and intermediates
 	maxStringSeq  = 4096 // OSC, DCS, APC, PM and SOS strings
 )
+
+// enq is ENQ, which makes a terminal send its answerback message.
+const enq = 0x05
 
 // ErrClosed is returned by Write after Close.
 var ErrClosed = errors.New("termfilter: write after close")
@@ -84,12 +88,12 @@ func (f *Writer) Write(p []byte) (int, error) {
 	f.out = f.out[:0]
 	for i := 0; i < len(p); {
 		if f.st == stGround && f.cont == 0 {
-			// Fast path: a run of ASCII without ESC, and of whole UTF-8
-			// characters that cannot encode a C1 control (their lead byte
-			// is not 0xC2), passes as is.
+			// Fast path: a run of ASCII without ESC or ENQ, and of whole
+			// UTF-8 characters that cannot encode a C1 control (their lead
+			// byte is not 0xC2), passes as is.
 			j := i
 			for j < len(p) {
-				if x := p[j]; x < 0x80 && x != 0x1b {
+				if x := p[j]; x < 0x80 && x != 0x1b && x != enq {
 					j++
 				} else if n := wholeChar(p[j:]); n > 0 {
 					j += n
@@ -158,6 +162,14 @@ func (f *Writer) reset() {
 }
 
 func (f *Writer) emit(b ...byte) { f.out = append(f.out, b...) }
+
+// control acts on a C0 control byte met inside a sequence, where it takes
+// effect at once: it passes, except ENQ.
+func (f *Writer) control(b byte) {
+	if b != enq {
+		f.emit(b)
+	}
+}
 
 // wholeChar is the length of the multi-byte UTF-8 character at the start of
 // b when its lead byte is 0xC3 to 0xF4 and all its continuation bytes are in
@@ -266,6 +278,7 @@ func (f *Writer) ground(b byte) {
 	switch {
 	case b == 0x1b:
 		f.startEscape()
+	case b == enq:
 	case b == 0xc2:
 		f.st = stLeadC2
 	case b >= 0x80 && b <= 0x9f:
@@ -324,7 +337,7 @@ func (f *Writer) escape(b byte) {
 	case isAbort(b):
 		f.drop()
 	case b < 0x20:
-		f.emit(b) // C0 controls act immediately, even inside a sequence
+		f.control(b) // C0 controls act immediately, even inside a sequence
 	case b == 0x7f:
 	case b <= 0x2f:
 		f.seq = append(f.seq, b)
@@ -350,7 +363,7 @@ func (f *Writer) escInter(b byte) {
 	case isAbort(b):
 		f.drop()
 	case b < 0x20:
-		f.emit(b)
+		f.control(b)
 	case b == 0x7f:
 	case b <= 0x2f:
 		if len(f.seq) >= maxControlSeq {
@@ -375,7 +388,7 @@ func (f *Writer) csi(b byte) {
 	case isAbort(b):
 		f.drop()
 	case b < 0x20:
-		f.emit(b)
+		f.control(b)
 	case b == 0x7f:
 	case b <= 0x3f:
 		if len(f.seq) >= maxControlSeq {
@@ -403,7 +416,7 @@ func (f *Writer) csiDrop(b byte) {
 	case isAbort(b):
 		f.drop()
 	case b < 0x20:
-		f.emit(b)
+		f.control(b)
 	case b >= 0x40 && b <= 0x7e:
 		f.drop()
 	case b >= 0x80:
@@ -429,6 +442,10 @@ func (f *Writer) str(b byte) {
 	case b == 0x9c && f.prevC2:
 		f.seq = append(f.seq, b)
 		f.finishString()
+		return
+	case b == enq:
+		// Ignored inside a string by a careful terminal, acted on by
+		// others: not kept.
 		return
 	}
 	f.prevC2 = b == 0xc2
@@ -467,7 +484,7 @@ func (f *Writer) finishString() {
 
 // through consumes a string that is being dropped or passed whole.
 func (f *Writer) through(b byte, pass bool) {
-	if pass {
+	if pass && b != enq {
 		f.emit(b)
 	}
 	switch {
@@ -526,7 +543,8 @@ func oscNumber(seq []byte) int {
 // dropOSCNumber reports whether an OSC command is dropped whatever it holds.
 func dropOSCNumber(n int) bool {
 	switch n {
-	case 50, // set or query the font
+	case 46, // xterm: change the log file, a file on the host
+		50,   // set or query the font
 		52,   // clipboard
 		60,   // xterm: query allowed window operations
 		61,   // xterm: query disallowed window operations
@@ -551,7 +569,8 @@ func keepString(k strKind, seq []byte) bool {
 }
 
 // keepOSC decides on an OSC body. Any field that is a lone "?" is a query
-// (OSC 4, 5, 10–19, …): the terminal would answer it.
+// (OSC 4, 5, 10–19, …): the terminal would answer it. kitty's own commands
+// put the "?" elsewhere.
 func keepOSC(body []byte) bool {
 	fields := bytes.Split(body, []byte(";"))
 	n, err := strconv.Atoi(string(fields[0]))
@@ -561,12 +580,52 @@ func keepOSC(body []byte) bool {
 	if dropOSCNumber(n) {
 		return false
 	}
+	switch n {
+	case 21, // kitty colour control: "key=?" asks for a colour
+		22: // pointer shape: "?name,…" asks which shapes exist
+		// Neither colour specs nor shape names hold a "?".
+		if bytes.IndexByte(body, '?') >= 0 {
+			return false
+		}
+	case 99: // kitty notifications
+		if len(fields) > 1 && notificationAnswers(fields[1]) {
+			return false
+		}
+	}
 	for _, fl := range fields[1:] {
 		if string(fl) == "?" {
 			return false
 		}
 	}
 	return true
+}
+
+// notificationAnswers reports whether the metadata of a kitty notification
+// (OSC 99, colon-separated key=value) makes the terminal answer: p=? and
+// p=alive ask at once; a=report (activation and buttons) and c=1 (close)
+// answer whenever the user acts on the notification, maybe long after the
+// program has ended.
+func notificationAnswers(meta []byte) bool {
+	for _, kv := range bytes.Split(meta, []byte(":")) {
+		k, v, _ := bytes.Cut(kv, []byte("="))
+		switch string(k) {
+		case "p":
+			if string(v) == "?" || string(v) == "alive" {
+				return true
+			}
+		case "a":
+			for _, act := range bytes.Split(v, []byte(",")) {
+				if string(act) == "report" {
+					return true
+				}
+			}
+		case "c":
+			if string(v) != "" && string(v) != "0" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ctlHeader is the parsed head of a control sequence or a DCS string.
@@ -659,6 +718,22 @@ func keepCSI(seq []byte) bool {
 	case inter == "'" && h.final == '|': // DECRQLP
 		return false
 	case inter == "*" && h.final == 'y': // DECRQCRA: checksum of screen contents
+		return false
+	case inter == "&" && h.final == 'u': // DECRQUPSS: user-preferred character set
+		return false
+	case inter == "\"" && h.final == 'v': // DECRQDE: displayed extent
+		return false
+	case inter == "," && h.final == 'w': // DECRQKT: key type
+		return false
+	case inter == "+" && h.final == 'x': // DECRQPKFM: key programming memory
+		return false
+	case inter == "+" && h.final == 'p': // DECSR: secure reset, confirmed by a report
+		return false
+	case inter == "#" && h.final == 'R': // XTREPORTCOLORS: colour stack
+		return false
+	case inter == "'" && h.final == 'z':
+		// DECELR: turns on locator reports, sent whenever the pointer is
+		// used, after the program has ended too
 		return false
 	}
 	return true

@@ -3,6 +3,8 @@ package termfilter
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -77,6 +79,183 @@ var cases = []struct {
 	{"ESC aborts string", esc + "]52;c;eA==" + esc + "[1mbold", esc + "[1mbold"},
 	{"ESC aborts CSI", esc + "[6" + esc + "[1m", esc + "[1m"},
 	{"mixed", "$ ls" + esc + "[6n\r\n" + esc + "[32mok" + esc + "[0m" + esc + "]52;c;eA==" + bel + "\r\n", "$ ls\r\n" + esc + "[32mok" + esc + "[0m\r\n"},
+}
+
+// queries are sequences that make some terminal answer, one case each:
+// every one must be dropped whole, with the text around it kept.
+var queries = []struct{ name, seq string }{
+	{"ENQ answerback", "\x05"},
+	{"DA1", esc + "[c"},
+	{"DA1 with 0", esc + "[0c"},
+	{"DA2", esc + "[>c"},
+	{"DA2 with 0", esc + "[>0c"},
+	{"DA3", esc + "[=c"},
+	{"DECID", esc + "Z"},
+	{"DECID 8-bit", "\x9a"},
+	{"DSR status", esc + "[5n"},
+	{"CPR", esc + "[6n"},
+	{"DECXCPR", esc + "[?6n"},
+	{"DSR printer", esc + "[?15n"},
+	{"DSR UDK", esc + "[?25n"},
+	{"DSR keyboard", esc + "[?26n"},
+	{"DSR locator", esc + "[?55n"},
+	{"DSR colour scheme", esc + "[?996n"},
+	{"DECREQTPARM", esc + "[x"},
+	{"DECREQTPARM 1", esc + "[1x"},
+	{"DECRQSS", esc + "P$qm" + st},
+	{"DECRQSS UTF-8 C1", "\xc2\x90$q\"p\xc2\x9c"},
+	{"XTGETTCAP", esc + "P+q544e" + st},
+	{"DECRQM ANSI", esc + "[4$p"},
+	{"DECRQM DEC", esc + "[?2026$p"},
+	{"DECRQPSR", esc + "[1$w"},
+	{"DECRQTSR", esc + "[1$u"},
+	{"DECRQUPSS", esc + "[&u"},
+	{"DECRQDE", esc + "[\"v"},
+	{"DECRQKT", esc + "[2;1,w"},
+	{"DECRQPKFM", esc + "[+x"},
+	{"DECSR", esc + "[1+p"},
+	{"DECRQCRA", esc + "[1;1;1;1;10;10*y"},
+	{"DECRQLP", esc + "[1'|"},
+	{"DECELR locator reports", esc + "[1;1'z"},
+	{"XTVERSION", esc + "[>q"},
+	{"XTVERSION 0", esc + "[>0q"},
+	{"XTREPORTSGR", esc + "[1;1;2;2#|"},
+	{"XTREPORTCOLORS", esc + "[#R"},
+	{"XTSMGRAPHICS", esc + "[?1;1S"},
+	{"XTQMODKEYS", esc + "[?4m"},
+	{"XTWINOPS state", esc + "[11t"},
+	{"XTWINOPS position", esc + "[13t"},
+	{"XTWINOPS text area position", esc + "[13;2t"},
+	{"XTWINOPS size px", esc + "[14t"},
+	{"XTWINOPS window size px", esc + "[14;2t"},
+	{"XTWINOPS screen size px", esc + "[15t"},
+	{"XTWINOPS cell size", esc + "[16t"},
+	{"XTWINOPS size chars", esc + "[18t"},
+	{"XTWINOPS screen chars", esc + "[19t"},
+	{"XTWINOPS icon label", esc + "[20t"},
+	{"XTWINOPS title", esc + "[21t"},
+	{"OSC 4 colour query", esc + "]4;1;?" + bel},
+	{"OSC 4 two colours", esc + "]4;1;?;2;?" + st},
+	{"OSC 5 special colour", esc + "]5;0;?" + bel},
+	{"OSC 10 foreground", esc + "]10;?" + bel},
+	{"OSC 11 background", esc + "]11;?" + st},
+	{"OSC 12 cursor", esc + "]12;?" + bel},
+	{"OSC 13 pointer fg", esc + "]13;?" + bel},
+	{"OSC 17 highlight", esc + "]17;?" + bel},
+	{"OSC 19 highlight fg", esc + "]19;?" + bel},
+	{"OSC 10 and 11 at once", esc + "]10;?;?" + bel},
+	{"OSC 52 read", esc + "]52;c;?" + bel},
+	{"OSC 50 font query", esc + "]50;?" + bel},
+	{"OSC 60 allowed ops", esc + "]60" + bel},
+	{"OSC 61 disallowed ops", esc + "]61" + bel},
+	{"OSC 21 kitty colour query", esc + "]21;foreground=?" + st},
+	{"OSC 21 query among sets", esc + "]21;background=red;cursor=?" + st},
+	{"OSC 22 pointer shape query", esc + "]22;?__current__" + st},
+	{"OSC 22 shapes supported", esc + "]22;?pointer,text" + bel},
+	{"OSC 99 capabilities", esc + "]99;i=q:p=?;" + st},
+	{"OSC 99 alive", esc + "]99;i=q:p=alive;" + st},
+	{"OSC 99 report on click", esc + "]99;i=1:a=report;Done" + st},
+	{"OSC 99 focus and report", esc + "]99;i=1:a=focus,report;Done" + st},
+	{"OSC 99 report on close", esc + "]99;i=1:c=1;Done" + st},
+	{"OSC 1337 iTerm2 report", esc + "]1337;ReportCellSize" + bel},
+	{"kitty keyboard query", esc + "[?u"},
+	{"kitty graphics query", esc + "_Gi=31,s=1,v=1,a=q,t=d,f=24;AAAA" + st},
+	{"DECUDK", esc + "P0;1|17/6563686f" + st},
+}
+
+// TestQueriesDropped: each query alone, and between text, leaves only the
+// text; split anywhere it is dropped too (TestSplitWrites runs cases).
+func TestQueriesDropped(t *testing.T) {
+	for _, q := range queries {
+		t.Run(q.name, func(t *testing.T) {
+			if got := filter(t, q.seq); got != "" {
+				t.Errorf("filter(%q) = %q, want nothing", q.seq, got)
+			}
+			if got := filter(t, "a"+q.seq+"b"); got != "ab" {
+				t.Errorf("filter(%q) = %q, want \"ab\"", "a"+q.seq+"b", got)
+			}
+			for i := 1; i < len(q.seq); i++ {
+				if got := filter(t, "a"+q.seq[:i], q.seq[i:]+"b"); got != "ab" {
+					t.Errorf("split at %d: %q, want \"ab\"", i, got)
+				}
+			}
+		})
+	}
+}
+
+// kept are sequences like the queries above that only draw or set: they
+// pass as they are (the control for TestQueriesDropped).
+var kept = []struct{ name, seq string }{
+	{"OSC 4 set colour", esc + "]4;1;rgb:ff/00/00" + bel},
+	{"OSC 104 reset colours", esc + "]104" + bel},
+	{"OSC 11 set background", esc + "]11;#101010" + st},
+	{"OSC 21 set kitty colours", esc + "]21;background=#000000;cursor=" + st},
+	{"OSC 22 set pointer", esc + "]22;pointer" + st},
+	{"OSC 99 notification", esc + "]99;i=1:d=0;Build done" + st},
+	{"OSC 99 no report", esc + "]99;i=1:a=-report,focus:c=0;Is it done?" + st},
+	{"OSC 9 notification", esc + "]9;Need input?" + bel},
+	{"OSC 8 link with a query string", esc + "]8;;https://example.com/search?q=a&x=?" + st + "link" + esc + "]8;;" + st},
+	{"title with a question", esc + "]0;Proceed? (y/n)" + bel},
+	{"kitty keyboard push and pop", esc + "[>1u" + esc + "[<u"},
+	{"XTMODKEYS set", esc + "[>4;1m"},
+	{"DECSCUSR", esc + "[5 q"},
+	{"sixel", esc + "Pq#0;2;0;0;0#0~~" + st},
+}
+
+func TestKeptSequences(t *testing.T) {
+	for _, k := range kept {
+		t.Run(k.name, func(t *testing.T) {
+			if got := filter(t, k.seq); got != k.seq {
+				t.Errorf("filter(%q) = %q, want it unchanged", k.seq, got)
+			}
+		})
+	}
+}
+
+// TestENQInsideSequences: ENQ acts wherever it appears in some terminals,
+// so it is taken out of sequences too, which keep working.
+func TestENQInsideSequences(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{esc + "[3\x051m", esc + "[31m"},
+		{esc + "\x05[1m", esc + "[1m"},
+		{esc + "(\x05B", esc + "(B"},
+		{esc + "]0;ti\x05tle" + bel, esc + "]0;title" + bel},
+		{esc + "Pq#0\x05~~" + st, esc + "Pq#0~~" + st},
+		{"\xc2\x05", "\xc2"},
+	} {
+		if got := filter(t, c.in); got != c.want {
+			t.Errorf("filter(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestOrdinaryOutputIdentical: real programs' output, captured in
+// testdata/ordinary, passes byte for byte.
+func TestOrdinaryOutputIdentical(t *testing.T) {
+	files, err := filepath.Glob("testdata/ordinary/*")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for _, name := range files {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			in, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := filter(t, string(in)); got != string(in) {
+				t.Errorf("output differs from input at byte %d of %d", firstDiff(got, string(in)), len(in))
+			}
+		})
+	}
+}
+
+func firstDiff(a, b string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
 
 func filter(t testing.TB, chunks ...string) string {
@@ -246,7 +425,7 @@ func TestWriteError(t *testing.T) {
 // forbidden are byte strings that must never reach the terminal.
 var forbidden = []string{
 	esc + "]52;", esc + "]50;", esc + "[6n", esc + "[5n", esc + "[c", esc + "[>c", esc + "[=c", esc + "P$q", esc + "P+q",
-	esc + "[14t", esc + "[18t", esc + "[21t", esc + "[>q", esc + "Z", esc + "_", "\xc2\x9d52;",
+	esc + "[14t", esc + "[18t", esc + "[21t", esc + "[>q", esc + "Z", esc + "_", "\xc2\x9d52;", "\x05", esc + "[?u",
 }
 
 // FuzzFilter checks, for any input and any split point, that the filter does
@@ -256,6 +435,9 @@ var forbidden = []string{
 func FuzzFilter(f *testing.F) {
 	for _, c := range cases {
 		f.Add([]byte(c.in), uint16(len(c.in)/2))
+	}
+	for _, q := range queries {
+		f.Add([]byte("a"+q.seq+"b"), uint16(len(q.seq)/2))
 	}
 	f.Add([]byte(esc+"]52;c;"+strings.Repeat("A", 5000)+bel+"x"), uint16(3))
 	f.Add([]byte(esc+"Pq#0~~"+esc+"[6n"), uint16(4))
