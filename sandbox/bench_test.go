@@ -49,7 +49,6 @@ func benchPolicy(b *testing.B, project string) Policy {
 	return Policy{
 		Project: project,
 		Upper:   filepath.Join(state, "upper"),
-		Work:    filepath.Join(state, "work"),
 		Home:    b.TempDir(),
 		Env:     BuildEnv(os.Environ(), nil),
 		Stdin:   strings.NewReader(""),

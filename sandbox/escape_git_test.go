@@ -26,11 +26,11 @@ func TestEscapeGitConfigSecrets(t *testing.T) {
 		t.Fatalf("control: the host config does not hold the token: %v %s", err, out)
 	}
 	res, out, errOut := j.run(t, j.policy(), "/bin/sh", "-c",
-		`cat "$HOME/.gitconfig"; echo ---; git config --global --list; echo ---; git config --get user.name; git config --get user.email`)
+		`echo '[core]' >> "$HOME/.gitconfig" 2>/dev/null && echo WRITABLE; cat "$HOME/.gitconfig"; echo ---; git config --global --list; echo ---; git config --get user.name; git config --get user.email`)
 	if res.ExitCode != 0 {
 		t.Fatalf("exit %d: %s%s", res.ExitCode, out, errOut)
 	}
-	for _, secret := range []string{"SECRET", "insteadof", "credential", "alias", "include", "extraheader"} {
+	for _, secret := range []string{"WRITABLE", "SECRET", "insteadof", "credential", "alias", "include", "extraheader"} {
 		if strings.Contains(strings.ToLower(out), strings.ToLower(secret)) {
 			t.Errorf("the jail's git configuration shows %q:\n%s", secret, out)
 		}

@@ -96,7 +96,8 @@ func quoteConfigValue(v string) string {
 }
 
 // writeGitConfig writes the jail's ~/.gitconfig on its $HOME tmpfs (under root), when there is an
-// identity to write.
+// identity to write, and binds it read-only over itself: like the host file it stands for, the
+// command reads it but cannot change what a later git command in the jail would run.
 func writeGitConfig(root, home, content string) error {
 	if content == "" || home == "" || home == "/" {
 		return nil
@@ -105,5 +106,5 @@ func writeGitConfig(root, home, content string) error {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return nil
+	return bindReadOnly(path, path)
 }

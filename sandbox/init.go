@@ -62,6 +62,11 @@ type message struct {
 	Error    string         `json:"error,omitempty"`    // why it failed
 	Exit     *int           `json:"exit,omitempty"`     // command's exit status
 	Signal   syscall.Signal `json:"signal,omitempty"`   // signal that killed it
+	Merging  bool           `json:"merging,omitempty"`  // the command is gone; its layer is being merged
+	// With Exit: the run's layer, as the command left it.
+	LayerBytes   int64  `json:"layer_bytes,omitempty"`   // bytes it used
+	LayerFull    bool   `json:"layer_full,omitempty"`    // it reached its size: writes past it failed
+	StagingError string `json:"staging_error,omitempty"` // merging it into the staging layer failed
 }
 
 // initMain is PID 1 of the jail: it builds the root, waits for the host to
@@ -99,7 +104,8 @@ func initMain() {
 	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
 		fail("RLIMIT_CORE", err)
 	}
-	if err := buildRoot(&s); err != nil {
+	layer, err := buildRoot(&s)
+	if err != nil {
 		fail("", err)
 	}
 	if err := unix.Sethostname([]byte("shadow")); err != nil {
@@ -149,6 +155,11 @@ func initMain() {
 	// PID 1 confines itself before starting the command, so that the
 	// command's Landlock domain nests in PID 1's and PID 1 may still signal
 	// it (Landlock scopes signals to the domain and its children).
+	if layer != nil {
+		read, write := layer.rules()
+		s.InitRules.ReadOnly = append(s.InitRules.ReadOnly, read...)
+		s.InitRules.ReadWrite = append(s.InitRules.ReadWrite, write...)
+	}
 	if _, err := confine.RestrictFiles(s.InitRules); err != nil {
 		fail("landlock (init)", err)
 	}
@@ -187,7 +198,17 @@ func initMain() {
 	}
 	code, sig := supervise(cmdPid, sigs, stdio.master)
 	stdio.drain()
-	_ = status.Encode(message{Exit: &code, Signal: sig})
+	end := message{Exit: &code, Signal: sig}
+	if layer != nil {
+		// Nothing writes to the layer any more. The host must not kill PID 1 while it merges.
+		_ = status.Encode(message{Merging: true})
+		signal.Ignore(unix.SIGTERM, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT)
+		end.LayerBytes, end.LayerFull = layer.usage()
+		if err := layer.merge(); err != nil {
+			end.StagingError = err.Error()
+		}
+	}
+	_ = status.Encode(end)
 	os.Exit(code)
 }
 
@@ -412,9 +433,22 @@ func startCommand(s *jailSpec, stdio *commandStdio, bpf []byte) (startedCommand,
 
 // supervise reaps every child (PID 1 inherits orphans), forwards signals,
 // and when the command ends kills what is left of the jail. It returns the
-// exit status to report.
+// exit status to report. SIGTERM and SIGHUP (the host stopping the jail, or
+// dying: they are PID 1's parent-death signal) go to every process, and
+// SIGKILL follows after the grace period, so that PID 1 always gets to
+// merge the run's layer. Signals are sent from this thread only (see
+// initMain).
 func supervise(cmdPid int, sigs chan os.Signal, master *os.File) (int, syscall.Signal) {
-	for sig := range sigs {
+	var escalate <-chan time.Time
+	for {
+		var sig os.Signal
+		select {
+		case sig = <-sigs:
+		case <-escalate:
+			unix.Kill(-1, unix.SIGKILL)
+			escalate = nil
+			continue
+		}
 		switch sig {
 		case unix.SIGCHLD:
 			if ws, done := reap(cmdPid); done {
@@ -437,11 +471,13 @@ func supervise(cmdPid int, sigs chan os.Signal, master *os.File) (int, syscall.S
 			}
 		case unix.SIGTERM, unix.SIGHUP:
 			unix.Kill(-1, sig.(syscall.Signal))
+			if escalate == nil {
+				escalate = time.After(defaultKillGrace)
+			}
 		default:
 			unix.Kill(-cmdPid, sig.(syscall.Signal))
 		}
 	}
-	return 125, 0
 }
 
 // reap collects every exited child; done is set when the command is one.

@@ -42,7 +42,8 @@ var procReadOnly = []string{"sys", "sysrq-trigger", "irq", "bus"}
 
 // buildRoot builds the jail's root on s.Root and pivots into it. Steps follow
 // SPEC §3; the first failure stops the build and names its step.
-func buildRoot(s *jailSpec) error {
+func buildRoot(s *jailSpec) (*runLayer, error) {
+	var layer *runLayer
 	steps := []struct {
 		name string
 		fn   func() error
@@ -55,7 +56,10 @@ func buildRoot(s *jailSpec) error {
 		{"/tmp", func() error { return mountTmpfs(s.Root+"/tmp", 0o1777, s.TmpSize) }},
 		{"$HOME", func() error { return mountHome(s.Root, s.Home, s.HomeSize) }},
 		{"git identity", func() error { return writeGitConfig(s.Root, s.Home, s.GitConfig) }},
-		{"project and extra mounts", func() error { return mountAll(s.Root, s.Mounts) }},
+		{"project and extra mounts", func() (err error) {
+			layer, err = mountAll(s.Root, s.Mounts, s.LayerSize)
+			return err
+		}},
 		{"runtime dir", func() error { return bindInto(s.Root, s.RuntimeDir, jailRuntimeDir, false) }},
 		{"shadow binary", func() error { return bindInto(s.Root, s.Binary, jailInitBinary, true) }},
 		{"pivot_root", func() error { return pivotInto(s.Root) }},
@@ -64,10 +68,13 @@ func buildRoot(s *jailSpec) error {
 	}
 	for _, st := range steps {
 		if err := st.fn(); err != nil {
-			return &JailError{Step: st.name, Err: err}
+			if layer != nil {
+				layer.close()
+			}
+			return nil, &JailError{Step: st.name, Err: err}
 		}
 	}
-	return nil
+	return layer, nil
 }
 
 // makePrivate stops mount events from propagating between the jail and the
@@ -212,16 +219,20 @@ func mountHome(root, home string, size int64) error {
 // the overlays hold it.
 const shownLower = "/.shadow-empty"
 
-// mountAll mounts the project overlay and the extra mounts, in order.
-func mountAll(root string, mounts []mountSpec) error {
+// mountAll mounts the project overlay and the extra mounts, in order, and
+// returns the run's layer of the project overlay.
+func mountAll(root string, mounts []mountSpec, layerSize int64) (*runLayer, error) {
 	empty := root + shownLower
 	if err := os.Mkdir(empty, 0o555); err != nil {
-		return fmt.Errorf("create %s: %w", empty, err)
+		return nil, fmt.Errorf("create %s: %w", empty, err)
 	}
 	defer os.Remove(empty)
+	var layer *runLayer
 	for _, m := range mounts {
 		var err error
 		switch m.Kind {
+		case mountRun:
+			layer, err = mountRunLayer(root, root+m.Dst, m.Src, m.Upper, layerSize)
 		case mountOverlay:
 			err = mountOverlayOn(root+m.Dst, m.Src, m.Upper, m.Work)
 		case mountShown:
@@ -232,10 +243,13 @@ func mountAll(root string, mounts []mountSpec) error {
 			err = fmt.Errorf("unknown mount kind %q", m.Kind)
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", m.What, err)
+			if layer != nil {
+				layer.close()
+			}
+			return nil, fmt.Errorf("%s: %w", m.What, err)
 		}
 	}
-	return nil
+	return layer, nil
 }
 
 // overlayVolatile turns on the overlay's "volatile" option. Without it every

@@ -21,12 +21,13 @@ type Policy struct {
 	// Project is the project directory; the command sees it read-write at
 	// the same path, through an overlay whose writes land in Upper.
 	Project string
-	// Upper and Work are the overlay's upper and work directories. They must
-	// be on the same filesystem, outside Project, and owned by the invoker.
-	// The overlay is mounted volatile: Run does not make what it staged in
-	// Upper durable; the caller syncs Upper's filesystem once (the session
+	// Upper is the session's staging layer, on disk: a lower layer of the
+	// project's overlay, under the run's own layer (a tmpfs, see
+	// MaxUpperBytes), which PID 1 merges into it when the run ends. It must
+	// be outside Project and owned by the invoker. The merge does not make
+	// it durable: the caller syncs Upper's filesystem once (the session
 	// does when it records the run's end).
-	Upper, Work string
+	Upper string
 	// CacheDir holds the writable layers of the package-cache overlays
 	// (never reviewed, never written back). Empty means no cache overlays.
 	CacheDir string
@@ -69,8 +70,11 @@ type Policy struct {
 	Timeout time.Duration
 	// KillGrace is the time between SIGTERM and SIGKILL. Zero: 2 seconds.
 	KillGrace time.Duration
-	// MaxUpperBytes stops the run when the upper layer grows past it. Zero
-	// means no limit.
+	// MaxUpperBytes is the size of the run's layer: a tmpfs in memory that
+	// takes the run's writes, over the session's staging layer (Upper) on
+	// disk, merged into it when the run ends. The kernel enforces it: a
+	// write past it fails with ENOSPC and Result.LayerFull says so. Zero:
+	// the kernel's default for a tmpfs, half of the memory.
 	MaxUpperBytes int64
 	// TmpSize and HomeSize are the size limits of the jail's /tmp and $HOME
 	// tmpfs, in bytes. Zero: 1 GiB and 512 MiB.
@@ -113,6 +117,14 @@ type Result struct {
 	Network string
 	// Duration is the wall time of the run.
 	Duration time.Duration
+	// LayerBytes is how much of the run's layer the run used; LayerFull
+	// says it reached Policy.MaxUpperBytes, so that writes past it failed.
+	LayerBytes int64
+	LayerFull  bool
+	// StagingError says that merging the run's layer into the staging
+	// layer failed (the disk is full, say): what the run wrote is not all
+	// staged.
+	StagingError string
 }
 
 // The exit statuses of SPEC §1 that a run has when its command's is not
@@ -185,4 +197,35 @@ func BuildEnv(host []string, pass []string) []string {
 		}
 	}
 	return env
+}
+
+// LayerNotes are the lines a run's summary says about its layer: that it
+// filled up, so that writes past it failed, and that what it held could not
+// all be staged. None for a run whose writes were all staged.
+func LayerNotes(res Result) []string {
+	var notes []string
+	if res.LayerFull {
+		notes = append(notes, fmt.Sprintf("the run's staging layer is full (%s used): writes past it failed with "+
+			"'No space left on device', so files the command wrote then may be cut short; "+
+			"raise --max-upper-bytes to stage more", humanBytes(res.LayerBytes)))
+	}
+	if res.StagingError != "" {
+		notes = append(notes, "not everything the run wrote is staged: "+res.StagingError+
+			"; free space in shadow's state directory, then review what is staged")
+	}
+	return notes
+}
+
+// humanBytes writes n in the largest binary unit that keeps it at least 1.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -143,7 +143,7 @@ func BenchmarkProxyInJail(b *testing.B) {
 	base := b.TempDir()
 	probeDir, probe := probeBinary(b)
 	p := Policy{
-		Project: filepath.Join(base, "project"), Upper: filepath.Join(base, "upper"), Work: filepath.Join(base, "work"),
+		Project: filepath.Join(base, "project"), Upper: filepath.Join(base, "upper"),
 		Home: filepath.Join(base, "home"), ReadOnly: []string{probeDir}, Env: BuildEnv(os.Environ(), nil),
 	}
 	for _, d := range []string{p.Project, p.Home} {

@@ -143,14 +143,18 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 		return ended()
 	}
 
-	// Supervise: the exit message, a timeout, the upper-size limit, ctx.
+	// Supervise: the exit message, a timeout, ctx.
 	exitc := make(chan message, 1)
+	merging := make(chan struct{})
 	go func() {
 		for {
 			m, err := j.next()
 			if err != nil {
 				close(exitc)
 				return
+			}
+			if m.Merging {
+				close(merging)
 			}
 			if m.Exit != nil {
 				exitc <- m
@@ -163,11 +167,6 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 		t := time.NewTimer(p.Timeout)
 		defer t.Stop()
 		timeout = t.C
-	}
-	supervised := make(chan struct{})
-	var tooBig <-chan int64
-	if p.MaxUpperBytes > 0 {
-		tooBig = watchUpper(ctx, s.projectUpper(), p.MaxUpperBytes, supervised)
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGWINCH)
@@ -198,8 +197,11 @@ loop:
 		case <-timeout:
 			res.TimedOut = true
 			stop(fmt.Sprintf("timed out after %s", p.Timeout))
-		case n := <-tooBig:
-			stop(fmt.Sprintf("the staging layer grew to %d bytes, past the limit of %d", n, p.MaxUpperBytes))
+		case <-merging:
+			// PID 1 stopped everything and merges the run's layer: killing
+			// it now would lose what the run wrote.
+			j.stopKiller()
+			merging = nil
 		case <-ctx.Done():
 			stop("cancelled")
 			ctx = context.Background()
@@ -207,7 +209,6 @@ loop:
 			_ = j.cmd.Process.Signal(sig)
 		}
 	}
-	close(supervised)
 	// The signals are the caller's again, Ended included.
 	signal.Stop(sigs)
 	if gotExit {
@@ -215,6 +216,7 @@ loop:
 		// else, and then exits: nothing in the jail writes any more.
 		res.ExitCode = *final.Exit
 		res.Signal = final.Signal
+		res.LayerBytes, res.LayerFull, res.StagingError = final.LayerBytes, final.LayerFull, final.StagingError
 		return ended()
 	}
 	restore()
@@ -277,7 +279,9 @@ func startJail(s *jailSpec, p Policy) (*jail, error) {
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
 			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
 			GidMappingsEnableSetgroups: false,
-			Pdeathsig:                  unix.SIGKILL,
+			// PID 1 stops the command and merges the run's layer before it
+			// ends, even when shadow itself was killed.
+			Pdeathsig: unix.SIGTERM,
 		},
 	}
 	if cmd.Stdin == nil {
@@ -344,6 +348,13 @@ func (j *jail) terminate(grace time.Duration) {
 	j.killer = time.AfterFunc(grace, func() { _ = j.cmd.Process.Kill() })
 }
 
+// stopKiller cancels the SIGKILL that terminate scheduled.
+func (j *jail) stopKiller() {
+	if j.killer != nil {
+		j.killer.Stop()
+	}
+}
+
 // wait reaps PID 1.
 func (j *jail) wait() unix.WaitStatus {
 	if !j.waited {
@@ -394,47 +405,6 @@ func openDirs(dir string) {
 		}
 		return nil
 	})
-}
-
-// watchUpper reports on the returned channel once the upper layer holds more
-// than limit bytes; it stops when done closes.
-func watchUpper(ctx context.Context, upper string, limit int64, done chan struct{}) <-chan int64 {
-	c := make(chan int64, 1)
-	go func() {
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			if n := diskUsage(upper); n > limit {
-				c <- n
-				return
-			}
-		}
-	}()
-	return c
-}
-
-// diskUsage is the space the files under dir take on disk.
-func diskUsage(dir string) int64 {
-	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if info, err := d.Info(); err == nil {
-			if st, ok := info.Sys().(*syscall.Stat_t); ok {
-				n += st.Blocks * 512
-			}
-		}
-		return nil
-	})
-	return n
 }
 
 // makeRaw puts the user's terminal in raw mode while the jail relays it, and

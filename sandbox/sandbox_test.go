@@ -83,7 +83,7 @@ func copyFile(src, dst string, mode os.FileMode) error {
 // testJail is one test's host side: a project, a staging layer, a fake
 // host home, and the probe.
 type testJail struct {
-	base, project, upper, work, home, probeDir, probe string
+	base, project, upper, home, probeDir, probe string
 }
 
 // newTestJail makes a project with a few files under a fresh temp dir.
@@ -94,7 +94,6 @@ func newTestJail(t *testing.T) *testJail {
 		base:    base,
 		project: filepath.Join(base, "project"),
 		upper:   filepath.Join(base, "state", "upper"),
-		work:    filepath.Join(base, "state", "work"),
 		home:    filepath.Join(base, "home"),
 	}
 	j.probeDir, j.probe = probeBinary(t)
@@ -130,7 +129,6 @@ func (j *testJail) policy() Policy {
 	return Policy{
 		Project:  j.project,
 		Upper:    j.upper,
-		Work:     j.work,
 		Home:     j.home,
 		ReadOnly: []string{j.probeDir},
 		Env:      BuildEnv(os.Environ(), nil),

@@ -30,7 +30,6 @@ func RunSelf(ctx context.Context, p Policy, args []string, stdout io.Writer) err
 		}
 		defer removeLayers(layers)
 		p.Upper = filepath.Join(layers, "upper")
-		p.Work = filepath.Join(layers, "work")
 		p.CacheDir = filepath.Join(layers, "cache")
 	}
 	p.RuntimeDir = ""

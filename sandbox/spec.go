@@ -28,6 +28,7 @@ type jailSpec struct {
 	TmpSize    int64
 	HomeSize   int64
 	GitConfig  string // the jail's ~/.gitconfig: the host's commit identity only
+	LayerSize  int64  // size of the run's tmpfs layer; 0: the kernel's default
 	NewNet     bool   // own network namespace: bring lo up
 	Publish    []int  // ports relayed from the host over publish.sock
 	Proxy      bool   // relay a port of the jail's lo to proxy.sock
@@ -48,6 +49,9 @@ type mountSpec struct {
 const (
 	mountOverlay = "overlay"
 	mountBind    = "bind"
+	// mountRun is the project's overlay: the run's tmpfs layer (upper) over
+	// the session's staging layer over the project (layer.go).
+	mountRun = "run"
 	// mountShown shows a host directory read-only through an overlay with
 	// no upper layer rather than a bind: a read-only bind still lets
 	// connect(2) reach a host daemon's socket inside it (git's fsmonitor
@@ -84,21 +88,15 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 	if err != nil {
 		return nil, &JailError{Step: "project", Err: err}
 	}
-	if p.Upper == "" || p.Work == "" {
-		return nil, &JailError{Step: "staging layer", Err: errors.New("upper and work directories are required")}
+	if p.Upper == "" {
+		return nil, &JailError{Step: "staging layer", Err: errors.New("the staging layer's directory is required")}
 	}
 	upper, err := makeDir(p.Upper)
 	if err != nil {
 		return nil, &JailError{Step: "staging layer", Err: err}
 	}
-	work, err := makeDir(p.Work)
-	if err != nil {
-		return nil, &JailError{Step: "staging layer", Err: err}
-	}
-	for _, d := range []string{upper, work} {
-		if within(d, project) {
-			return nil, &JailError{Step: "staging layer", Err: fmt.Errorf("%s is inside the project %s", d, project)}
-		}
+	if within(upper, project) {
+		return nil, &JailError{Step: "staging layer", Err: fmt.Errorf("%s is inside the project %s", upper, project)}
 	}
 	home := p.Home
 	if home == "" {
@@ -149,8 +147,9 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 		s.ResolvConf = t
 	}
 
-	s.Mounts = append(s.Mounts, mountSpec{Kind: mountOverlay, What: "project overlay",
-		Src: project, Dst: project, Upper: upper, Work: work})
+	s.LayerSize = p.MaxUpperBytes
+	s.Mounts = append(s.Mounts, mountSpec{Kind: mountRun, What: "project overlay",
+		Src: project, Dst: project, Upper: upper})
 	gitRO := gitReadOnly(project, p.GitWritable)
 	for _, g := range gitRO {
 		m, err := readOnlyMount("git directory", g)
@@ -486,7 +485,7 @@ func pathDepth(p string) int {
 // stages.
 func (s *jailSpec) projectUpper() string {
 	for _, m := range s.Mounts {
-		if m.Kind == mountOverlay && m.Dst == s.Project {
+		if m.Kind == mountRun {
 			return m.Upper
 		}
 	}

@@ -74,6 +74,7 @@ type AgentHostState struct {
 type hostExit struct {
 	ExitCode int           `json:"exit_code"`
 	Reason   string        `json:"reason,omitempty"`
+	Notes    []string      `json:"notes,omitempty"`
 	Duration time.Duration `json:"duration"`
 	Err      string        `json:"err,omitempty"`
 }
@@ -262,7 +263,7 @@ func startHost(spec hostSpec) (*agentHost, error) {
 			err = fmt.Errorf("record the end of the run in session %s: %w", s.ID(), e)
 		}
 		lk.Release()
-		ex := hostExit{ExitCode: code, Reason: res.StopReason, Duration: res.Duration}
+		ex := hostExit{ExitCode: code, Reason: res.StopReason, Notes: sandbox.LayerNotes(res), Duration: res.Duration}
 		if err != nil {
 			ex.Err = err.Error()
 		}
@@ -606,7 +607,7 @@ func (c *hostClient) relay(ctx context.Context, tty *os.File) (AgentResult, erro
 			if err := json.Unmarshal(p, &ex); err != nil {
 				return AgentResult{ExitCode: -1}, fmt.Errorf("read the agent's end: %w", err)
 			}
-			res := AgentResult{ExitCode: ex.ExitCode, Reason: ex.Reason, Duration: ex.Duration}
+			res := AgentResult{ExitCode: ex.ExitCode, Reason: ex.Reason, Notes: ex.Notes, Duration: ex.Duration}
 			if ex.Err != "" {
 				return res, errors.New(ex.Err)
 			}

@@ -50,6 +50,9 @@ type AgentResult struct {
 	// Reason says why shadow stopped it early (timeout, stopped, too large); empty otherwise.
 	Reason   string
 	Duration time.Duration
+	// Notes say what became of the run's writes when not all were staged
+	// (sandbox.LayerNotes).
+	Notes []string
 }
 
 // Stats are the live counts of the status bar.
@@ -564,6 +567,9 @@ func (m Model) endBox() string {
 		s = fmt.Sprintf("the agent was stopped: %s (status %d)", m.result.Reason, m.result.ExitCode)
 	default:
 		s = fmt.Sprintf("the agent exited with status %d", m.result.ExitCode)
+	}
+	for _, n := range m.result.Notes {
+		s += "\n" + m.styles.Error.Render("! ") + n
 	}
 	s += fmt.Sprintf("\n%s staged · %s\n", plural(m.stats.Files, "file"), plural(m.stats.Requests, "network request"))
 	s += m.styles.Key.Render(m.keys.Continue.Help().Key) + " review the changes   " + m.styles.Key.Render(m.keys.Quit.Help().Key) + " quit (the session stays open)"

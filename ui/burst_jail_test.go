@@ -54,7 +54,7 @@ func runJailedOutputAgent(b *testing.B, base, project string, n int, read output
 		b.Fatal(err)
 	}
 	p := sandbox.Policy{
-		Project: project, Upper: filepath.Join(state, "upper"), Work: filepath.Join(state, "work"),
+		Project: project, Upper: filepath.Join(state, "upper"),
 		Home: home, NoCache: true, Env: sandbox.BuildEnv(os.Environ(), nil),
 		Stdin: tty, Stdout: tty, Stderr: tty,
 	}

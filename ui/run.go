@@ -147,7 +147,7 @@ func WithJail(opts Options, j *Jail) Options {
 
 // sessionPolicy is p over the session's directories.
 func sessionPolicy(p sandbox.Policy, s *session.Session) sandbox.Policy {
-	p.Upper, p.Work = s.UpperDir(), s.WorkDir()
+	p.Upper = s.UpperDir()
 	p.CacheDir, p.RuntimeDir = s.CacheDir(), s.RuntimeDir()
 	if p.NetLog == "" {
 		p.NetLog = s.NetLog()
@@ -168,7 +168,7 @@ func JailAgent(j *Jail, argv []string) AgentFunc {
 		if e := j.Session.EndRun(code); e != nil && err == nil {
 			err = fmt.Errorf("record the end of the run in session %s: %w", j.Session.ID(), e)
 		}
-		return AgentResult{ExitCode: code, Reason: res.StopReason, Duration: res.Duration}, err
+		return AgentResult{ExitCode: code, Reason: res.StopReason, Notes: sandbox.LayerNotes(res), Duration: res.Duration}, err
 	}
 }
 
@@ -352,7 +352,7 @@ func JailPreflight(j *Jail, profile audit.Profile) PreflightFunc {
 // run's policy and a throwaway staging layer, its stdout to w.
 func (j *Jail) startInside(ctx context.Context, args []string, w io.Writer) error {
 	p := j.Policy
-	p.Upper, p.Work, p.CacheDir, p.NetLog = "", "", "", ""
+	p.Upper, p.CacheDir, p.NetLog = "", "", ""
 	if len(j.Granted) > 0 {
 		p.Env = append(append([]string{}, p.Env...), audit.GrantedEnvVar+"="+strings.Join(j.Granted, ","))
 	}

@@ -90,7 +90,7 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 	}
 	defer lk.Release()
 	p := setup.policy
-	p.Upper, p.Work = s.UpperDir(), s.WorkDir()
+	p.Upper = s.UpperDir()
 	p.CacheDir, p.RuntimeDir = s.CacheDir(), s.RuntimeDir()
 	p.NetLog = s.NetLog()
 
@@ -143,6 +143,9 @@ func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *se
 		fmt.Fprintf(w, "shadow: command killed by signal %d (%s) after %s\n", res.Signal, res.Signal, res.Duration.Round(1e6))
 	default:
 		fmt.Fprintf(w, "shadow: command exited with status %d after %s\n", res.ExitCode, res.Duration.Round(1e6))
+	}
+	for _, l := range sandbox.LayerNotes(res) {
+		fmt.Fprintln(w, "shadow:", l)
 	}
 	if endErr != nil {
 		fmt.Fprintln(w, "shadow:", endErr)

@@ -142,11 +142,11 @@ func (a *agentJail) policy(t *testing.T, s *session.Session, prefix string, argv
 	}
 	p := sandbox.Policy{
 		Project: a.project, Home: a.home, Env: sandbox.BuildEnv(host, nil),
-		Upper: filepath.Join(a.base, "scratch", "upper"), Work: filepath.Join(a.base, "scratch", "work"),
+		Upper:    filepath.Join(a.base, "scratch", "upper"),
 		ReadOnly: []string{prefix}, Timeout: 3 * time.Minute,
 	}
 	if s != nil {
-		p.Upper, p.Work, p.RuntimeDir, p.NetLog = s.UpperDir(), s.WorkDir(), s.RuntimeDir(), s.NetLog()
+		p.Upper, p.RuntimeDir, p.NetLog = s.UpperDir(), s.RuntimeDir(), s.NetLog()
 	}
 	if err := g.ApplyTo(&p, host); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// A run that fills its staging layer says so in its summary, and what fit is staged.
+func TestRunSaysStagingLayerFull(t *testing.T) {
+	c := newCLI(t)
+	p := fixture(t, map[string]string{"a.txt": "1\n"})
+	out, errs, code := c.run(p, "run", "--max-upper-bytes", "1M", "--", "sh", "-c",
+		`echo fits > small.txt; head -c 5000000 /dev/zero > big.bin || echo write-failed`)
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "write-failed") {
+		t.Errorf("the 5 MB write past a 1 MiB layer did not fail in the jail: %q", out)
+	}
+	if !strings.Contains(errs, "staging layer is full") || !strings.Contains(errs, "--max-upper-bytes") {
+		t.Errorf("the summary does not say the layer filled up:\n%s", errs)
+	}
+	if names := c.must(p, "diff", "--name-only"); !strings.Contains(names, "small.txt") {
+		t.Errorf("what fit is not staged: %q", names)
+	}
+}
