@@ -286,8 +286,8 @@ func (c *commandStdio) relay() {
 	}
 }
 
-// drain waits (a little) for the command's last output to be relayed, then
-// resets the modes a command may leave on the user's terminal.
+// drain waits (a little) for the command's last output to be relayed (the
+// pty's relay ends by undoing the terminal modes the command left set).
 func (c *commandStdio) drain() {
 	timeout := time.After(time.Second)
 	for _, d := range c.done {
@@ -295,9 +295,6 @@ func (c *commandStdio) drain() {
 		case <-d:
 		case <-timeout:
 		}
-	}
-	if c.master != nil && isTerminal(1) {
-		os.Stdout.WriteString(terminalReset)
 	}
 }
 
@@ -310,10 +307,6 @@ func isPipeOrSocket(fd int) bool {
 	t := st.Mode & unix.S_IFMT
 	return t == unix.S_IFIFO || t == unix.S_IFSOCK
 }
-
-// terminalReset undoes modes a command may leave on: alternate screen,
-// hidden cursor, mouse reporting, bracketed paste.
-const terminalReset = "\x1b[?1049l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l"
 
 // startedCommand is the command once the exec stage is done with it.
 type startedCommand struct {
@@ -497,8 +490,8 @@ func reap(cmdPid int) (unix.WaitStatus, bool) {
 }
 
 // relayPTY copies the user's input to the pty and the pty's output, through
-// the terminal filter, to the user. The returned channel closes when the
-// output side is drained.
+// the terminal filter, to the user, then undoes the modes the command left
+// set on the user's terminal. The returned channel closes when that is done.
 func relayPTY(master *os.File) chan struct{} {
 	go func() { _, _ = io.Copy(master, os.Stdin) }()
 	done := make(chan struct{})
@@ -507,6 +500,13 @@ func relayPTY(master *os.File) chan struct{} {
 		f := termfilter.New(os.Stdout)
 		_, _ = io.Copy(f, master)
 		_ = f.Flush()
+		// Only what the command left set: a reset it did not need has
+		// effects of its own (ESC[?1049l off the alternate screen puts the
+		// cursor back where an earlier program saved it, in tmux and
+		// xterm, and what follows is written over the command's output).
+		if isTerminal(1) {
+			_, _ = os.Stdout.Write(f.Restore())
+		}
 	}()
 	return done
 }

@@ -8,6 +8,11 @@
 // user's shell after the program ends, and sequences that reprogram keys or
 // move and resize the window.
 //
+// The filter also follows the modes the program sets (alternate screen,
+// cursor visibility, mouse and focus reports, bracketed paste, keyboard
+// protocols, …); Restore returns what undoes those it left set, and only
+// those.
+//
 // The filter never lets through a sequence it has not seen to its end: an
 // escape sequence split across Write calls is held until it completes, and a
 // sequence longer than a fixed bound is dropped whole while it streams by, so
@@ -70,6 +75,7 @@ type Writer struct {
 	prevC2 bool   // last string byte was 0xC2 (a UTF-8 encoded C1 may follow)
 	head   bool   // the head of the string (OSC number, DCS header) was decided on
 	closed bool
+	modes  modes // terminal state changed by what passed
 }
 
 // New returns a Writer that writes the filtered stream to w.
@@ -145,6 +151,14 @@ func (f *Writer) Flush() error {
 	}
 	return nil
 }
+
+// Restore returns the sequences that undo the terminal modes the program
+// set and left set, as seen in what passed the filter: leave the alternate
+// screen it stayed on, show the cursor it hid, stop the mouse and focus
+// reports and bracketed paste it started, pop the keyboard modes it pushed.
+// It is empty when the program left nothing set, or undid what it set. Call
+// it after the program's output has ended and been flushed.
+func (f *Writer) Restore() []byte { return f.modes.restore() }
 
 // Close flushes (see Flush) and makes later writes fail with ErrClosed. It
 // does not close the underlying writer.
@@ -349,6 +363,7 @@ func (f *Writer) escape(b byte) {
 	case b < 0x7f:
 		f.seq = append(f.seq, b)
 		f.emit(f.seq...)
+		f.modes.noteEsc(f.seq)
 		f.drop()
 	default:
 		f.drop()
@@ -374,6 +389,7 @@ func (f *Writer) escInter(b byte) {
 	case b < 0x7f:
 		f.seq = append(f.seq, b)
 		f.emit(f.seq...)
+		f.modes.noteEsc(f.seq)
 		f.drop()
 	default:
 		f.drop()
@@ -401,6 +417,7 @@ func (f *Writer) csi(b byte) {
 		f.seq = append(f.seq, b)
 		if keepCSI(f.seq) {
 			f.emit(f.seq...)
+			f.modes.noteCSI(f.seq)
 		}
 		f.drop()
 	default:

@@ -431,13 +431,17 @@ var forbidden = []string{
 // FuzzFilter checks, for any input and any split point, that the filter does
 // not panic, that its output does not depend on how the input is split, that
 // filtering its output again changes nothing (it passed nothing it would
-// drop), and that no forbidden sequence appears.
+// drop), that no forbidden sequence appears, and that Restore undoes all it
+// reports.
 func FuzzFilter(f *testing.F) {
 	for _, c := range cases {
 		f.Add([]byte(c.in), uint16(len(c.in)/2))
 	}
 	for _, q := range queries {
 		f.Add([]byte("a"+q.seq+"b"), uint16(len(q.seq)/2))
+	}
+	for _, c := range restoreCases {
+		f.Add([]byte(c.in), uint16(len(c.in)/2))
 	}
 	f.Add([]byte(esc+"]52;c;"+strings.Repeat("A", 5000)+bel+"x"), uint16(3))
 	f.Add([]byte(esc+"Pq#0~~"+esc+"[6n"), uint16(4))
@@ -453,6 +457,22 @@ func FuzzFilter(f *testing.F) {
 		for _, bad := range forbidden {
 			if strings.Contains(whole, bad) {
 				t.Fatalf("output %q of %q contains %q", whole, in, bad)
+			}
+		}
+		// What Restore sends passes the filter as it is and leaves
+		// nothing more to restore.
+		var sink bytes.Buffer
+		g := New(&sink)
+		g.Write(in)
+		g.Flush()
+		if r := g.Restore(); len(r) > 0 {
+			g.Write(r)
+			g.Flush()
+			if !bytes.HasSuffix(sink.Bytes(), r) {
+				t.Fatalf("the restore %q of %q did not pass the filter", r, in)
+			}
+			if again := g.Restore(); len(again) > 0 {
+				t.Fatalf("after the restore %q of %q, Restore = %q", r, in, again)
 			}
 		}
 	})
