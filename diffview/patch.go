@@ -36,6 +36,9 @@ type FilePatch struct {
 	// index line. A binary patch of it is refused.
 	TooLarge         bool
 	OldSize, NewSize int64
+	// Note is a line about a TooLarge file that its diff does not show (a sparse or unreadable
+	// file): the diffstat prints it after the sizes, the patch as a "# " line after its header.
+	Note string
 }
 
 // PatchOptions tune the git patch writer.
@@ -150,6 +153,10 @@ func writeFile(b *strings.Builder, p FilePatch, opts PatchOptions) {
 			newName = "/dev/null"
 		}
 		fmt.Fprintf(b, "Binary files %s and %s differ\n", oldName, newName)
+		if p.Note != "" {
+			// After the "differ" line, where git apply takes it for text between patches.
+			b.WriteString("# " + strings.ReplaceAll(p.Note, "\n", " ") + "\n")
+		}
 		return
 	}
 	if same && !isNew && !isDeleted {

@@ -116,6 +116,9 @@ func (fv *fileView) notes() []string {
 	if f.Special != "" {
 		n = append(n, fmt.Sprintf("special file (%s): listed, never applied", f.Special))
 	}
+	if f.Note != "" {
+		n = append(n, Escape(f.Note))
+	}
 	if f.Protected && f.ProtectedWhy != "" {
 		n = append(n, "PROTECTED path: not applied without --allow-protected")
 		n = append(n, whyNotes(f.ProtectedWhy)...)

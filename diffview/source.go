@@ -35,6 +35,7 @@ type File struct {
 	ProtectedWhy     string // the tool that reads or runs the protected path, unasked
 	Conflict         string
 	Findings         []string // audit rules the staged file fails
+	Note             string   // what the diff does not show: a sparse or unreadable file
 	// Diff holds the hunks; for a symlink, the diff of its target.
 	Diff      FileDiff
 	Decisions map[string]Decision

@@ -15,6 +15,8 @@ type StatEntry struct {
 	// Binary files are counted in bytes, as git shows them ("Bin 10 -> 12 bytes").
 	Binary           bool
 	OldSize, NewSize int64
+	// Note is shown after the counts (FilePatch.Note).
+	Note string
 }
 
 // StatOf counts the added and deleted lines of a file patch.
@@ -25,7 +27,7 @@ func StatOf(p FilePatch, opts Options) StatEntry {
 	} else if p.OldPath != "" && p.OldPath != p.NewPath {
 		path = p.OldPath + " => " + p.NewPath
 	}
-	e := StatEntry{Path: path, OldSize: int64(len(p.Old)), NewSize: int64(len(p.New))}
+	e := StatEntry{Path: path, OldSize: int64(len(p.Old)), NewSize: int64(len(p.New)), Note: p.Note}
 	if p.TooLarge {
 		e.OldSize, e.NewSize = p.OldSize, p.NewSize
 	}
@@ -63,8 +65,12 @@ func WriteStat(w io.Writer, entries []StatEntry, width int) error {
 		if len(name) > nameW {
 			name = "..." + name[len(name)-nameW+3:]
 		}
+		note := ""
+		if e.Note != "" {
+			note = " (" + Escape(e.Note) + ")"
+		}
 		if e.Binary {
-			fmt.Fprintf(bw, " %-*s | %*s %d -> %d bytes\n", nameW, name, countW, "Bin", e.OldSize, e.NewSize)
+			fmt.Fprintf(bw, " %-*s | %*s %d -> %d bytes%s\n", nameW, name, countW, "Bin", e.OldSize, e.NewSize, note)
 			continue
 		}
 		plus, minus := e.Added, e.Deleted
@@ -76,7 +82,7 @@ func WriteStat(w io.Writer, entries []StatEntry, width int) error {
 		if bar != "" {
 			bar = " " + bar
 		}
-		fmt.Fprintf(bw, " %-*s | %*d%s\n", nameW, name, countW, e.Added+e.Deleted, bar)
+		fmt.Fprintf(bw, " %-*s | %*d%s%s\n", nameW, name, countW, e.Added+e.Deleted, bar, note)
 	}
 	files := "files"
 	if len(entries) == 1 {

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -196,6 +195,9 @@ func (s *Session) plan(opts ApplyOptions, b *bases, host *projectRoot) (*ApplyPl
 		case c.Special:
 			skip("special file (FIFO, socket or device): never applied")
 			continue
+		case c.Unreadable != "":
+			skip(c.Unreadable)
+			continue
 		case c.Conflict:
 			skip("conflict: " + c.Reason)
 			continue
@@ -294,7 +296,7 @@ func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 	if !c.Old.Exists() {
 		mode = c.New.Mode & 0o777
 	}
-	sum := sha256Hex(content)
+	sum := contentName(content)
 	pl.contents[sum] = content
 	pl.ops = append(pl.ops, op{Path: c.Path, Kind: 'f', Mode: mode, Hash: sum})
 	pl.Files = append(pl.Files, PlannedFile{Path: c.Path, Action: "write", Accepted: acc, Rejected: rej, Pending: und})
@@ -681,7 +683,7 @@ func readPrior(dir int, dirErr error, name string, keep int, keepName string, pa
 			}
 			unix.Unlinkat(keep, keepName, 0)
 		}
-		fd, _, err := openRegularAt(dir, name)
+		fd, fst, err := openRegularAt(dir, name)
 		if err != nil {
 			return priorState{}, err
 		}
@@ -690,11 +692,11 @@ func readPrior(dir int, dirErr error, name string, keep int, keepName string, pa
 		if err != nil {
 			return priorState{}, err
 		}
-		sum, off, n, _, err := p.add(fdIO(fd))
+		sum, off, err := p.addFile(fd, fst.Size)
 		if err != nil {
 			return priorState{}, err
 		}
-		pr.Pack, pr.Off, pr.Len, pr.Hash = p.name, off, n, sum
+		pr.Pack, pr.Off, pr.Len, pr.Hash = p.name, off, sum.size, sum.hash
 		if p.name == "prior.pack" {
 			pr.Pack = ""
 		}
@@ -874,6 +876,10 @@ func writeTemp(upper *projectRoot, b *bases, dir int, jp journalPath) error {
 	var err error
 	if jp.Whole {
 		src, err = openat(upper.fd, jp.Path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+		if err == unix.EACCES {
+			// Closed to its owner by its mode: opened as openRegularAt does.
+			src, err = upper.openReadFD(jp.Path)
+		}
 	} else {
 		src, err = unix.Open(b.objectPath(jp.Hash), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	}
@@ -888,39 +894,65 @@ func writeTemp(upper *projectRoot, b *bases, dir int, jp journalPath) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return errors.New("the staged file is not a regular file")
 	}
-	var r io.Reader = fdIO(src)
-	if jp.Hash != "" {
-		// Reading the size the file has spares a read to find its end; had it changed since the
-		// plan, the hash would not match.
-		r = io.LimitReader(r, st.Size)
-	}
-	return writeTempAt(dir, jp.Temp, r, jp.Mode&0o777, jp.Hash)
+	// Copying the size the file has spares a read to find its end; had it changed since the
+	// plan, the hash would not match.
+	return writeTempAt(dir, jp.Temp, src, 0, st.Size, jp.Mode&0o777, jp.Hash)
 }
 
-// writeTempAt creates name in dir (never following a symlink, never reusing a file), copies src
-// into it and sets mode. A non-empty hash must match the copied content.
-func writeTempAt(dir int, name string, src io.Reader, mode uint32, hash string) error {
+// writeTempAt creates name in dir (never following a symlink, never reusing a file), copies the
+// n bytes at off of the regular file src into it and sets mode; a large file is copied by its
+// data segments, its holes left holes (copySparse). A non-empty hash must match the copied
+// content.
+func writeTempAt(dir int, name string, src int, off, n int64, mode uint32, hash string) error {
 	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
 	}
-	h := sha256.New()
-	bp := copyBuffers.Get().(*[]byte)
-	_, err = copyPooled(io.MultiWriter(fdIO(fd), h), src, *bp)
-	copyBuffers.Put(bp)
+	var sum string
+	if n >= sparseMin {
+		var s fileSum
+		s, err = copySparse(fd, src, off, n)
+		sum = s.hash
+	} else {
+		sum, err = copySmall(fd, src, off, n)
+	}
 	if err == nil {
 		err = unix.Fchmod(fd, mode)
 	}
 	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
-	if err == nil && hash != "" && hex.EncodeToString(h.Sum(nil)) != hash {
+	if err == nil && hash != "" && sum != hash {
 		err = errors.New("the staged content changed while it was applied")
 	}
 	if err != nil {
 		unix.Unlinkat(dir, name, 0)
 	}
 	return err
+}
+
+// copySmall copies the n bytes at off of src, fewer than sparseMin, to dst and returns their
+// sha256 (which is their contentSum).
+func copySmall(dst, src int, off, n int64) (string, error) {
+	h := sha256.New()
+	bp := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(bp)
+	buf := *bp
+	for done := int64(0); done < n; {
+		k, err := pread(src, buf[:min(int64(len(buf)), n-done)], off+done)
+		if err != nil {
+			return "", err
+		}
+		if k == 0 {
+			return "", errShrank
+		}
+		if _, err := fdIO(dst).Write(buf[:k]); err != nil {
+			return "", err
+		}
+		h.Write(buf[:k])
+		done += int64(k)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // renameTemps renames every temp file of an apply over its target, on parallel workers that each

@@ -2,12 +2,9 @@ package session
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -40,7 +37,7 @@ type baseEntry struct {
 	Kind   baseKind `json:"k"`
 	Type   byte     `json:"t,omitempty"` // 'f', 'l' or 'o'
 	Mode   uint32   `json:"m,omitempty"`
-	Hash   string   `json:"h,omitempty"` // sha256 of the content of a regular file
+	Hash   string   `json:"h,omitempty"` // contentSum of the content of a regular file
 	Target string   `json:"l,omitempty"`
 	// Pack, when set, names the pack file in base/ holding the content at Off, Len bytes long;
 	// otherwise the content is the object base/<Hash>.
@@ -48,8 +45,10 @@ type baseEntry struct {
 	Off  int64  `json:"o,omitempty"`
 	Len  int64  `json:"n,omitempty"`
 	// Bin records, for a packed pre-image, that its first 8000 bytes hold a NUL (the review's
-	// binary test), so that a change set needs no read of the pack.
-	Bin bool `json:"b,omitempty"`
+	// binary test), so that a change set needs no read of the pack; Holes its bytes in holes
+	// (Side.Holes), which the pack keeps as holes.
+	Bin   bool  `json:"b,omitempty"`
+	Holes int64 `json:"z,omitempty"`
 	// Host is the host file's stat when this base was recorded: a host file that still matches it
 	// is unchanged.
 	Host fileStat `json:"s"`
@@ -166,7 +165,7 @@ func (b *bases) putObject(r io.Reader, sync bool) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("store pre-image: %w", err)
 	}
-	h := sha256.New()
+	h := newContentSum()
 	_, err = io.Copy(io.MultiWriter(f, h), r)
 	if err == nil && sync {
 		err = fsync(f)
@@ -178,7 +177,7 @@ func (b *bases) putObject(r io.Reader, sync bool) (string, error) {
 		os.Remove(f.Name())
 		return "", fmt.Errorf("store pre-image: %w", err)
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
+	sum := h.Sum()
 	if err := os.Rename(f.Name(), b.objectPath(sum)); err != nil {
 		os.Remove(f.Name())
 		return "", fmt.Errorf("store pre-image: %w", err)
@@ -301,8 +300,8 @@ func (b *bases) captureFile(dir int, name string, e baseEntry) (baseEntry, error
 		copyBuffers.Put(bp)
 		return baseEntry{Kind: baseUnknown, Host: before}, nil
 	default:
-		// Too large for one buffer: streamed into the pack.
-		p, err = b.packStream(fdIO(fd))
+		// Too large for one buffer: streamed into the pack, its holes left holes.
+		p, err = b.packFile(fd, before.Size)
 	}
 	copyBuffers.Put(bp)
 	if err != nil {
@@ -324,20 +323,21 @@ func (b *bases) captureFile(dir int, name string, e baseEntry) (baseEntry, error
 		return baseEntry{Kind: baseUnknown, Host: after}, nil
 	}
 	return baseEntry{Kind: baseObject, Type: 'f', Mode: e.Mode, Hash: p.sum, Host: before,
-		Pack: p.pack, Off: p.off, Len: p.n, Bin: p.bin}, nil
+		Pack: p.pack, Off: p.off, Len: p.n, Bin: p.bin, Holes: sparseHoles(p.holes)}, nil
 }
 
 // preimageCopied, when set, is called when a pre-image has been copied, before the file is
 // checked again (tests change the file there).
 var preimageCopied func(dir int, name string)
 
-// packed is where a pre-image went: its pack, offset and length, sha256 and whether its first
-// 8000 bytes hold a NUL.
+// packed is where a pre-image went: its pack, offset and length, contentSum, whether its first
+// 8000 bytes hold a NUL, and its bytes in holes.
 type packed struct {
 	pack   string
 	off, n int64
 	sum    string
 	bin    bool
+	holes  int64
 }
 
 // packBytes appends data to the run's pack (created on first use); parallel captures share it.
@@ -358,19 +358,20 @@ func (b *bases) packBytes(data []byte) (packed, error) {
 	return p, nil
 }
 
-// packStream appends what r reads to the run's pack, holding it for the whole copy.
-func (b *bases) packStream(r io.Reader) (packed, error) {
+// packFile appends the regular file fd, size bytes long, to the run's pack, holding it for the
+// whole copy.
+func (b *bases) packFile(fd int, size int64) (packed, error) {
 	b.packMu.Lock()
 	defer b.packMu.Unlock()
 	w, err := b.packWriter()
 	if err != nil {
 		return packed{}, err
 	}
-	sum, off, n, bin, err := w.add(r)
+	s, off, err := w.addFile(fd, size)
 	if err != nil {
 		return packed{}, err
 	}
-	return packed{pack: w.name, off: off, n: n, sum: sum, bin: bin}, nil
+	return packed{pack: w.name, off: off, n: s.size, sum: s.hash, bin: s.binary, holes: s.holes}, nil
 }
 
 // packWriter returns the run's pack, created on first use; packMu is held.
@@ -414,12 +415,14 @@ func (b *bases) open(root *projectRoot, path string, e baseEntry) (io.ReadCloser
 // host that moved on.
 var errCorruptBase = errors.New("corrupt")
 
-// packWriter appends the pre-images of one capture to one new pack file.
+// packWriter appends the pre-images of one capture to one new pack file. A hole of a file it
+// takes is left a hole of the pack: holes says that the pack may end before off, in one.
 type packWriter struct {
-	f    *os.File
-	w    *bufio.Writer
-	name string
-	off  int64
+	f     *os.File
+	w     *bufio.Writer
+	name  string
+	off   int64
+	holes bool
 }
 
 func newPackWriter(dir string) (*packWriter, error) {
@@ -430,35 +433,50 @@ func newPackWriter(dir string) (*packWriter, error) {
 	return &packWriter{f: f, w: bufio.NewWriterSize(f, 1<<16), name: filepath.Base(f.Name())}, nil
 }
 
-// add appends r's content and returns its sha256, offset, length and whether it looks binary
-// (diffview.IsBinary).
-func (p *packWriter) add(r io.Reader) (sum string, off, n int64, bin bool, err error) {
-	h := sha256.New()
-	sniff := &nulSniffer{left: diffview.SniffLen}
+// addFile appends the regular file fd, size bytes long by its stat, and returns what it holds
+// (fileSum) and where it starts. Only its data segments are written; its holes are skipped over,
+// holes of the pack.
+func (p *packWriter) addFile(fd int, size int64) (fileSum, int64, error) {
+	off := p.off
 	bp := copyBuffers.Get().(*[]byte)
-	n, err = copyPooled(io.MultiWriter(p.w, h, sniff), r, *bp)
-	copyBuffers.Put(bp)
-	off = p.off
-	p.off += n // bytes written even on error: later entries start after them
+	defer copyBuffers.Put(bp)
+	h := newContentSum()
+	s := fileSum{size: size}
+	err := readSegments(fd, 0, size, *bp, func(at int64, b []byte) error {
+		if at < diffview.SniffLen && !s.binary {
+			s.binary = diffview.IsBinary(b[:min(int64(len(b)), diffview.SniffLen-at)])
+		}
+		h.Write(b)
+		n, err := p.w.Write(b)
+		p.off += int64(n) // bytes written even on error: later entries start after them
+		return err
+	}, func(at, n int64) error {
+		s.binary = s.binary || at < diffview.SniffLen
+		s.holes += n
+		h.Zeros(n)
+		if err := p.w.Flush(); err != nil {
+			return err
+		}
+		if _, err := p.f.Seek(n, io.SeekCurrent); err != nil {
+			return err
+		}
+		p.off += n
+		p.holes = true
+		return nil
+	})
 	if err != nil {
-		return "", 0, 0, false, fmt.Errorf("store pre-image in %s: %w", p.name, err)
+		return fileSum{}, 0, fmt.Errorf("store pre-image in %s: %w", p.name, err)
 	}
-	return hex.EncodeToString(h.Sum(nil)), off, n, sniff.found, nil
+	s.hash = h.Sum()
+	return s, off, nil
 }
 
-// nulSniffer looks for a NUL in the first left bytes written to it.
-type nulSniffer struct {
-	left  int
-	found bool
-}
-
-func (s *nulSniffer) Write(b []byte) (int, error) {
-	if s.left > 0 && !s.found {
-		head := b[:min(len(b), s.left)]
-		s.found = diffview.IsBinary(head)
-		s.left -= len(head)
+// extend makes the pack as long as what was added to it, when that ends in a hole.
+func (p *packWriter) extend() error {
+	if !p.holes {
+		return nil
 	}
-	return len(b), nil
+	return p.f.Truncate(p.off)
 }
 
 // finish makes the pack durable (see seal); a pack that could not be made so is removed.
@@ -472,7 +490,11 @@ func (p *packWriter) finish() error {
 
 // flush writes out what the pack buffers, so that its file can be read; it is not made durable.
 func (p *packWriter) flush() error {
-	if err := p.w.Flush(); err != nil {
+	err := p.w.Flush()
+	if err == nil {
+		err = p.extend()
+	}
+	if err != nil {
 		return fmt.Errorf("store pre-images in %s: %w", p.name, err)
 	}
 	return nil
@@ -481,6 +503,9 @@ func (p *packWriter) flush() error {
 // seal flushes the pack, fsyncs it once and closes it.
 func (p *packWriter) seal() error {
 	err := p.w.Flush()
+	if err == nil {
+		err = p.extend()
+	}
 	if err == nil {
 		err = fsync(p.f)
 	}
@@ -520,7 +545,7 @@ func (b *bases) openPacked(path string, e baseEntry) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("read base of %s: base/%s is %w (truncated: %d bytes, the pre-image ends at %d)",
 			visible(path), e.Pack, errCorruptBase, size, e.Off+e.Len)
 	}
-	return &packedReader{r: io.NewSectionReader(f, e.Off, e.Len), h: sha256.New(), want: e.Hash,
+	return &packedReader{r: io.NewSectionReader(f, e.Off, e.Len), h: newContentSum(), want: e.Hash,
 		path: path, pack: e.Pack}, nil
 }
 
@@ -551,7 +576,7 @@ func (b *bases) openPack(name string) (*os.File, int64, error) {
 // packedReader reads one pre-image from a pack and checks its hash at the end.
 type packedReader struct {
 	r          *io.SectionReader
-	h          hash.Hash
+	h          *contentSum
 	want       string
 	path, pack string
 }
@@ -559,7 +584,7 @@ type packedReader struct {
 func (p *packedReader) Read(buf []byte) (int, error) {
 	n, err := p.r.Read(buf)
 	p.h.Write(buf[:n])
-	if err == io.EOF && p.want != "" && hex.EncodeToString(p.h.Sum(nil)) != p.want {
+	if err == io.EOF && p.want != "" && p.h.Sum() != p.want {
 		return n, fmt.Errorf("base/%s is %w (the pre-image of %s does not match its hash)", p.pack, errCorruptBase, visible(p.path))
 	}
 	return n, err

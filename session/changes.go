@@ -53,8 +53,13 @@ type Side struct {
 	Mode   uint32 `json:"mode,omitempty"`
 	Size   int64  `json:"size,omitempty"`
 	Target string `json:"target,omitempty"`
-	// Hash is the sha256 of a regular file's content ("" when unknown).
+	// Hash names a regular file's content ("" when unknown): its sha256, or for a content with
+	// at least 1 MiB of zeros in aligned 4 KiB blocks, "zeros-" and a sha256 that counts those
+	// blocks rather than reading them (contentSum).
 	Hash string `json:"sha256,omitempty"`
+	// Holes is how many bytes of a sparse regular file are holes, when at least 1 MiB are: such
+	// a side is never read for a diff, only named, and an apply writes its holes as holes.
+	Holes int64 `json:"holes,omitempty"`
 }
 
 // Exists reports whether the path exists on this side.
@@ -90,6 +95,9 @@ type Change struct {
 	SetID bool `json:"setid,omitempty"`
 	// BaseUnknown: the base of this path could not be recorded; Old describes the host instead.
 	BaseUnknown bool `json:"base_unknown,omitempty"`
+	// Unreadable says why the staged entry could not be read (a file or directory of another
+	// owner that its mode closes); it is listed, never applied.
+	Unreadable string `json:"unreadable,omitempty"`
 
 	shadowed bool      // under an opaque or replaced directory in the upper layer
 	base     baseEntry // the base this change was computed against
@@ -115,18 +123,20 @@ func (cs *ChangeSet) Find(p string) (*Change, bool) {
 // deletion (a whiteout, or a host file hidden by an opaque or replaced directory).
 type rawEntry struct {
 	path     string
-	kind     byte // 'f' file, 'l' symlink, 'o' special, 'w' deleted
+	kind     byte // 'f' file, 'l' symlink, 'o' special, 'w' deleted, 'u' could not be looked at
 	stat     fileStat
 	target   string
 	shadowed bool
-	// hash, size and binary describe a staged file's content, read when it was scanned: its
-	// sha256, length and whether its first 8000 bytes hold a NUL. readErr says why it could not
-	// be read (the agent may leave a file its owner cannot read): the change set fails with it,
-	// while the run's pre-images are still taken.
+	// hash, size, binary and holes describe a staged file's content, read when it was scanned:
+	// its contentSum, length, whether its first 8000 bytes hold a NUL, and its bytes in holes.
+	// readErr says why it could not be read: a file (or, kind 'u', an entry of a directory)
+	// that its mode closes to shadow, which the owner's own files never are (see
+	// openRegularAt and readableDir). The change lists it, unapplied.
 	readErr error
 	hash    string
 	size    int64
 	binary  bool
+	holes   int64
 }
 
 // isWhiteout reports whether an upper entry is an overlay whiteout: a 0/0 character device, or a
@@ -167,6 +177,9 @@ func isOpaque(p string) bool {
 // directories an opaque directory or whiteout hides: its cost grows with the change. The
 // directories are read on up to applyWorkers goroutines, a large one in parts of scanChunk entries.
 func scanUpper(upper string, host *projectRoot, opts scanOptions) ([]rawEntry, error) {
+	if err := readableDir(upper); err != nil {
+		return nil, fmt.Errorf("scan staged changes: %w", err)
+	}
 	sc := &upperScan{upper: upper, opts: opts, seen: map[string]bool{}, hidden: map[string]bool{},
 		tasks: []scanTask{{}}, pending: 1}
 	sc.more = sync.NewCond(&sc.mu)
@@ -238,11 +251,13 @@ type upperScan struct {
 }
 
 // scanTask is an upper directory to describe: all its entries (ents nil), or those of ents.
-// shadowed says that a directory above replaces the host's.
+// shadowed says that a directory above replaces the host's; closed that its mode denies its owner
+// reading or entering it.
 type scanTask struct {
 	rel      string
 	shadowed bool
 	ents     []fs.DirEntry
+	closed   bool
 }
 
 // work does the scan's tasks with host until there are none left, or one failed.
@@ -287,10 +302,24 @@ func (sc *upperScan) work(host *projectRoot) {
 // first scanChunk entries).
 func (sc *upperScan) dir(host *projectRoot, t scanTask) (*scanPart, []scanTask, error) {
 	p := &scanPart{sc: sc, host: host, rel: t.rel, shadowed: t.shadowed, hidden: map[string]bool{}}
-	d, err := os.Open(filepath.Join(sc.upper, filepath.FromSlash(t.rel)))
+	full := filepath.Join(sc.upper, filepath.FromSlash(t.rel))
+	if t.closed {
+		// Its entries need it entered, which opening it would not tell. What stays closed is
+		// told below, by the open or by each entry.
+		_ = readableDir(full)
+	}
+	d, err := os.Open(full)
+	if errors.Is(err, fs.ErrPermission) && t.rel != "" && readableDir(full) == nil {
+		d, err = os.Open(full) // closed since it was looked at
+	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) && t.rel != "" {
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && t.rel != "":
 			return p, nil, nil // removed while a run is going
+		case errors.Is(err, fs.ErrPermission) && t.rel != "":
+			p.out = append(p.out, rawEntry{path: t.rel, kind: 'u', shadowed: t.shadowed,
+				readErr: fmt.Errorf("cannot read the staged directory: %w", unix.EACCES)})
+			return p, nil, nil
 		}
 		return p, nil, fmt.Errorf("scan staged changes: %w", err)
 	}
@@ -303,7 +332,7 @@ func (sc *upperScan) dir(host *projectRoot, t scanTask) (*scanPart, []scanTask, 
 			return p, nil, fmt.Errorf("scan staged changes: %w", err)
 		}
 		for len(ents) > scanChunk {
-			more = append(more, scanTask{t.rel, t.shadowed, ents[len(ents)-scanChunk:]})
+			more = append(more, scanTask{rel: t.rel, shadowed: t.shadowed, ents: ents[len(ents)-scanChunk:]})
 			ents = ents[:len(ents)-scanChunk]
 		}
 	}
@@ -313,7 +342,7 @@ func (sc *upperScan) dir(host *projectRoot, t scanTask) (*scanPart, []scanTask, 
 		}
 	}
 	for _, sub := range p.subdirs {
-		more = append(more, scanTask{rel: sub.rel, shadowed: sub.shadowed})
+		more = append(more, scanTask{rel: sub.rel, shadowed: sub.shadowed, closed: sub.closed})
 	}
 	return p, more, nil
 }
@@ -331,10 +360,12 @@ type scanPart struct {
 	subdirs []subdir
 }
 
-// subdir is a directory of the upper layer still to be read.
+// subdir is a directory of the upper layer still to be read; closed says that its mode denies
+// its owner reading or entering it.
 type subdir struct {
 	rel      string
 	shadowed bool
+	closed   bool
 }
 
 // entry describes the entry name of the directory; open says to open it right away, a regular
@@ -344,6 +375,12 @@ func (p *scanPart) entry(name string, open bool) error {
 	child := relJoin(p.rel, name)
 	full := filepath.Join(p.sc.upper, filepath.FromSlash(child))
 	st, fd, err := statEntry(p.dfd, name, open)
+	if errors.Is(err, unix.EACCES) {
+		// In a directory shadow cannot enter (of another owner): listed as unread.
+		p.out = append(p.out, rawEntry{path: child, kind: 'u', shadowed: p.shadowed,
+			readErr: fmt.Errorf("cannot read the staged entry: %w", err)})
+		return nil
+	}
 	if err != nil {
 		return nil // gone since the directory was read: not a change
 	}
@@ -362,7 +399,7 @@ func (p *scanPart) entry(name string, open bool) error {
 			}
 			sub = true
 		}
-		p.subdirs = append(p.subdirs, subdir{child, sub})
+		p.subdirs = append(p.subdirs, subdir{child, sub, st.Mode&0o500 != 0o500})
 		return nil
 	}
 	if isWhiteout(full, &st) {
@@ -379,14 +416,17 @@ func (p *scanPart) entry(name string, open bool) error {
 			// Not open yet (not regular when listed, or not openable, by its mode say): opened
 			// now, or the error says why not.
 			if fd, _, err = openRegularAt(p.dfd, name); err != nil {
-				r.readErr = fmt.Errorf("read staged %s: %w", visible(child), err)
+				r.readErr = fmt.Errorf("cannot read the staged file: %w", err)
 				break
 			}
 			defer unix.Close(fd)
 		}
-		if r.hash, r.size, r.binary, err = sumRegular(fd, st.Size); err != nil {
-			r.readErr = fmt.Errorf("read staged %s: %w", visible(child), err)
+		sum, err := sumRegular(fd, st.Size)
+		if err != nil {
+			r.readErr = fmt.Errorf("cannot read the staged file: %w", err)
+			break
 		}
+		r.hash, r.size, r.binary, r.holes = sum.hash, sum.size, sum.binary, sum.holes
 	case 'l':
 		r.kind = 'l'
 		if r.target, err = readlinkat(p.dfd, name); err != nil {
@@ -581,35 +621,18 @@ func buildChanges(b *bases, host *projectRoot, raw []rawEntry) (*ChangeSet, erro
 	return &ChangeSet{Changes: out}, nil
 }
 
-// sha256Hex is the sha256 of b in hex, as the session names contents.
+// sha256Hex is the sha256 of b in hex: how the session names a content smaller than sparseMin
+// (contentSum).
 func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
 
-// headHash reads r fully, returning its sha256, its size and whether it looks binary
-// (diffview.IsBinary).
+// headHash reads r fully, returning its contentSum, its size and whether it looks binary
+// (diffview.IsBinary); a large regular file is read by its data segments (sumReader).
 func headHash(r io.Reader) (string, int64, bool, error) {
-	h := sha256.New()
-	bp := copyBuffers.Get().(*[]byte)
-	defer copyBuffers.Put(bp)
-	buf := *bp
-	head := buf[:diffview.SniffLen]
-	n, err := io.ReadFull(r, head)
-	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-		return "", 0, false, err
-	}
-	h.Write(head[:n])
-	binary := diffview.IsBinary(head[:n])
-	if err != nil {
-		// r ended within the head: no need to read it again to see that.
-		return hex.EncodeToString(h.Sum(nil)), int64(n), binary, nil
-	}
-	rest, err := copyPooled(h, r, buf)
-	if err != nil {
-		return "", 0, false, err
-	}
-	return hex.EncodeToString(h.Sum(nil)), int64(n) + rest, binary, nil
+	s, err := sumReader(r)
+	return s.hash, s.size, s.binary, err
 }
 
 // readSized reads the regular file open as fd, which its stat says is size bytes long, into buf
@@ -640,23 +663,28 @@ func readSized(fd int, size int64, buf []byte) (data []byte, whole bool, err err
 	return buf[:n], false, nil
 }
 
-// sumRegular is headHash of the regular file open as fd, which its stat says is size bytes long.
-func sumRegular(fd int, size int64) (string, int64, bool, error) {
+// sumRegular is sumReader of the regular file open as fd, which its stat says is size bytes long.
+// A file smaller than sparseMin is read whole, in one read when it fits a buffer; a larger one by
+// its data segments (sumFD).
+func sumRegular(fd int, size int64) (fileSum, error) {
+	if size >= sparseMin {
+		return sumFD(fd, size)
+	}
 	bp := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(bp)
 	data, whole, err := readSized(fd, size, *bp)
 	if err != nil {
-		return "", 0, false, err
+		return fileSum{}, err
 	}
 	if whole {
-		return sha256Hex(data), int64(len(data)), diffview.IsBinary(data), nil
+		return fileSum{hash: sha256Hex(data), size: int64(len(data)), binary: diffview.IsBinary(data)}, nil
 	}
 	if len(data) > 0 {
 		if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {
-			return "", 0, false, err
+			return fileSum{}, err
 		}
 	}
-	return headHash(fdIO(fd))
+	return sumReader(fdIO(fd))
 }
 
 // copyBuffers hold the buffers of copyPooled: one change set reads thousands of small files, and
@@ -700,7 +728,7 @@ func kindOf(t byte) FileKind {
 func buildChange(b *bases, host *projectRoot, r rawEntry) (Change, bool, error) {
 	c := Change{Path: r.path, shadowed: r.shadowed}
 	if r.readErr != nil {
-		return c, false, r.readErr
+		c.Unreadable = r.readErr.Error()
 	}
 	e := b.get(r.path)
 	c.base = e
@@ -720,14 +748,14 @@ func buildChange(b *bases, host *projectRoot, r rawEntry) (Change, bool, error) 
 		c.Old = Side{Kind: kindOf(e.Type), Mode: e.Mode, Size: e.Host.Size, Target: e.Target, Hash: e.Hash}
 		if e.Type == 'f' && e.Kind == baseHost && e.Hash != "" && r.kind == 'f' && r.hash == e.Hash {
 			// An applied file whose staged copy is what was applied: nothing to read on the host.
-			c.Old.Size = r.stat.Size
+			c.Old.Size, c.Old.Holes = r.stat.Size, sparseHoles(r.holes)
 		} else if e.Type == 'f' && e.Kind == baseObject && e.Pack != "" {
 			// A packed pre-image: its hash, size and binary test were recorded when it was
 			// taken; its content is read (and checked against the hash) only when shown.
 			if err := b.checkPacked(r.path, e); err != nil {
 				return c, false, fmt.Errorf("session %s: %w", filepath.Base(filepath.Dir(b.dir)), err)
 			}
-			c.Old.Size, oldBinary = e.Len, e.Bin
+			c.Old.Size, c.Old.Holes, oldBinary = e.Len, e.Holes, e.Bin
 		} else if e.Type == 'f' {
 			rc, err := b.open(host, r.path, e)
 			if errors.Is(err, errCorruptBase) {
@@ -737,20 +765,26 @@ func buildChange(b *bases, host *projectRoot, r rawEntry) (Change, bool, error) 
 				// The host moved on without a pre-image: review treats it as a conflict.
 				c.BaseUnknown = true
 			} else {
-				sum, size, bin, err := headHash(rc)
+				sum, err := sumReader(rc)
 				rc.Close()
 				if err != nil {
 					return c, false, fmt.Errorf("read base of %s: %w", visible(r.path), err)
 				}
-				c.Old.Hash, c.Old.Size, oldBinary = sum, size, bin
+				c.Old.Hash, c.Old.Size, c.Old.Holes, oldBinary = sum.hash, sum.size, sparseHoles(sum.holes), sum.binary
 			}
 		}
 	}
 	switch r.kind {
 	case 'w':
 	case 'f':
-		c.New = Side{Kind: KindFile, Mode: r.stat.Mode, Size: r.size, Hash: r.hash}
+		c.New = Side{Kind: KindFile, Mode: r.stat.Mode, Size: r.size, Hash: r.hash, Holes: sparseHoles(r.holes)}
+		if r.readErr != nil {
+			c.New.Size = r.stat.Size
+		}
 		c.Binary = r.binary || oldBinary
+	case 'u':
+		// Not looked at: listed, with the reason, and never applied.
+		c.New = Side{Kind: KindSpecial}
 	case 'l':
 		c.New = Side{Kind: KindSymlink, Mode: 0o777, Target: r.target}
 	default:
@@ -882,6 +916,11 @@ func Summarize(cs *ChangeSet, limit int) Summary {
 		}
 		if c.Special {
 			flags = append(flags, "special file, not applied")
+		}
+		if c.Unreadable != "" {
+			flags = append(flags, "cannot be read, not applied")
+		} else if c.New.Holes > 0 {
+			flags = append(flags, "sparse: "+humanSize(c.New.Size)+" apparent, "+humanSize(c.New.Size-c.New.Holes)+" stored")
 		}
 		name := visible(c.Path)
 		if c.From != "" {

@@ -168,6 +168,9 @@ func (s *Session) contents(b *bases, host *projectRoot, c *Change, limit int64) 
 	}
 	if c.New.Kind == KindFile {
 		f, err := os.OpenFile(filepath.Join(s.UpperDir(), filepath.FromSlash(c.Path)), os.O_RDONLY|noFollow, 0)
+		if errors.Is(err, fs.ErrPermission) {
+			f, err = s.openStaged(c.Path)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("read staged %s: %w", visible(c.Path), err)
 		}
@@ -214,9 +217,20 @@ var diffBudget time.Duration
 // maxHunkBytes bounds the files diffed line by line; larger ones are decided as whole files.
 const maxHunkBytes = 64 << 20
 
+// openStaged opens the staged regular file p beneath the upper layer, as openRegularAt does (a
+// file closed to its owner by its mode is opened all the same).
+func (s *Session) openStaged(p string) (*os.File, error) {
+	upper, err := openRoot(s.UpperDir())
+	if err != nil {
+		return nil, err
+	}
+	defer upper.Close()
+	return upper.openRead(p)
+}
+
 // hunkable reports whether a change is decided hunk by hunk rather than as a whole file.
 func hunkable(c *Change) bool {
-	if c.Binary || c.Special || c.ModeOnly || c.From != "" {
+	if c.Binary || c.Special || c.ModeOnly || c.From != "" || c.Unreadable != "" || c.Old.Holes > 0 || c.New.Holes > 0 {
 		return false
 	}
 	if c.Old.Kind != KindFile && c.Old.Kind != KindNone || c.New.Kind != KindFile && c.New.Kind != KindNone {

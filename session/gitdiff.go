@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/shadow-sandbox/shadow/diffview"
 )
@@ -54,8 +55,10 @@ func (s *Session) Patches(changes []*Change) ([]diffview.FilePatch, error) {
 		if c.From != "" {
 			fp.OldPath = c.From
 		}
-		if c.Old.Size > maxPatchBytes || c.New.Size > maxPatchBytes {
-			// Too large to hold in memory: shown as a binary change, never read.
+		fp.Note = c.Note()
+		if c.Old.Size > maxPatchBytes || c.New.Size > maxPatchBytes || fp.Note != "" {
+			// Too large to hold in memory, sparse, or unreadable: shown as a binary change, never
+			// read.
 			fp.TooLarge, fp.OldSize, fp.NewSize, fp.Binary = true, c.Old.Size, c.New.Size, true
 			out = append(out, fp)
 			continue
@@ -76,6 +79,29 @@ func (s *Session) Patches(changes []*Change) ([]diffview.FilePatch, error) {
 	return out, nil
 }
 
+// Note is a line about a change that its diff does not show: why the staged entry could not be
+// read, or that a side is sparse (its size, and the bytes it stores), which is never read for a
+// diff. It is "" for any other change.
+func (c *Change) Note() string {
+	if c.Unreadable != "" {
+		return c.Unreadable + "; listed, not applied"
+	}
+	var sides []string
+	for _, s := range []struct {
+		name string
+		side Side
+	}{{"base", c.Old}, {"staged", c.New}} {
+		if s.side.Holes > 0 {
+			sides = append(sides, fmt.Sprintf("%s %s apparent, %s stored", s.name,
+				humanSize(s.side.Size), humanSize(s.side.Size-s.side.Holes)))
+		}
+	}
+	if len(sides) == 0 {
+		return ""
+	}
+	return "sparse file: " + strings.Join(sides, "; ") + "; not shown as text"
+}
+
 // DiffDoc is the `shadow diff --json` document, version 1:
 //
 //	{
@@ -83,10 +109,12 @@ func (s *Session) Patches(changes []*Change) ([]diffview.FilePatch, error) {
 //	  "files": [{
 //	    "path": "a/b.go", "from": "old/name.go" (renames only),
 //	    "status": "A|M|D|R|T",
-//	    "old": {"kind": "file|symlink|special", "mode": 420, "size": 12, "target": "...", "sha256": "..."},
+//	    "old": {"kind": "file|symlink|special", "mode": 420, "size": 12, "target": "...", "sha256": "...",
+//	            "holes": 1099511627776 (a sparse file: its bytes in holes)},
 //	    "new": { same fields },
 //	    "binary", "mode_only", "ignored", "protected", "conflict", "conflict_reason",
 //	    "outside_link", "special", "setid", "base_unknown": flags, present when true,
+//	    "unreadable": why the staged entry could not be read (never applied),
 //	    "decision": "accept|reject" (whole-file verdict, when one holds),
 //	    "hunks": [{"id": "8 hex bytes", "header": "@@ -1,3 +1,4 @@",
 //	               "old_start": 1, "old_count": 3, "new_start": 1, "new_count": 4,

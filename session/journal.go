@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -263,7 +262,7 @@ func restorePath(root *projectRoot, jp journalPath, packs *priorPacks) (int, err
 		if err != nil {
 			return 0, err
 		}
-		if err := writeTempAt(dir, tmp, io.NewSectionReader(pack, jp.Prior.Off, jp.Prior.Len), jp.Prior.Mode, jp.Prior.Hash); err != nil {
+		if err := writeTempAt(dir, tmp, int(pack.Fd()), jp.Prior.Off, jp.Prior.Len, jp.Prior.Mode, jp.Prior.Hash); err != nil {
 			return 0, err
 		}
 	}

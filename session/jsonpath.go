@@ -91,6 +91,7 @@ func appendBaseEntry(out []byte, e baseEntry) []byte {
 	if e.Bin {
 		out = append(out, `,"b":true`...)
 	}
+	num("z", e.Holes)
 	out = append(out, `,"s":{"Type":`...)
 	out = strconv.AppendUint(out, uint64(e.Host.Type), 10)
 	out = append(out, `,"Mode":`...)

@@ -499,9 +499,13 @@ func syncStaged(upper string) error {
 	return nil
 }
 
-// emptyDir reports whether dir has no entries.
+// emptyDir reports whether the upper directory dir has no entries. The agent may have closed it
+// (chmod 300 on the project's root): it is opened up first (readableDir).
 func emptyDir(dir string) (bool, error) {
 	f, err := os.Open(dir)
+	if errors.Is(err, fs.ErrPermission) && readableDir(dir) == nil {
+		f, err = os.Open(dir)
+	}
 	if err != nil {
 		return false, fmt.Errorf("read %s: %w", dir, err)
 	}

@@ -415,10 +415,14 @@ var errNotRegular = errors.New("not a regular file")
 
 // openRegularAt opens name in dir for reading when it is a regular file, and describes it by its
 // descriptor. A symlink fails (ELOOP); a special file is closed unread, and fails with
-// errNotRegular and its description (O_NONBLOCK: opening a FIFO cannot hang).
+// errNotRegular and its description (O_NONBLOCK: opening a FIFO cannot hang). A file whose mode
+// denies its owner reading it is read all the same when shadow runs as that owner (openOwned).
 func openRegularAt(dir int, name string) (int, unix.Stat_t, error) {
 	var st unix.Stat_t
 	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == unix.EACCES {
+		fd, err = openOwned(dir, name)
+	}
 	if err != nil {
 		return -1, st, err
 	}

@@ -114,6 +114,7 @@ func (r *ReviewSource) file(c *session.Change, decs *session.Decisions) (diffvie
 		Ignored:      c.Ignored,
 		Protected:    c.Protected,
 		ProtectedWhy: c.ProtectedWhy,
+		Note:         c.Note(),
 	}
 	if c.Special {
 		f.Special = "FIFO, socket or device"
