@@ -300,23 +300,45 @@ func gitReadOnly(project string, writable bool) []string {
 	if err != nil {
 		return nil
 	}
-	out := []string{gitdir}
+	dirs := []string{gitdir}
+	// A linked worktree's gitdir (<main>/.git/worktrees/<name>) holds only
+	// HEAD, index and the like; objects, refs and config are in the common
+	// dir it names, which usually contains the gitdir itself.
 	if c, err := os.ReadFile(filepath.Join(gitdir, "commondir")); err == nil {
 		common := strings.TrimSpace(string(c))
 		if !filepath.IsAbs(common) {
 			common = filepath.Join(gitdir, common)
 		}
-		if common, err = filepath.EvalSymlinks(common); err == nil && !within(gitdir, common) {
-			out = append(out, common)
+		if common, err = filepath.EvalSymlinks(common); err == nil {
+			dirs = append(dirs, common)
 		}
 	}
 	var keep []string
-	for _, d := range out {
+	for _, d := range outermost(dirs) {
 		if !within(d, project) || !writable {
 			keep = append(keep, d)
 		}
 	}
 	return keep
+}
+
+// outermost drops the directories of dirs that are (or lie below) another
+// one: showing the outer one shows them.
+func outermost(dirs []string) []string {
+	var out []string
+	for i, d := range dirs {
+		covered := false
+		for j, o := range dirs {
+			if i != j && within(d, o) && (d != o || j < i) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // installTrees returns the directories to bind read-only so that the
