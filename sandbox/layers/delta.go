@@ -1,0 +1,426 @@
+package layers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A checkpoint writes what changed in a run's upper layer since the last
+// one as a layer of its own, over the state at the last checkpoint:
+// merged onto that state, in order, the checkpoints give the upper layer
+// as it was when the last one was taken. Tracker remembers what the upper
+// layer held at the last checkpoint; a checkpoint costs a walk of the run's
+// upper layer (in memory) and the copy of what changed.
+
+// entryState is what the tracker compares to tell that an entry changed.
+type entryState struct {
+	ino          uint64
+	ctime, mtime int64 // nanoseconds
+	size         int64
+	mode         uint32
+	rdev         uint64
+	opaque       bool
+	// racy is set when the entry changed within a clock tick of the
+	// checkpoint: a later write in the same tick would leave its times
+	// alone, so the next checkpoint copies it again.
+	racy bool
+}
+
+func (e entryState) isDir() bool      { return e.mode&unix.S_IFMT == unix.S_IFDIR }
+func (e entryState) isWhiteout() bool { return e.mode&unix.S_IFMT == unix.S_IFCHR && e.rdev == 0 }
+
+// Tracker holds the state of an upper layer at its last checkpoint.
+type Tracker struct {
+	seen map[string]entryState
+}
+
+// NewTracker returns a tracker of an upper layer that was empty at the last
+// checkpoint (a run's new layer).
+func NewTracker() *Tracker { return &Tracker{seen: map[string]entryState{}} }
+
+// racyWindow is how close to a checkpoint an entry's change time must be
+// for the entry to be copied again at the next one (the coarse clock file
+// times come from ticks at 4 ms or less).
+const racyWindow = 20 * time.Millisecond
+
+// WriteDelta writes into the empty layer directory dst what changed in the
+// upper layer since the tracker's last state, and moves the tracker to the
+// upper layer's state now. It returns the paths the delta holds (changed,
+// added, deleted), sorted; none when nothing changed.
+func (t *Tracker) WriteDelta(upper, dst int) ([]string, error) {
+	now := time.Now().UnixNano()
+	cur := map[string]entryState{}
+	if err := scanState(upper, "", cur); err != nil {
+		return nil, err
+	}
+	for p, e := range cur {
+		if e.ctime >= now-int64(racyWindow) {
+			e.racy = true
+			cur[p] = e
+		}
+	}
+	d := &delta{upper: upper, dst: dst, cur: cur, seen: t.seen, made: map[string]bool{}}
+	paths := make([]string, 0, len(cur))
+	for p := range cur {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths) // parents before children
+	for _, p := range paths {
+		if err := d.visit(p); err != nil {
+			return nil, err
+		}
+	}
+	var gone []string
+	for p := range t.seen {
+		if _, ok := cur[p]; !ok {
+			gone = append(gone, p)
+		}
+	}
+	sort.Strings(gone)
+	for _, p := range gone {
+		if err := d.vanished(p); err != nil {
+			return nil, err
+		}
+	}
+	t.seen = cur
+	sort.Strings(d.changed)
+	return d.changed, nil
+}
+
+// delta is one WriteDelta in progress.
+type delta struct {
+	upper, dst int
+	cur, seen  map[string]entryState
+	// made are the directories created in dst so far; replaced those
+	// copied whole (an opaque directory new since the last checkpoint),
+	// whose entries need no visit of their own.
+	made     map[string]bool
+	replaced []string
+	changed  []string
+}
+
+// visit puts path p of the upper layer into the delta when it changed.
+func (d *delta) visit(p string) error {
+	if d.under(p) {
+		return nil
+	}
+	e := d.cur[p]
+	old, had := d.seen[p]
+	if e.isDir() {
+		newlyOpaque := e.opaque && (!had || !old.opaque || old.ino != e.ino)
+		if newlyOpaque {
+			if err := d.ensureParent(p); err != nil {
+				return err
+			}
+			if err := copyTree(d.upper, d.dst, p); err != nil {
+				return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
+			}
+			d.replaced = append(d.replaced, p+"/")
+			d.changed = append(d.changed, p)
+			return nil
+		}
+		if !had || !old.isDir() || old.mode != e.mode || old.mtime != e.mtime || old.racy {
+			// A directory's own change (new, chmod) is carried by creating
+			// it in the delta with its attributes; what is below it is
+			// visited on its own.
+			if err := d.ensureDir(p); err != nil {
+				return err
+			}
+			if !had || !old.isDir() || old.mode != e.mode {
+				d.changed = append(d.changed, p)
+			}
+		}
+		return nil
+	}
+	if had && !old.racy && old.ino == e.ino && old.ctime == e.ctime && old.mtime == e.mtime &&
+		old.size == e.size && old.mode == e.mode && old.rdev == e.rdev {
+		return nil
+	}
+	if err := d.ensureParent(p); err != nil {
+		return err
+	}
+	dir, name, err := d.openParent(p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	src, sname, err := openParentIn(d.upper, p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(src)
+	var st unix.Stat_t
+	if err := unix.Fstatat(src, sname, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
+	}
+	if e.isWhiteout() {
+		err = unix.Mknodat(dir, name, unix.S_IFCHR, 0)
+	} else {
+		err = copyEntry(src, dir, name, &st)
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
+	}
+	d.changed = append(d.changed, p)
+	return nil
+}
+
+// vanished records that p, in the upper layer at the last checkpoint, is
+// gone from it: the delta deletes it with a whiteout at the highest path
+// that went, unless something the delta holds already hides it.
+func (d *delta) vanished(p string) error {
+	if d.seen[p].isWhiteout() {
+		return nil // nothing showed there
+	}
+	for a := parentOf(p); a != ""; a = parentOf(a) {
+		ca, here := d.cur[a]
+		if !here {
+			if _, was := d.seen[a]; was {
+				return nil // a went too: its own whiteout deletes p
+			}
+			continue
+		}
+		if !ca.isDir() || d.under(a+"/x") {
+			return nil // a file, whiteout or new opaque directory at a hides p
+		}
+		break
+	}
+	if d.under(p) {
+		return nil
+	}
+	if err := d.ensureParent(p); err != nil {
+		return err
+	}
+	dir, name, err := d.openParent(p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	if err := unix.Mknodat(dir, name, unix.S_IFCHR, 0); err != nil {
+		return fmt.Errorf("checkpoint the deletion of %s: %w", visiblePath(p), err)
+	}
+	d.changed = append(d.changed, p)
+	return nil
+}
+
+// under reports whether p lies in a directory the delta copied whole.
+func (d *delta) under(p string) bool {
+	for _, r := range d.replaced {
+		if strings.HasPrefix(p, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureParent creates p's parent directories in dst, with the upper
+// layer's attributes.
+func (d *delta) ensureParent(p string) error {
+	if parent := parentOf(p); parent != "" {
+		return d.ensureDir(parent)
+	}
+	return nil
+}
+
+// ensureDir creates directory p (and its parents) in dst, not opaque: in a
+// layer, a plain directory merges with the one below.
+func (d *delta) ensureDir(p string) error {
+	if d.made[p] {
+		return nil
+	}
+	if err := d.ensureParent(p); err != nil {
+		return err
+	}
+	dir, name, err := d.openParent(p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	if err := unix.Mkdirat(dir, name, 0o700); err != nil && err != unix.EEXIST {
+		return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
+	}
+	src, sname, err := openParentIn(d.upper, p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(src)
+	var st unix.Stat_t
+	if err := unix.Fstatat(src, sname, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
+	}
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := setMeta(fd, &st); err != nil {
+		return err
+	}
+	d.made[p] = true
+	return nil
+}
+
+// openParent opens p's parent directory in dst.
+func (d *delta) openParent(p string) (int, string, error) { return openParentIn(d.dst, p) }
+
+// openParentIn opens the directory holding p below root, without following
+// symlinks, and returns it with p's last name.
+func openParentIn(root int, p string) (int, string, error) {
+	dir, name := parentOf(p), p[strings.LastIndexByte(p, '/')+1:]
+	fd, err := unix.Openat(root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", err
+	}
+	if dir == "" {
+		return fd, name, nil
+	}
+	for _, c := range strings.Split(dir, "/") {
+		next, err := unix.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return -1, "", fmt.Errorf("open %s: %w", visiblePath(dir), err)
+		}
+		fd = next
+	}
+	return fd, name, nil
+}
+
+// copyTree copies directory p of src (an opaque one: it replaces what is
+// below) whole into dst, marked opaque.
+func copyTree(src, dst int, p string) error {
+	sdir, name, err := openParentIn(src, p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sdir)
+	ddir, dname, err := openParentIn(dst, p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ddir)
+	var st unix.Stat_t
+	if err := unix.Fstatat(sdir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if err := removeAt(ddir, dname); err != nil {
+		return err
+	}
+	// An empty opaque directory in dst, merged into from src's: the result
+	// is a copy, with the mark.
+	if err := unix.Mkdirat(ddir, dname, 0o700); err != nil {
+		return err
+	}
+	sfd, err := unix.Openat(sdir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sfd)
+	dfd, err := unix.Openat(ddir, dname, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	if err := unix.Fsetxattr(dfd, OpaqueXattr, []byte("y"), 0); err != nil {
+		return err
+	}
+	if err := copyDir(sfd, dfd); err != nil {
+		return err
+	}
+	return setMeta(dfd, &st)
+}
+
+// copyDir copies every entry of directory src into the empty directory dst,
+// whiteouts and opaque marks included.
+func copyDir(src, dst int) error {
+	names, err := readDirNames(src)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(src, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+		switch {
+		case st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == 0:
+			err = unix.Mknodat(dst, name, unix.S_IFCHR, 0)
+		case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+			err = copySubdir(src, dst, name, &st)
+		default:
+			err = copyEntry(src, dst, name, &st)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", visiblePath(name), err)
+		}
+	}
+	return nil
+}
+
+func copySubdir(src, dst int, name string, st *unix.Stat_t) error {
+	if err := unix.Mkdirat(dst, name, 0o700); err != nil {
+		return err
+	}
+	sfd, err := unix.Openat(src, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sfd)
+	dfd, err := unix.Openat(dst, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	if isOpaque(sfd) {
+		if err := unix.Fsetxattr(dfd, OpaqueXattr, []byte("y"), 0); err != nil {
+			return err
+		}
+	}
+	if err := copyDir(sfd, dfd); err != nil {
+		return err
+	}
+	return setMeta(dfd, st)
+}
+
+// scanState records the state of every entry below directory fd.
+func scanState(fd int, rel string, out map[string]entryState) error {
+	names, err := readDirNames(fd)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", visiblePath(rel), err)
+	}
+	for _, name := range names {
+		p := joinRel(rel, name)
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("stat %s: %w", visiblePath(p), err)
+		}
+		e := entryState{
+			ino: st.Ino, ctime: st.Ctim.Nano(), mtime: st.Mtim.Nano(), size: st.Size,
+			mode: st.Mode, rdev: st.Rdev,
+		}
+		if e.isDir() {
+			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return fmt.Errorf("open %s: %w", visiblePath(p), err)
+			}
+			e.opaque = isOpaque(sub)
+			err = scanState(sub, p, out)
+			unix.Close(sub)
+			if err != nil {
+				return err
+			}
+		}
+		out[p] = e
+	}
+	return nil
+}
+
+func parentOf(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}

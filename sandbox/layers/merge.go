@@ -1,0 +1,285 @@
+// Package layers reads and writes overlayfs layers in the format a
+// userxattr overlay uses: a whiteout (a 0/0 character device) deletes, a
+// directory marked user.overlay.opaque replaces the one below it. shadow
+// stages a run's writes as such layers: merged into the session's staging
+// layer, and kept as checkpoints (SPEC §12).
+package layers
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// OpaqueXattr marks a directory that replaces the one below it (userxattr
+// overlays).
+const OpaqueXattr = "user.overlay.opaque"
+
+// Merge merges the layer at directory descriptor src into the layer at dst,
+// as if src were mounted as an overlay's upper layer over dst: src's
+// whiteouts delete, its opaque directories replace, the rest is copied
+// (sparse files keep their holes). project is the lowest layer, under dst:
+// a deletion of a path it holds is kept in dst as a whiteout.
+func Merge(src, dst, project int) error {
+	return mergeDir(src, dst, project, "", false)
+}
+
+// mergeDir merges the directory src (of the run's layer) into dst (of the
+// staging layer). rel is its path in the project ("" at the top); hidden is
+// set when nothing of the project shows below dst (an opaque directory of
+// the staging layer, or one made here), so that a deletion needs no
+// whiteout.
+func mergeDir(src, dst, project int, rel string, hidden bool) error {
+	names, err := readDirNames(src)
+	if err != nil {
+		return fmt.Errorf("read the run's layer at %s: %w", visiblePath(rel), err)
+	}
+	for _, name := range names {
+		p := joinRel(rel, name)
+		var st unix.Stat_t
+		if err := unix.Fstatat(src, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("stat %s in the run's layer: %w", visiblePath(p), err)
+		}
+		if err := mergeEntry(src, dst, project, name, p, &st, hidden); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mergeEntry merges one entry of the run's layer into the staging layer.
+func mergeEntry(src, dst, project int, name, p string, st *unix.Stat_t, hidden bool) error {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFCHR:
+		if st.Rdev != 0 {
+			return fmt.Errorf("%s: a device node in the run's layer", visiblePath(p))
+		}
+		// A whiteout: the path is deleted.
+		if err := removeAt(dst, name); err != nil {
+			return fmt.Errorf("delete %s from the staging layer: %w", visiblePath(p), err)
+		}
+		if hidden || !existsAt(project, p) {
+			return nil
+		}
+		if err := unix.Mknodat(dst, name, unix.S_IFCHR, 0); err != nil {
+			return fmt.Errorf("stage the deletion of %s: %w", visiblePath(p), err)
+		}
+		return nil
+	case unix.S_IFDIR:
+		return mergeSubdir(src, dst, project, name, p, st, hidden)
+	}
+	if err := removeAt(dst, name); err != nil {
+		return fmt.Errorf("replace %s in the staging layer: %w", visiblePath(p), err)
+	}
+	if err := copyEntry(src, dst, name, st); err != nil {
+		return fmt.Errorf("stage %s: %w", visiblePath(p), err)
+	}
+	return nil
+}
+
+// mergeSubdir merges directory name: an opaque one replaces what the staging
+// layer has; another merges into it.
+func mergeSubdir(src, dst, project int, name, p string, st *unix.Stat_t, hidden bool) error {
+	sfd, err := unix.Openat(src, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s in the run's layer: %w", visiblePath(p), err)
+	}
+	defer unix.Close(sfd)
+	opaque := isOpaque(sfd)
+	var dst0 unix.Stat_t
+	exists := unix.Fstatat(dst, name, &dst0, unix.AT_SYMLINK_NOFOLLOW) == nil
+	if opaque || (exists && dst0.Mode&unix.S_IFMT != unix.S_IFDIR) {
+		if err := removeAt(dst, name); err != nil {
+			return fmt.Errorf("replace %s in the staging layer: %w", visiblePath(p), err)
+		}
+		exists = false
+	}
+	if !exists {
+		if err := unix.Mkdirat(dst, name, 0o700); err != nil {
+			return fmt.Errorf("create %s in the staging layer: %w", visiblePath(p), err)
+		}
+	}
+	dfd, err := unix.Openat(dst, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s in the staging layer: %w", visiblePath(p), err)
+	}
+	defer unix.Close(dfd)
+	if opaque {
+		if err := unix.Fsetxattr(dfd, OpaqueXattr, []byte("y"), 0); err != nil {
+			return fmt.Errorf("mark %s replaced: %w", visiblePath(p), err)
+		}
+	}
+	if err := mergeDir(sfd, dfd, project, p, hidden || opaque || isOpaque(dfd)); err != nil {
+		return err
+	}
+	return setMeta(dfd, st)
+}
+
+// copyEntry copies a regular file (its holes kept), symlink, FIFO or socket
+// of the run's layer into the staging layer.
+func copyEntry(src, dst int, name string, st *unix.Stat_t) error {
+	perm := uint32(st.Mode & 0o7777)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return copyFileAt(src, dst, name, st)
+	case unix.S_IFLNK:
+		target, err := readlinkAt(src, name)
+		if err != nil {
+			return err
+		}
+		if err := unix.Symlinkat(target, dst, name); err != nil {
+			return err
+		}
+		ts := []unix.Timespec{st.Atim, st.Mtim}
+		return unix.UtimesNanoAt(dst, name, ts, unix.AT_SYMLINK_NOFOLLOW)
+	case unix.S_IFIFO, unix.S_IFSOCK:
+		return unix.Mknodat(dst, name, st.Mode&unix.S_IFMT|perm, 0)
+	}
+	return fmt.Errorf("unknown file type %#o", st.Mode&unix.S_IFMT)
+}
+
+// copyFileAt copies regular file name, data segment by data segment, so
+// that a sparse file stays sparse: a 1 TiB file of holes costs nothing.
+func copyFileAt(src, dst int, name string, st *unix.Stat_t) error {
+	in, err := unix.Openat(src, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(in)
+	out, err := unix.Openat(dst, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(out)
+	if err := copySparse(in, out, st.Size); err != nil {
+		return err
+	}
+	return setMeta(out, st)
+}
+
+// copySparse copies size bytes of in to out, skipping holes.
+func copySparse(in, out int, size int64) error {
+	buf := make([]byte, 256<<10)
+	var off int64
+	for off < size {
+		data, err := unix.Seek(in, off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // only a hole is left
+		}
+		if err != nil {
+			return err
+		}
+		hole, err := unix.Seek(in, data, unix.SEEK_HOLE)
+		if err != nil {
+			return err
+		}
+		for pos := data; pos < hole; {
+			n, err := unix.Pread(in, buf[:min(int64(len(buf)), hole-pos)], pos)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				break
+			}
+			if _, err := unix.Pwrite(out, buf[:n], pos); err != nil {
+				return err
+			}
+			pos += int64(n)
+		}
+		off = hole
+	}
+	return unix.Ftruncate(out, size)
+}
+
+// setMeta gives the open file or directory fd the mode and times of st.
+func setMeta(fd int, st *unix.Stat_t) error {
+	if err := unix.Fchmod(fd, uint32(st.Mode&0o7777)); err != nil {
+		return err
+	}
+	return unix.UtimesNanoAt(fd, "", []unix.Timespec{st.Atim, st.Mtim}, unix.AT_EMPTY_PATH)
+}
+
+// isOpaque reports whether directory fd carries the overlay's opaque mark.
+func isOpaque(fd int) bool {
+	buf := make([]byte, 4)
+	n, err := unix.Fgetxattr(fd, OpaqueXattr, buf)
+	return err == nil && n == 1 && buf[0] == 'y'
+}
+
+// existsAt reports whether path p exists below dir fd, without following a
+// symlink at its end.
+func existsAt(dir int, p string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dir, p, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+}
+
+// removeAt removes name (a whole tree, if a directory) from directory dir;
+// a missing name is no error.
+func removeAt(dir int, name string) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return unix.Unlinkat(dir, name, 0)
+	}
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	names, err := readDirNames(fd)
+	if err == nil {
+		for _, n := range names {
+			if err = removeAt(fd, n); err != nil {
+				break
+			}
+		}
+	}
+	unix.Close(fd)
+	if err != nil {
+		return err
+	}
+	return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
+}
+
+// readDirNames lists the entries of directory fd, without "." and "..".
+func readDirNames(fd int) ([]string, error) {
+	dup, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(dup), "dir")
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// readlinkAt reads the target of symlink name in dir.
+func readlinkAt(dir int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dir, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+}
+
+func joinRel(rel, name string) string {
+	if rel == "" {
+		return name
+	}
+	return rel + "/" + name
+}
+
+// visiblePath quotes p for an error message, so that a name with control
+// characters cannot write to the terminal.
+func visiblePath(p string) string { return strconv.Quote(p) }
