@@ -64,7 +64,7 @@ func buildRoot(s *jailSpec) (*runLayer, error) {
 		{"shadow binary", func() error { return bindInto(s.Root, s.Binary, jailInitBinary, true) }},
 		{"pivot_root", func() error { return pivotInto(s.Root) }},
 		{"read-only root", remountRootReadOnly},
-		{"chdir to project", func() error { return chdir(s.Project) }},
+		{"chdir to the start directory", func() error { return chdirStart(s) }},
 	}
 	for _, st := range steps {
 		if err := st.fn(); err != nil {
@@ -495,6 +495,16 @@ func pivotInto(root string) error {
 func remountRootReadOnly() error {
 	if err := unix.Mount("", "/", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
 		return fmt.Errorf("remount / read-only: %w", err)
+	}
+	return nil
+}
+
+// chdirStart enters the directory the command starts in, or the project
+// when the staged changes deleted it (PWD follows).
+func chdirStart(s *jailSpec) error {
+	if s.Dir == "" || s.Dir == s.Project || unix.Chdir(s.Dir) != nil {
+		s.Exec.Env = setEnv(s.Exec.Env, "PWD", s.Project)
+		return chdir(s.Project)
 	}
 	return nil
 }

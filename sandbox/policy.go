@@ -21,6 +21,11 @@ type Policy struct {
 	// Project is the project directory; the command sees it read-write at
 	// the same path, through an overlay whose writes land in Upper.
 	Project string
+	// Dir is the directory the command starts in, a host path: used when it
+	// is in Project (the jail shows the project at the same path), so that a
+	// run started in a subdirectory of the project starts there too. Empty,
+	// or outside Project: Project.
+	Dir string
 	// Upper is the session's staging layer, on disk: a lower layer of the
 	// project's overlay, under the run's own layer (a tmpfs, see
 	// MaxUpperBytes), which PID 1 merges into it when the run ends. It must

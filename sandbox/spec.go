@@ -18,6 +18,7 @@ type jailSpec struct {
 	Root       string      // empty host directory the jail's root tmpfs is mounted on
 	Binary     string      // this executable, bound at jailInitBinary
 	Project    string      // real path of the project
+	Dir        string      // where the command starts: Project or a directory in it
 	Home       string      // host $HOME, an empty tmpfs in the jail
 	HostUID    int         // invoking uid and gid, as the host sees them
 	HostGID    int         //
@@ -116,6 +117,8 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 		env = BuildEnv(os.Environ(), nil)
 	}
 	env = setEnv(env, "HOME", home)
+	dir := startDir(p.Dir, project)
+	env = setEnv(env, "PWD", dir)
 	if lookupEnv(env, "PATH") == "" {
 		env = setEnv(env, "PATH", "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin")
 	}
@@ -131,6 +134,7 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 		Root:     root,
 		Binary:   self,
 		Project:  project,
+		Dir:      dir,
 		Home:     home,
 		HostUID:  os.Getuid(),
 		HostGID:  os.Getgid(),
@@ -404,6 +408,19 @@ func installTree(file, home string) string {
 		return dir // a shared bin directory: the bin alone
 	}
 	return parent // a per-tool tree: vX/{bin,lib}
+}
+
+// startDir is where the command starts: dir, resolved, when it is a
+// directory in project; else project.
+func startDir(dir, project string) string {
+	if dir == "" {
+		return project
+	}
+	real, err := realDir(dir)
+	if err != nil || !within(real, project) {
+		return project
+	}
+	return real
 }
 
 // realDir resolves dir to an absolute real path and checks it is a directory.

@@ -105,6 +105,8 @@ func (f *runFlags) resolve() (*runSetup, error) {
 	}
 	c := cfg.Config
 	p := sandbox.Policy{Project: project}
+	// The command starts where shadow was started, when that is in the project.
+	p.Dir, _ = os.Getwd()
 	p.AllowNetwork = pick(f.changed("allow-network"), f.allowNetwork, c.AllowNetwork)
 	p.NoCache = pick(f.changed("no-cache"), f.noCache, c.NoCache)
 	p.GitWritable = pick(f.changed("git-writable"), f.gitWritable, c.GitWritable)
