@@ -63,6 +63,11 @@ type message struct {
 	Exit     *int           `json:"exit,omitempty"`     // command's exit status
 	Signal   syscall.Signal `json:"signal,omitempty"`   // signal that killed it
 	Merging  bool           `json:"merging,omitempty"`  // the command is gone; its layer is being merged
+	// Host: take a checkpoint now, for this reason. PID 1: the checkpoint
+	// it took (none when nothing changed), or why it could not.
+	Checkpoint      string      `json:"checkpoint,omitempty"`
+	Checkpointed    *Checkpoint `json:"checkpointed,omitempty"`
+	CheckpointError string      `json:"checkpoint_error,omitempty"`
 	// With Exit: the run's layer, as the command left it.
 	LayerBytes   int64  `json:"layer_bytes,omitempty"`   // bytes it used
 	LayerFull    bool   `json:"layer_full,omitempty"`    // it reached its size: writes past it failed
@@ -156,6 +161,7 @@ func initMain() {
 	// command's Landlock domain nests in PID 1's and PID 1 may still signal
 	// it (Landlock scopes signals to the domain and its children).
 	if layer != nil {
+		layer.argv = s.Exec.Argv
 		read, write := layer.rules()
 		s.InitRules.ReadOnly = append(s.InitRules.ReadOnly, read...)
 		s.InitRules.ReadWrite = append(s.InitRules.ReadWrite, write...)
@@ -196,15 +202,18 @@ func initMain() {
 	if publish != nil {
 		go servePublish(publish, s.Publish)
 	}
-	code, sig := supervise(cmdPid, sigs, stdio.master)
+	cps := newCheckpointer(layer, s.Checkpoints, control, status)
+	code, sig := supervise(cmdPid, sigs, stdio.master, cps)
 	stdio.drain()
 	end := message{Exit: &code, Signal: sig}
 	if layer != nil {
-		// Nothing writes to the layer any more. The host must not kill PID 1 while it merges.
+		// Nothing writes to the layer any more. The host must not kill PID 1
+		// while it takes the last checkpoint and merges.
 		_ = status.Encode(message{Merging: true})
 		signal.Ignore(unix.SIGTERM, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT)
 		end.LayerBytes, end.LayerFull = layer.usage()
-		if err := layer.merge(); err != nil {
+		cps.take(CheckpointRunEnd)
+		if err := layer.finish(); err != nil {
 			end.StagingError = err.Error()
 		}
 	}
@@ -431,7 +440,7 @@ func startCommand(s *jailSpec, stdio *commandStdio, bpf []byte) (startedCommand,
 // SIGKILL follows after the grace period, so that PID 1 always gets to
 // merge the run's layer. Signals are sent from this thread only (see
 // initMain).
-func supervise(cmdPid int, sigs chan os.Signal, master *os.File) (int, syscall.Signal) {
+func supervise(cmdPid int, sigs chan os.Signal, master *os.File, cps *checkpointer) (int, syscall.Signal) {
 	var escalate <-chan time.Time
 	for {
 		var sig os.Signal
@@ -440,6 +449,12 @@ func supervise(cmdPid int, sigs chan os.Signal, master *os.File) (int, syscall.S
 		case <-escalate:
 			unix.Kill(-1, unix.SIGKILL)
 			escalate = nil
+			continue
+		case trigger := <-cps.requests:
+			cps.take(trigger)
+			continue
+		case <-cps.tick:
+			cps.poll()
 			continue
 		}
 		switch sig {
@@ -470,6 +485,79 @@ func supervise(cmdPid int, sigs chan os.Signal, master *os.File) (int, syscall.S
 		default:
 			unix.Kill(-cmdPid, sig.(syscall.Signal))
 		}
+	}
+}
+
+// checkpointer takes the run's checkpoints in PID 1: when the host asks,
+// when the layer was written and then stayed quiet, and at the end. A nil
+// checkpointer (no layer, or checkpoints off) takes none.
+type checkpointer struct {
+	layer    *runLayer
+	status   *json.Encoder
+	requests chan string
+	tick     <-chan time.Time
+	quiet    time.Duration
+	sig      [2]uint64 // the layer's use at the last poll
+	dirty    time.Time // when a write was first seen since the last checkpoint
+	last     time.Time // when the layer last changed
+}
+
+func newCheckpointer(layer *runLayer, cp checkpointSpec, control *json.Decoder, status *json.Encoder) *checkpointer {
+	if layer == nil || cp.Dir == "" {
+		return &checkpointer{}
+	}
+	c := &checkpointer{layer: layer, status: status, requests: make(chan string, 4), quiet: time.Duration(cp.Quiet)}
+	if c.quiet == 0 {
+		c.quiet = 3 * time.Second
+	}
+	if c.quiet > 0 {
+		c.tick = time.NewTicker(time.Second).C
+	}
+	layer.changed(&c.sig)
+	go func() {
+		// The host's requests; the control pipe closes when the host goes.
+		for {
+			var m message
+			if err := control.Decode(&m); err != nil {
+				return
+			}
+			if m.Checkpoint != "" {
+				c.requests <- m.Checkpoint
+			}
+		}
+	}()
+	return c
+}
+
+// take writes a checkpoint and tells the host what it wrote.
+func (c *checkpointer) take(trigger string) {
+	if c.layer == nil {
+		return
+	}
+	cp, err := c.layer.checkpoint(trigger)
+	c.dirty = time.Time{}
+	if err != nil {
+		_ = c.status.Encode(message{CheckpointError: err.Error()})
+		return
+	}
+	if cp != nil {
+		_ = c.status.Encode(message{Checkpointed: cp})
+	}
+}
+
+// poll takes a quiet checkpoint once the layer changed and then stayed
+// unchanged for the quiet period.
+func (c *checkpointer) poll() {
+	now := time.Now()
+	if c.layer.changed(&c.sig) {
+		c.last = now
+		if c.dirty.IsZero() {
+			c.dirty = now
+		}
+		return
+	}
+	if !c.dirty.IsZero() && now.Sub(c.last) >= c.quiet {
+		c.take(CheckpointQuiet)
 	}
 }
 

@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -25,6 +27,12 @@ type runLayer struct {
 	upper   int // the tmpfs upper layer
 	staging int // the session's staging layer on disk
 	project int // the project (O_PATH), to tell whether a deletion hides anything
+	// checkpoints is the session's checkpoint directory (-1: none taken);
+	// next the number of the next one; argv the command, for their record.
+	checkpoints int
+	next        int
+	argv        []string
+	tracker     *layers.Tracker
 }
 
 // layerMount is where the run's tmpfs is mounted while the jail is built;
@@ -35,7 +43,7 @@ const layerMount = "/.shadow-layer"
 // layer over the project, upper a tmpfs of size bytes (0: the kernel's
 // default, half of the memory). It returns the descriptors of the layers;
 // the tmpfs itself is detached from the jail's tree, reachable only by them.
-func mountRunLayer(root, dir, project, staging string, size int64) (*runLayer, error) {
+func mountRunLayer(root, dir, project, staging string, size int64, cp checkpointSpec) (*runLayer, error) {
 	mnt := root + layerMount
 	mode := uint32(0o700)
 	if err := os.Mkdir(mnt, 0o700); err != nil {
@@ -53,8 +61,13 @@ func mountRunLayer(root, dir, project, staging string, size int64) (*runLayer, e
 			return nil, fmt.Errorf("create %s/%s: %w", mnt, d, err)
 		}
 	}
-	l := &runLayer{upper: -1, staging: -1, project: -1}
+	l := &runLayer{upper: -1, staging: -1, project: -1, checkpoints: -1, next: cp.Next, tracker: layers.NewTracker()}
 	var err error
+	if cp.Dir != "" {
+		if l.checkpoints, err = unix.Open(cp.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+			return nil, fmt.Errorf("open the checkpoint directory %s: %w", cp.Dir, err)
+		}
+	}
 	if l.upper, err = unix.Open(mnt+"/upper", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 		return nil, fmt.Errorf("open the run's layer: %w", err)
 	}
@@ -89,7 +102,7 @@ func mountRunLayer(root, dir, project, staging string, size int64) (*runLayer, e
 }
 
 func (l *runLayer) close() {
-	for _, fd := range []int{l.upper, l.staging, l.project} {
+	for _, fd := range []int{l.upper, l.staging, l.project, l.checkpoints} {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
@@ -101,7 +114,11 @@ func (l *runLayer) close() {
 // resolves to the directories themselves.
 func (l *runLayer) rules() (read, write []string) {
 	fd := func(n int) string { return "/proc/self/fd/" + strconv.Itoa(n) }
-	return []string{fd(l.upper), fd(l.project)}, []string{fd(l.staging)}
+	write = []string{fd(l.staging)}
+	if l.checkpoints >= 0 {
+		write = append(write, fd(l.checkpoints))
+	}
+	return []string{fd(l.upper), fd(l.project)}, write
 }
 
 // usage reports how many bytes of the run's layer are used, and whether it
@@ -121,3 +138,145 @@ func (l *runLayer) usage() (used int64, full bool) {
 func (l *runLayer) merge() error {
 	return layers.Merge(l.upper, l.staging, l.project)
 }
+
+// checkpointSpec says where a run's checkpoints go: Dir, the session's
+// checkpoint directory (empty: none are taken), and the number of the next.
+type checkpointSpec struct {
+	Dir   string
+	Next  int
+	Quiet int64 // nanoseconds of quiet for a quiet checkpoint; 0: 3 s, < 0: none
+}
+
+// Checkpoint is one checkpoint PID 1 wrote: directory c<N> of the
+// checkpoint directory, holding layer/ (what changed in the run's layer
+// since the last checkpoint, as a layer over it) and meta.json (this).
+type Checkpoint struct {
+	ID      string    `json:"id"` // "c3"
+	N       int       `json:"n"`
+	Time    time.Time `json:"time"`
+	Trigger string    `json:"trigger"` // CheckpointRunEnd, CheckpointPrompt, ...
+	Argv    []string  `json:"argv"`
+	Paths   []string  `json:"paths"` // what the step changed, added or deleted
+}
+
+// What takes a checkpoint.
+const (
+	CheckpointRunEnd = "run end" // the end of every run
+	CheckpointPrompt = "prompt"  // input submitted to the agent
+	CheckpointQuiet  = "quiet"   // writes, then a few seconds without any
+	CheckpointManual = "manual"  // asked for
+)
+
+// MergedFile, in the checkpoint directory, holds the number of the last
+// checkpoint whose changes the staging layer holds: later ones are merged
+// into it by whoever finds them (a run that died before merging).
+const MergedFile = "merged"
+
+// checkpoint writes what changed in the run's layer since the last
+// checkpoint as the next checkpoint, durably: in c<N>.tmp, synced, then
+// renamed. It returns nil when nothing changed, or checkpoints are off.
+func (l *runLayer) checkpoint(trigger string) (*Checkpoint, error) {
+	if l.checkpoints < 0 {
+		return nil, nil
+	}
+	cp := &Checkpoint{ID: "c" + strconv.Itoa(l.next), N: l.next, Time: time.Now().UTC(), Trigger: trigger, Argv: l.argv}
+	tmp := cp.ID + ".tmp"
+	if err := removeTree(l.checkpoints, tmp); err != nil {
+		return nil, fmt.Errorf("checkpoint: clear %s: %w", tmp, err)
+	}
+	if err := unix.Mkdirat(l.checkpoints, tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	dir, err := unix.Openat(l.checkpoints, tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	defer unix.Close(dir)
+	if err := unix.Mkdirat(dir, "layer", 0o700); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	layer, err := unix.Openat(dir, "layer", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	defer unix.Close(layer)
+	if cp.Paths, err = l.tracker.WriteDelta(l.upper, layer); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", cp.ID, err)
+	}
+	if len(cp.Paths) == 0 {
+		return nil, removeTree(l.checkpoints, tmp)
+	}
+	meta, err := json.Marshal(cp)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileAt(dir, "meta.json", meta); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", cp.ID, err)
+	}
+	// One syncfs makes the whole layer durable, then the rename publishes it.
+	if err := unix.Syncfs(layer); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: sync: %w", cp.ID, err)
+	}
+	if err := unix.Renameat(l.checkpoints, tmp, l.checkpoints, cp.ID); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", cp.ID, err)
+	}
+	if err := unix.Fsync(l.checkpoints); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: sync: %w", cp.ID, err)
+	}
+	l.next++
+	return cp, nil
+}
+
+// finish merges the run's layer into the staging layer, makes it durable,
+// and records the last checkpoint as merged.
+func (l *runLayer) finish() error {
+	if err := l.merge(); err != nil {
+		return err
+	}
+	if err := unix.Syncfs(l.staging); err != nil {
+		return fmt.Errorf("sync the staging layer: %w", err)
+	}
+	if l.checkpoints < 0 || l.next <= 1 {
+		return nil
+	}
+	if err := writeFileAt(l.checkpoints, MergedFile+".tmp", []byte(strconv.Itoa(l.next-1)+"\n")); err != nil {
+		return fmt.Errorf("record the merge: %w", err)
+	}
+	if err := unix.Renameat(l.checkpoints, MergedFile+".tmp", l.checkpoints, MergedFile); err != nil {
+		return fmt.Errorf("record the merge: %w", err)
+	}
+	return unix.Fsync(l.checkpoints)
+}
+
+// changed reports whether the run's layer holds more blocks or inodes than
+// at the last look (sig): how PID 1 notices writes for the quiet checkpoint.
+func (l *runLayer) changed(sig *[2]uint64) bool {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(l.upper, &st); err != nil {
+		return false
+	}
+	now := [2]uint64{st.Blocks - st.Bfree, st.Files - st.Ffree}
+	moved := now != *sig
+	*sig = now
+	return moved
+}
+
+// writeFileAt writes data to a new file name in dir, synced.
+func writeFileAt(dir int, name string, data []byte) error {
+	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	for len(data) > 0 {
+		n, err := unix.Write(fd, data)
+		if err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return unix.Fsync(fd)
+}
+
+// removeTree removes name below dir, a whole tree; missing is no error.
+func removeTree(dir int, name string) error { return layers.RemoveAt(dir, name) }

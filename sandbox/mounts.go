@@ -57,7 +57,7 @@ func buildRoot(s *jailSpec) (*runLayer, error) {
 		{"$HOME", func() error { return mountHome(s.Root, s.Home, s.HomeSize) }},
 		{"git identity", func() error { return writeGitConfig(s.Root, s.Home, s.GitConfig) }},
 		{"project and extra mounts", func() (err error) {
-			layer, err = mountAll(s.Root, s.Mounts, s.LayerSize)
+			layer, err = mountAll(s.Root, s.Mounts, s.LayerSize, s.Checkpoints)
 			return err
 		}},
 		{"runtime dir", func() error { return bindInto(s.Root, s.RuntimeDir, jailRuntimeDir, false) }},
@@ -221,7 +221,7 @@ const shownLower = "/.shadow-empty"
 
 // mountAll mounts the project overlay and the extra mounts, in order, and
 // returns the run's layer of the project overlay.
-func mountAll(root string, mounts []mountSpec, layerSize int64) (*runLayer, error) {
+func mountAll(root string, mounts []mountSpec, layerSize int64, cp checkpointSpec) (*runLayer, error) {
 	empty := root + shownLower
 	if err := os.Mkdir(empty, 0o555); err != nil {
 		return nil, fmt.Errorf("create %s: %w", empty, err)
@@ -232,7 +232,7 @@ func mountAll(root string, mounts []mountSpec, layerSize int64) (*runLayer, erro
 		var err error
 		switch m.Kind {
 		case mountRun:
-			layer, err = mountRunLayer(root, root+m.Dst, m.Src, m.Upper, layerSize)
+			layer, err = mountRunLayer(root, root+m.Dst, m.Src, m.Upper, layerSize, cp)
 		case mountOverlay:
 			err = mountOverlayOn(root+m.Dst, m.Src, m.Upper, m.Work)
 		case mountShown:

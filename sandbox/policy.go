@@ -75,6 +75,22 @@ type Policy struct {
 	Timeout time.Duration
 	// KillGrace is the time between SIGTERM and SIGKILL. Zero: 2 seconds.
 	KillGrace time.Duration
+	// Checkpoints is the session's checkpoint directory: PID 1 writes a
+	// checkpoint there (see Checkpoint) at the end of the run, when the
+	// run's layer was written and then quiet for QuietCheckpoint, and when
+	// CheckpointRequests asks. NextCheckpoint is the number of the next
+	// (c<N>). Empty: no checkpoints.
+	Checkpoints    string
+	NextCheckpoint int
+	// CheckpointRequests asks for a checkpoint while the command runs; each
+	// value is what took it (CheckpointPrompt, CheckpointManual).
+	CheckpointRequests <-chan string `json:"-"`
+	// Checkpointed, when set, is told of every checkpoint PID 1 wrote, the
+	// end of the run's included, before Ended.
+	Checkpointed func(Checkpoint) `json:"-"`
+	// QuietCheckpoint is how long the run's layer must stay unchanged after
+	// a write for a quiet checkpoint. Zero: 3 seconds; negative: none.
+	QuietCheckpoint time.Duration
 	// MaxUpperBytes is the size of the run's layer: a tmpfs in memory that
 	// takes the run's writes, over the session's staging layer (Upper) on
 	// disk, merged into it when the run ends. The kernel enforces it: a

@@ -66,11 +66,7 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 		if helper = findNetHelper(); helper == "" {
 			s.NewNet = false
 			res.Network = "host"
-			warn := p.Warnings
-			if warn == nil {
-				warn = orStderr(p.Stderr)
-			}
-			fmt.Fprintln(warn, "shadow: WARNING: neither pasta nor slirp4netns is installed; "+
+			fmt.Fprintln(warnings(p), "shadow: WARNING: neither pasta nor slirp4netns is installed; "+
 				"the jail SHARES THE HOST NETWORK (host services on 127.0.0.1 are reachable). "+
 				"Install passt or slirp4netns.")
 		}
@@ -156,12 +152,32 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 			if m.Merging {
 				close(merging)
 			}
+			if m.Checkpointed != nil && p.Checkpointed != nil {
+				p.Checkpointed(*m.Checkpointed)
+			}
+			if m.CheckpointError != "" {
+				fmt.Fprintln(warnings(p), "shadow: checkpoint:", m.CheckpointError)
+			}
 			if m.Exit != nil {
 				exitc <- m
 				return
 			}
 		}
 	}()
+	if p.CheckpointRequests != nil {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			for {
+				select {
+				case t := <-p.CheckpointRequests:
+					_ = j.send(message{Checkpoint: t})
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
 	var timeout <-chan time.Time
 	if p.Timeout > 0 {
 		t := time.NewTimer(p.Timeout)
@@ -434,6 +450,14 @@ func makeRaw(p Policy) func() {
 		return func() {}
 	}
 	return func() { _ = unix.IoctlSetTermios(fd, unix.TCSETSW, old) }
+}
+
+// warnings is where shadow's own warnings go.
+func warnings(p Policy) io.Writer {
+	if p.Warnings != nil {
+		return p.Warnings
+	}
+	return orStderr(p.Stderr)
 }
 
 func orStderr(w io.Writer) io.Writer {

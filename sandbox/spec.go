@@ -15,26 +15,27 @@ import (
 // jailSpec is what the host side sends PID 1 of the jail, as JSON over an
 // inherited pipe: every path already resolved on the host.
 type jailSpec struct {
-	Root       string      // empty host directory the jail's root tmpfs is mounted on
-	Binary     string      // this executable, bound at jailInitBinary
-	Project    string      // real path of the project
-	Dir        string      // where the command starts: Project or a directory in it
-	Home       string      // host $HOME, an empty tmpfs in the jail
-	HostUID    int         // invoking uid and gid, as the host sees them
-	HostGID    int         //
-	SystemDirs []string    // bound read-only
-	ResolvConf string      // /etc/resolv.conf's target when under /run
-	Mounts     []mountSpec // project overlay, .git, caches, install trees, extras
-	RuntimeDir string      // host dir bound at /run/shadow
-	TmpSize    int64
-	HomeSize   int64
-	GitConfig  string // the jail's ~/.gitconfig: the host's commit identity only
-	LayerSize  int64  // size of the run's tmpfs layer; 0: the kernel's default
-	NewNet     bool   // own network namespace: bring lo up
-	Publish    []int  // ports relayed from the host over publish.sock
-	Proxy      bool   // relay a port of the jail's lo to proxy.sock
-	Exec       execSpec
-	InitRules  confine.FileRules // PID 1's own Landlock rules
+	Root        string      // empty host directory the jail's root tmpfs is mounted on
+	Binary      string      // this executable, bound at jailInitBinary
+	Project     string      // real path of the project
+	Dir         string      // where the command starts: Project or a directory in it
+	Home        string      // host $HOME, an empty tmpfs in the jail
+	HostUID     int         // invoking uid and gid, as the host sees them
+	HostGID     int         //
+	SystemDirs  []string    // bound read-only
+	ResolvConf  string      // /etc/resolv.conf's target when under /run
+	Mounts      []mountSpec // project overlay, .git, caches, install trees, extras
+	RuntimeDir  string      // host dir bound at /run/shadow
+	TmpSize     int64
+	HomeSize    int64
+	GitConfig   string // the jail's ~/.gitconfig: the host's commit identity only
+	LayerSize   int64  // size of the run's tmpfs layer; 0: the kernel's default
+	Checkpoints checkpointSpec
+	NewNet      bool  // own network namespace: bring lo up
+	Publish     []int // ports relayed from the host over publish.sock
+	Proxy       bool  // relay a port of the jail's lo to proxy.sock
+	Exec        execSpec
+	InitRules   confine.FileRules // PID 1's own Landlock rules
 }
 
 // mountSpec is one mount after /tmp and $HOME, in order.
@@ -152,6 +153,13 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 	}
 
 	s.LayerSize = p.MaxUpperBytes
+	if p.Checkpoints != "" {
+		dir, err := makeDir(p.Checkpoints)
+		if err != nil {
+			return nil, &JailError{Step: "checkpoints", Err: err}
+		}
+		s.Checkpoints = checkpointSpec{Dir: dir, Next: max(p.NextCheckpoint, 1), Quiet: int64(p.QuietCheckpoint)}
+	}
 	s.Mounts = append(s.Mounts, mountSpec{Kind: mountRun, What: "project overlay",
 		Src: project, Dst: project, Upper: upper})
 	gitRO := gitReadOnly(project, p.GitWritable)

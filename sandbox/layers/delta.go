@@ -306,7 +306,7 @@ func copyTree(src, dst int, p string) error {
 	if err := unix.Fstatat(sdir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return err
 	}
-	if err := removeAt(ddir, dname); err != nil {
+	if err := RemoveAt(ddir, dname); err != nil {
 		return err
 	}
 	// An empty opaque directory in dst, merged into from src's: the result

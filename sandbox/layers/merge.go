@@ -58,7 +58,7 @@ func mergeEntry(src, dst, project int, name, p string, st *unix.Stat_t, hidden b
 			return fmt.Errorf("%s: a device node in the run's layer", visiblePath(p))
 		}
 		// A whiteout: the path is deleted.
-		if err := removeAt(dst, name); err != nil {
+		if err := RemoveAt(dst, name); err != nil {
 			return fmt.Errorf("delete %s from the staging layer: %w", visiblePath(p), err)
 		}
 		if hidden || !existsAt(project, p) {
@@ -71,7 +71,7 @@ func mergeEntry(src, dst, project int, name, p string, st *unix.Stat_t, hidden b
 	case unix.S_IFDIR:
 		return mergeSubdir(src, dst, project, name, p, st, hidden)
 	}
-	if err := removeAt(dst, name); err != nil {
+	if err := RemoveAt(dst, name); err != nil {
 		return fmt.Errorf("replace %s in the staging layer: %w", visiblePath(p), err)
 	}
 	if err := copyEntry(src, dst, name, st); err != nil {
@@ -92,7 +92,7 @@ func mergeSubdir(src, dst, project int, name, p string, st *unix.Stat_t, hidden 
 	var dst0 unix.Stat_t
 	exists := unix.Fstatat(dst, name, &dst0, unix.AT_SYMLINK_NOFOLLOW) == nil
 	if opaque || (exists && dst0.Mode&unix.S_IFMT != unix.S_IFDIR) {
-		if err := removeAt(dst, name); err != nil {
+		if err := RemoveAt(dst, name); err != nil {
 			return fmt.Errorf("replace %s in the staging layer: %w", visiblePath(p), err)
 		}
 		exists = false
@@ -216,9 +216,9 @@ func existsAt(dir int, p string) bool {
 	return unix.Fstatat(dir, p, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
 }
 
-// removeAt removes name (a whole tree, if a directory) from directory dir;
+// RemoveAt removes name (a whole tree, if a directory) from directory dir;
 // a missing name is no error.
-func removeAt(dir int, name string) error {
+func RemoveAt(dir int, name string) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -236,7 +236,7 @@ func removeAt(dir int, name string) error {
 	names, err := readDirNames(fd)
 	if err == nil {
 		for _, n := range names {
-			if err = removeAt(fd, n); err != nil {
+			if err = RemoveAt(fd, n); err != nil {
 				break
 			}
 		}
