@@ -211,7 +211,7 @@ func (s *Session) plan(opts ApplyOptions, b *bases, host *projectRoot) (*ApplyPl
 			skip(fmt.Sprintf("symlink to %q leaves the project (apply it explicitly)", c.New.Target))
 			continue
 		}
-		if whole || fd.File == diffview.Accepted || !hunkable(c) {
+		if whole || fd.File == diffview.Accepted || !s.hunkable(c) {
 			if !whole && fd.File != diffview.Accepted {
 				pl.Closes = false
 				continue
@@ -252,7 +252,7 @@ func (s *Session) planWhole(pl *ApplyPlan, c *Change) {
 
 // planHunks plans writing base + the accepted hunks of c.
 func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectRoot, c *Change, fd FileDecision) error {
-	old, new, err := s.contents(b, host, c, maxHunkBytes)
+	old, new, err := s.contents(b, host, c, s.store.maxDiffBytes())
 	if err != nil {
 		return err
 	}

@@ -575,7 +575,7 @@ func TestApplyProperties(t *testing.T) {
 			}
 			for i := range cs.Changes {
 				c := &cs.Changes[i]
-				if !hunkable(c) || c.Status != Modified {
+				if !f.s.hunkable(c) || c.Status != Modified {
 					continue
 				}
 				old, new, err := f.s.Contents(c, 0)

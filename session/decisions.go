@@ -187,7 +187,7 @@ func (s *Session) contents(b *bases, host *projectRoot, c *Change, limit int64) 
 // (Exact) and its line counts. Binary, symlink, special and mode-only changes, which are decided
 // as whole files, have no hunks.
 func (s *Session) Diff(c *Change) (diffview.FileDiff, error) {
-	if !hunkable(c) {
+	if !s.hunkable(c) {
 		return diffview.FileDiff{Path: c.Path, Exact: true}, nil
 	}
 	host, b, err := s.openView()
@@ -201,10 +201,10 @@ func (s *Session) Diff(c *Change) (diffview.FileDiff, error) {
 
 // diff is Diff against bases already loaded and the open project root.
 func (s *Session) diff(b *bases, host *projectRoot, c *Change) (diffview.FileDiff, error) {
-	if !hunkable(c) {
+	if !s.hunkable(c) {
 		return diffview.FileDiff{Path: c.Path, Exact: true}, nil
 	}
-	old, new, err := s.contents(b, host, c, maxHunkBytes)
+	old, new, err := s.contents(b, host, c, s.store.maxDiffBytes())
 	if err != nil {
 		return diffview.FileDiff{}, err
 	}
@@ -213,9 +213,6 @@ func (s *Session) diff(b *bases, host *projectRoot, c *Change) (diffview.FileDif
 
 // diffBudget is the time a line diff may take (diffview's default when zero); tests shorten it.
 var diffBudget time.Duration
-
-// maxHunkBytes bounds the files diffed line by line; larger ones are decided as whole files.
-const maxHunkBytes = 64 << 20
 
 // openStaged opens the staged regular file p beneath the upper layer, as openRegularAt does (a
 // file closed to its owner by its mode is opened all the same).
@@ -229,14 +226,27 @@ func (s *Session) openStaged(p string) (*os.File, error) {
 }
 
 // hunkable reports whether a change is decided hunk by hunk rather than as a whole file.
-func hunkable(c *Change) bool {
+func (s *Session) hunkable(c *Change) bool {
+	return textChange(c) && !s.TooLargeToDiff(c)
+}
+
+// textChange reports whether a change could be diffed as text: regular files on both sides (or
+// one side missing), not binary, sparse, unreadable, special, a rename or a mode change only.
+func textChange(c *Change) bool {
 	if c.Binary || c.Special || c.ModeOnly || c.From != "" || c.Unreadable != "" || c.Old.Holes > 0 || c.New.Holes > 0 {
 		return false
 	}
-	if c.Old.Kind != KindFile && c.Old.Kind != KindNone || c.New.Kind != KindFile && c.New.Kind != KindNone {
+	return (c.Old.Kind == KindFile || c.Old.Kind == KindNone) && (c.New.Kind == KindFile || c.New.Kind == KindNone)
+}
+
+// TooLargeToDiff reports whether a text change has a side larger than the store's MaxDiffBytes:
+// it is never read for a diff, shows no hunks and is decided (and applied) as a whole file.
+func (s *Session) TooLargeToDiff(c *Change) bool {
+	if !textChange(c) {
 		return false
 	}
-	return c.Old.Size <= maxHunkBytes && c.New.Size <= maxHunkBytes
+	limit := s.store.maxDiffBytes()
+	return c.Old.Size > limit || c.New.Size > limit
 }
 
 // hunkCore is a hunk's changed lines (first to last change), the part that identifies it whatever

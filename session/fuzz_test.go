@@ -30,7 +30,7 @@ func FuzzApplyDecisions(f *testing.F) {
 		if !ok {
 			t.Fatalf("no change for differing contents: %v", statuses(cs))
 		}
-		if !hunkable(c) {
+		if !fx.s.hunkable(c) {
 			return // binary content is decided as a whole file
 		}
 		d, err := fx.s.Diff(c)

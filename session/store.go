@@ -54,6 +54,21 @@ type Meta struct {
 // Store is the directory holding every session ($XDG_STATE_HOME/shadow).
 type Store struct {
 	Root string
+	// MaxDiffBytes bounds the text files diffed line by line (DefaultMaxDiffBytes when zero or
+	// less); a larger one is never read for a diff and is decided as a whole file. Tests lower it
+	// so that a "too large" file costs a few kilobytes.
+	MaxDiffBytes int64
+}
+
+// DefaultMaxDiffBytes is the largest text file the review and apply diff line by line.
+const DefaultMaxDiffBytes = 64 << 20
+
+// maxDiffBytes is the store's limit on a file diffed line by line.
+func (st *Store) maxDiffBytes() int64 {
+	if st == nil || st.MaxDiffBytes <= 0 {
+		return DefaultMaxDiffBytes
+	}
+	return st.MaxDiffBytes
 }
 
 // Session is one session of a project; it writes only when it was obtained through a writer lock.
