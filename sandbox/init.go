@@ -127,9 +127,10 @@ func initMain() {
 			fail("proxy port", err)
 		}
 		s.Exec.Env = proxyEnv(s.Exec.Env, port)
-		// Before the command exists: the first listener the host gets is
+		// Before the command exists: the first listeners the host gets are
 		// PID 1's.
-		if err := handOffProxyListener(ln, jailRuntimeDir+"/"+proxySocket); err != nil {
+		relays := listenLoopbackRelays(s.LoopbackRelays)
+		if err := handOffProxyListener(ln, relays, jailRuntimeDir+"/"+proxySocket); err != nil {
 			fail("proxy hand-off", err)
 		}
 	}

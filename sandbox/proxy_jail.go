@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -37,11 +39,12 @@ type StateBind struct {
 
 // netProxy is the host side of the allow-list proxy of one run.
 type netProxy struct {
-	p    *proxy.Proxy
-	ul   net.Listener // the hand-off socket, until the jail's listener arrives
-	path string
-	log  *os.File
-	done chan struct{} // closed when the hand-off goroutine ends
+	p     *proxy.Proxy
+	ul    net.Listener // the hand-off socket, until the jail's listener arrives
+	path  string
+	log   *os.File
+	rules []proxy.Rule
+	done  chan struct{} // closed when the hand-off goroutine ends
 }
 
 // proxyResolver resolves names for the proxy when startNetProxy is given
@@ -58,7 +61,7 @@ const handOffTimeout = 5 * time.Second
 // empty). Names resolve through proxyResolver.
 func startNetProxy(runtimeDir string, rules []proxy.Rule, netLog string) (*netProxy, error) {
 	cfg := proxy.Config{Allow: rules, Resolver: proxyResolver}
-	n := &netProxy{done: make(chan struct{})}
+	n := &netProxy{done: make(chan struct{}), rules: rules}
 	if netLog != "" {
 		if err := os.MkdirAll(filepath.Dir(netLog), 0o700); err != nil {
 			return nil, fmt.Errorf("create %s: %w", filepath.Dir(netLog), err)
@@ -81,9 +84,9 @@ func startNetProxy(runtimeDir string, rules []proxy.Rule, netLog string) (*netPr
 	return n, nil
 }
 
-// awaitListener takes the first valid listening socket handed over on the
-// hand-off socket, closes and removes that socket, and serves the proxy on
-// the listener until close.
+// awaitListener takes the first valid hand-off on the hand-off socket (the
+// proxy's listener, then one listener per loopback relay), closes and
+// removes that socket, and serves the proxy and the relays until close.
 func (n *netProxy) awaitListener() {
 	defer close(n.done)
 	for {
@@ -91,25 +94,43 @@ func (n *netProxy) awaitListener() {
 		if err != nil {
 			return
 		}
-		ln, err := receiveListener(c.(*net.UnixConn))
+		lns, err := receiveListeners(c.(*net.UnixConn))
 		c.Close()
 		if err != nil {
-			continue // not PID 1, or not a listener: nothing to serve
+			continue // not PID 1, or not listeners: nothing to serve
 		}
 		n.ul.Close()
 		os.Remove(n.path)
-		n.p.Serve(ln)
+		relays := map[string]loopbackRelay{}
+		for _, r := range loopbackRelays(n.rules) {
+			relays[r.Listen] = r
+		}
+		for _, ln := range lns[1:] {
+			r, ok := relays[ln.Addr().String()]
+			if !ok {
+				ln.Close()
+				continue
+			}
+			go n.p.Relay(ln, r.Host, r.Port)
+		}
+		n.p.Serve(lns[0])
 		return
 	}
 }
 
-// receiveListener reads one descriptor from c and returns it as a listener
-// if it is a listening TCP socket; anything else is closed and refused.
-func receiveListener(c *net.UnixConn) (net.Listener, error) {
+// maxHandOff bounds the descriptors one hand-off carries: the proxy's
+// listener and the loopback relays' (loopbackRelays keeps to it).
+const maxHandOff = 64
+
+// receiveListeners reads the descriptors of one hand-off from c and returns
+// them as listeners: the first a listening IPv4 TCP socket (the proxy's),
+// the others listening TCP sockets (the loopback relays'). Anything else is
+// closed and refused.
+func receiveListeners(c *net.UnixConn) ([]net.Listener, error) {
 	c.SetReadDeadline(time.Now().Add(handOffTimeout))
 	buf := make([]byte, 1)
-	oob := make([]byte, unix.CmsgSpace(4*4))
-	_, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	oob := make([]byte, unix.CmsgSpace(4*maxHandOff))
+	_, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
 	if err != nil {
 		return nil, fmt.Errorf("read hand-off: %w", err)
 	}
@@ -123,29 +144,46 @@ func receiveListener(c *net.UnixConn) (net.Listener, error) {
 			fds = append(fds, f...)
 		}
 	}
-	if len(fds) != 1 {
+	closeAll := func() {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
-		return nil, fmt.Errorf("hand-off carried %d descriptors, want 1", len(fds))
 	}
-	fd := fds[0]
-	unix.CloseOnExec(fd)
-	for _, o := range []struct{ opt, want int }{
-		{unix.SO_ACCEPTCONN, 1}, {unix.SO_DOMAIN, unix.AF_INET}, {unix.SO_TYPE, unix.SOCK_STREAM},
-	} {
-		if v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, o.opt); err != nil || v != o.want {
-			unix.Close(fd)
+	if len(fds) == 0 || flags&unix.MSG_CTRUNC != 0 {
+		closeAll()
+		return nil, fmt.Errorf("hand-off carried %d descriptors, want at least 1", len(fds))
+	}
+	for i, fd := range fds {
+		unix.CloseOnExec(fd)
+		domain, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+		ok := err == nil && (domain == unix.AF_INET || i > 0 && domain == unix.AF_INET6)
+		for _, o := range []struct{ opt, want int }{{unix.SO_ACCEPTCONN, 1}, {unix.SO_TYPE, unix.SOCK_STREAM}} {
+			if v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, o.opt); err != nil || v != o.want {
+				ok = false
+			}
+		}
+		if !ok {
+			closeAll()
 			return nil, errors.New("hand-off descriptor is not a listening TCP socket")
 		}
 	}
-	f := os.NewFile(uintptr(fd), "jail proxy listener")
-	defer f.Close()
-	ln, err := net.FileListener(f)
-	if err != nil {
-		return nil, fmt.Errorf("hand-off descriptor: %w", err)
+	var lns []net.Listener
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "jail listener")
+		ln, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			for _, fd := range fds[i+1:] {
+				unix.Close(fd)
+			}
+			return nil, fmt.Errorf("hand-off descriptor: %w", err)
+		}
+		lns = append(lns, ln)
 	}
-	return ln, nil
+	return lns, nil
 }
 
 // close stops the proxy, ending open tunnels and closing the jail's
@@ -208,39 +246,117 @@ func listenProxyPort() (net.Listener, int, error) {
 	return ln, ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// handOffProxyListener runs in PID 1: it hands the listening socket ln
-// over to the host's proxy through the hand-off socket sock, then closes its
-// own copy; from then on the host accepts the command's connections
-// directly. On failure ln is closed too, so the command's proxy connections
-// are refused rather than left hanging.
-func handOffProxyListener(ln net.Listener, sock string) error {
-	defer ln.Close()
-	f, err := ln.(*net.TCPListener).File()
-	if err != nil {
-		return fmt.Errorf("proxy listener: %w", err)
+// handOffProxyListener runs in PID 1: it hands the listening socket ln,
+// then the loopback relays' listeners, over to the host's proxy through the
+// hand-off socket sock, then closes its own copies; from then on the host
+// accepts the command's connections directly. On failure they are closed
+// too, so the command's connections are refused rather than left hanging.
+func handOffProxyListener(ln net.Listener, relays []net.Listener, sock string) error {
+	all := append([]net.Listener{ln}, relays...)
+	defer func() {
+		for _, l := range all {
+			l.Close()
+		}
+	}()
+	var fds []int
+	for _, l := range all {
+		f, err := l.(*net.TCPListener).File()
+		if err != nil {
+			return fmt.Errorf("proxy listener: %w", err)
+		}
+		defer f.Close()
+		fds = append(fds, int(f.Fd()))
 	}
-	defer f.Close()
 	c, err := net.DialTimeout("unix", sock, handOffTimeout)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", sock, err)
 	}
 	defer c.Close()
-	if _, _, err := c.(*net.UnixConn).WriteMsgUnix([]byte{0}, unix.UnixRights(int(f.Fd())), nil); err != nil {
+	if _, _, err := c.(*net.UnixConn).WriteMsgUnix([]byte{0}, unix.UnixRights(fds...), nil); err != nil {
 		return fmt.Errorf("hand the proxy listener over on %s: %w", sock, err)
 	}
 	return nil
 }
 
+// loopbackRelay is an allowed destination on the host's loopback
+// ("--allow-domain localhost:8080"). The jail's own loopback goes direct
+// (NO_PROXY), so PID 1 listens on the same address in the jail and the
+// host's proxy relays each connection there, checked and logged.
+type loopbackRelay struct {
+	Listen string // the jail's address, "127.0.0.1:8080" or "[::1]:8080"
+	Host   string // the rule's host, dialed by the proxy on the host
+	Port   int
+}
+
+// loopbackRelays lists the relays of the allow-list's loopback rules:
+// "localhost" (on 127.0.0.1 and ::1), a 127.0.0.0/8 address or ::1, on the
+// rule's port or, without one, 80 and 443. At most maxHandOff-1.
+func loopbackRelays(rules []proxy.Rule) []loopbackRelay {
+	var out []loopbackRelay
+	seen := map[string]bool{}
+	for _, r := range rules {
+		if r.Wildcard {
+			continue
+		}
+		var addrs []netip.Addr
+		if r.Host == "localhost" {
+			addrs = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
+		} else if ip, err := netip.ParseAddr(r.Host); err == nil && ip.IsLoopback() {
+			addrs = []netip.Addr{ip}
+		}
+		ports := []int{r.Port}
+		if r.Port == 0 {
+			ports = []int{80, 443}
+		}
+		for _, a := range addrs {
+			for _, port := range ports {
+				l := netip.AddrPortFrom(a, uint16(port)).String()
+				if seen[l] || len(out) == maxHandOff-1 {
+					continue
+				}
+				seen[l] = true
+				out = append(out, loopbackRelay{Listen: l, Host: r.Host, Port: port})
+			}
+		}
+	}
+	return out
+}
+
+// listenLoopbackRelays runs in PID 1: it listens on each relay address of
+// the jail's lo. An address that cannot be had (no IPv6 on this kernel) is
+// left out: the host relays what it is handed.
+func listenLoopbackRelays(addrs []string) []net.Listener {
+	var out []net.Listener
+	for _, a := range addrs {
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			if !strings.HasPrefix(a, "[") {
+				fmt.Fprintf(os.Stderr, "shadow: cannot relay %s into the jail: %v\n", a, err)
+			}
+			continue
+		}
+		out = append(out, ln)
+	}
+	return out
+}
+
+// jailNoProxy is what goes direct rather than through the proxy: the
+// jail's own loopback, where the command's own servers listen (an allowed
+// loopback destination of the host is relayed there). Every form, since
+// clients differ: CIDR for Go, curl and Python, names and addresses for
+// Node's.
+const jailNoProxy = "localhost,127.0.0.1,::1,127.0.0.0/8,[::1]"
+
 // proxyEnv points the command's HTTP clients at the relay on port: the
-// proxy variables in both cases, an empty NO_PROXY (nothing bypasses the
-// allow-list; there is nothing to reach directly), and NODE_USE_ENV_PROXY so
-// that Node's own fetch uses them.
+// proxy variables in both cases, NO_PROXY for the jail's loopback only
+// (nothing else bypasses the allow-list; there is nothing else to reach
+// directly), and NODE_USE_ENV_PROXY so that Node's own fetch uses them.
 func proxyEnv(env []string, port int) []string {
 	u := "http://127.0.0.1:" + strconv.Itoa(port)
 	for _, kv := range [][2]string{
 		{"HTTP_PROXY", u}, {"HTTPS_PROXY", u}, {"ALL_PROXY", u},
 		{"http_proxy", u}, {"https_proxy", u}, {"all_proxy", u},
-		{"NO_PROXY", ""}, {"no_proxy", ""}, {"NODE_USE_ENV_PROXY", "1"},
+		{"NO_PROXY", jailNoProxy}, {"no_proxy", jailNoProxy}, {"NODE_USE_ENV_PROXY", "1"},
 	} {
 		env = setEnv(env, kv[0], kv[1])
 	}

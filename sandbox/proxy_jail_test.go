@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -73,6 +74,21 @@ func init() {
 			out = append(out, "env "+v+"="+val)
 		}
 		return out
+	}
+}
+
+func init() {
+	// "serve": an HTTP server on the jail's $ADDR answering "jail-page",
+	// until killed.
+	probes["serve"] = func() []string {
+		ln, err := net.Listen("tcp", os.Getenv("ADDR"))
+		if err != nil {
+			return []string{"listen: " + err.Error()}
+		}
+		http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "jail-page")
+		}))
+		return nil
 	}
 }
 
@@ -272,7 +288,7 @@ func TestAllowDomainReachesOnlyTheList(t *testing.T) {
 			t.Errorf("%s not set to the jail's relay:\n%s", v, env)
 		}
 	}
-	for _, v := range []string{"env NO_PROXY=\n", "env no_proxy=\n", "env NODE_USE_ENV_PROXY=1"} {
+	for _, v := range []string{"env NO_PROXY=" + jailNoProxy + "\n", "env no_proxy=" + jailNoProxy + "\n", "env NODE_USE_ENV_PROXY=1"} {
 		if !strings.Contains(env+"\n", v) {
 			t.Errorf("want %q in:\n%s", v, env)
 		}
@@ -510,7 +526,7 @@ func TestListenUnixLongPath(t *testing.T) {
 
 func TestProxyEnvOverrides(t *testing.T) {
 	env := proxyEnv([]string{"PATH=/bin", "HTTPS_PROXY=http://evil:1", "no_proxy=*"}, 4321)
-	want := map[string]string{"PATH": "/bin", "HTTPS_PROXY": "http://127.0.0.1:4321", "no_proxy": "", "NODE_USE_ENV_PROXY": "1"}
+	want := map[string]string{"PATH": "/bin", "HTTPS_PROXY": "http://127.0.0.1:4321", "no_proxy": jailNoProxy, "NODE_USE_ENV_PROXY": "1"}
 	for k, v := range want {
 		n := 0
 		for _, kv := range env {
@@ -538,4 +554,85 @@ func useResolver(t *testing.T, r proxy.Resolver) {
 	old := proxyResolver
 	proxyResolver = r
 	t.Cleanup(func() { proxyResolver = old })
+}
+
+// TestAllowDomainLoopbackDirect: with an allow-list, a server the command
+// starts on the jail's loopback is reached directly by an HTTP client that
+// honours the proxy variables (curl), by address and by name; an allowed
+// loopback destination of the host ("localhost:PORT") is still reached,
+// relayed and logged; anything else still goes through the proxy and is
+// refused.
+func TestAllowDomainLoopbackDirect(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("curl is not installed (Debian: apt install curl)")
+	}
+	j := newTestJail(t)
+	_, hostPort, hostHits := countingServer(t, false, "host-page")
+	netLog := filepath.Join(j.base, "state", "net.log")
+	p := j.policy()
+	p.ReadOnly = append(p.ReadOnly, filepath.Dir(curl))
+	p.AllowDomains = mustRules(t, "localhost:"+hostPort, "api.test:"+hostPort)
+	p.NetLog = netLog
+	useResolver(t, testDNS{"api.test": loopback(), "localhost": loopback()})
+	const jailAddr = "127.0.0.1:18765"
+	script := `SHADOW_TRY=serve ADDR=` + jailAddr + ` "$PROBE" & srv=$!
+for i in $(seq 100); do curl -s --noproxy '*' -o /dev/null http://` + jailAddr + `/ && break; sleep 0.05; done
+get() { curl -s --max-time 10 -w ' %{http_code}' "$1" | tr -d '\n'; echo; }
+get http://` + jailAddr + `/
+get http://localhost:18765/
+get http://localhost:` + hostPort + `/
+get http://api.test:` + hostPort + `/
+get http://other.test/
+kill $srv`
+	env := append(append([]string{}, p.Env...), "PROBE="+j.probe)
+	p.Env = env
+	res, out, errOut := j.run(t, p, "/bin/sh", "-c", script)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.ExitCode, out, errOut)
+	}
+	want := []string{"jail-page 200", "jail-page 200", "host-page 200", "host-page 200", "403"}
+	got := strings.Split(strings.TrimSpace(out), "\n")
+	if len(got) != len(want) {
+		t.Fatalf("curl printed %q, want %q\nstderr: %s", got, want, errOut)
+	}
+	for i := range want {
+		if !strings.HasSuffix(got[i], want[i]) {
+			t.Errorf("request %d: got %q, want %q", i, got[i], want[i])
+		}
+	}
+	if hostHits.Load() != 2 {
+		t.Errorf("host server hit %d times, want 2", hostHits.Load())
+	}
+	// The jail's own server never went through the proxy; the host's
+	// loopback was reached through the relay, logged like any request.
+	var relayed, refused bool
+	for _, e := range readNetLog(t, netLog) {
+		switch {
+		case e.Port == 18765:
+			t.Errorf("the jail's own server went through the proxy: %+v", e)
+		case e.Host == "localhost" && e.Method == "TCP" && e.Allowed && e.Down > 0:
+			relayed = true
+		case e.Host == "other.test" && !e.Allowed && e.Status == http.StatusForbidden:
+			refused = true
+		}
+	}
+	if !relayed || !refused {
+		t.Errorf("network log: relayed localhost %v, refused other.test %v: %+v", relayed, refused, readNetLog(t, netLog))
+	}
+}
+
+// TestLoopbackRelays: which allow-list rules get a listener on the jail's
+// loopback, and where each is relayed.
+func TestLoopbackRelays(t *testing.T) {
+	got := loopbackRelays(mustRules(t, "localhost:8080", "127.0.0.2:9000", "[::1]:7000", "api.test:8080",
+		"*.example.com", "10.0.0.1:80", "localhost:8080", "127.0.0.1"))
+	want := []loopbackRelay{
+		{"127.0.0.1:8080", "localhost", 8080}, {"[::1]:8080", "localhost", 8080},
+		{"127.0.0.2:9000", "127.0.0.2", 9000}, {"[::1]:7000", "::1", 7000},
+		{"127.0.0.1:80", "127.0.0.1", 80}, {"127.0.0.1:443", "127.0.0.1", 443},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("loopbackRelays = %+v\nwant %+v", got, want)
+	}
 }

@@ -36,6 +36,11 @@ type jailSpec struct {
 	Proxy       bool  // relay a port of the jail's lo to proxy.sock
 	Exec        execSpec
 	InitRules   confine.FileRules // PID 1's own Landlock rules
+
+	// LoopbackRelays are the jail's loopback addresses that PID 1 listens
+	// on and hands to the proxy with its own port: the allowed loopback
+	// destinations of the host (loopbackRelays).
+	LoopbackRelays []string
 }
 
 // mountSpec is one mount after /tmp and $HOME, in order.
@@ -143,6 +148,11 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 		HomeSize: orDefault(p.HomeSize, 512<<20),
 		Publish:  p.Publish,
 		Proxy:    len(p.AllowDomains) > 0 && !p.AllowNetwork, // full network: nothing to filter
+	}
+	if s.Proxy {
+		for _, r := range loopbackRelays(p.AllowDomains) {
+			s.LoopbackRelays = append(s.LoopbackRelays, r.Listen)
+		}
 	}
 	for _, g := range systemDirGlobs {
 		m, _ := filepath.Glob(g)

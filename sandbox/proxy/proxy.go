@@ -58,10 +58,11 @@ type Proxy struct {
 	rp    *httputil.ReverseProxy
 	logMu sync.Mutex
 
-	mu      sync.Mutex
-	srv     *http.Server
-	tunnels map[net.Conn]struct{}
-	closed  bool
+	mu        sync.Mutex
+	srv       *http.Server
+	listeners []net.Listener // Relay's
+	tunnels   map[net.Conn]struct{}
+	closed    bool
 
 	inflight atomic.Int64 // requests whose log line is not written yet
 }
@@ -134,6 +135,9 @@ func (p *Proxy) Close() error {
 	p.mu.Lock()
 	p.closed = true
 	srv := p.srv
+	for _, l := range p.listeners {
+		l.Close()
+	}
 	for c := range p.tunnels {
 		c.Close()
 	}
@@ -434,3 +438,84 @@ func (c *countWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach Flush and Hijack.
 func (c *countWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// Relay serves raw TCP connections accepted on l as tunnels to host:port,
+// checked against the allow-list and logged like a CONNECT (method "TCP").
+// It carries an allowed loopback destination ("localhost:8080") that a
+// client inside the jail reaches directly rather than through the proxy:
+// the jail's own loopback goes direct (NO_PROXY), so such a port of the
+// jail's lo is listened on and relayed here. It returns when l is closed or
+// on Close; l is closed when Relay returns.
+func (p *Proxy) Relay(l net.Listener, host string, port int) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		l.Close()
+		return nil
+	}
+	p.listeners = append(p.listeners, l)
+	p.mu.Unlock()
+	defer l.Close()
+	host = normalizeHost(host)
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			p.mu.Lock()
+			closed := p.closed
+			p.mu.Unlock()
+			if closed || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		p.inflight.Add(1)
+		go p.relayConn(c, host, port)
+	}
+}
+
+// relayConn tunnels one relayed connection; its caller counted it in
+// inflight.
+func (p *Proxy) relayConn(client net.Conn, host string, port int) {
+	start := time.Now()
+	e := &Entry{Time: start.UTC(), Method: "TCP", Host: host, Port: port}
+	defer func() {
+		e.Duration = float64(time.Since(start).Microseconds()) / 1000
+		p.log(e)
+		p.inflight.Add(-1)
+	}()
+	defer client.Close()
+	if matchRules(p.cfg.Allow, host, port) == noMatch {
+		e.Reason, e.Status = "not in the allow-list", http.StatusForbidden
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	upstream, err := p.dialChecked(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	cancel()
+	if err != nil {
+		e.Reason, e.Status = err.Error(), http.StatusBadGateway
+		var d errDenied
+		if errors.As(err, &d) {
+			e.Status = http.StatusForbidden
+		} else {
+			e.Allowed = true
+		}
+		return
+	}
+	defer upstream.Close()
+	if !p.track(client, upstream) {
+		return
+	}
+	defer p.untrack(client, upstream)
+	e.Allowed, e.Status = true, http.StatusOK
+	var up int64
+	done := make(chan struct{})
+	go func() {
+		up, _ = io.Copy(upstream, client)
+		closeWrite(upstream)
+		close(done)
+	}()
+	e.Down, _ = io.Copy(client, upstream)
+	closeWrite(client)
+	<-done
+	e.Up = up
+}
