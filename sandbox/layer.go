@@ -147,30 +147,17 @@ type checkpointSpec struct {
 	Quiet int64 // nanoseconds of quiet for a quiet checkpoint; 0: 3 s, < 0: none
 }
 
-// Checkpoint is one checkpoint PID 1 wrote: directory c<N> of the
-// checkpoint directory, holding layer/ (what changed in the run's layer
-// since the last checkpoint, as a layer over it) and meta.json (this).
-type Checkpoint struct {
-	ID      string    `json:"id"` // "c3"
-	N       int       `json:"n"`
-	Time    time.Time `json:"time"`
-	Trigger string    `json:"trigger"` // CheckpointRunEnd, CheckpointPrompt, ...
-	Argv    []string  `json:"argv"`
-	Paths   []string  `json:"paths"` // what the step changed, added or deleted
-}
+// Checkpoint and the triggers that take one are the layers package's: the
+// session reads what PID 1 writes.
+type Checkpoint = layers.Checkpoint
 
-// What takes a checkpoint.
 const (
-	CheckpointRunEnd = "run end" // the end of every run
-	CheckpointPrompt = "prompt"  // input submitted to the agent
-	CheckpointQuiet  = "quiet"   // writes, then a few seconds without any
-	CheckpointManual = "manual"  // asked for
+	CheckpointRunEnd = layers.CheckpointRunEnd
+	CheckpointPrompt = layers.CheckpointPrompt
+	CheckpointQuiet  = layers.CheckpointQuiet
+	CheckpointManual = layers.CheckpointManual
+	MergedFile       = layers.MergedFile
 )
-
-// MergedFile, in the checkpoint directory, holds the number of the last
-// checkpoint whose changes the staging layer holds: later ones are merged
-// into it by whoever finds them (a run that died before merging).
-const MergedFile = "merged"
 
 // checkpoint writes what changed in the run's layer since the last
 // checkpoint as the next checkpoint, durably: in c<N>.tmp, synced, then

@@ -83,6 +83,10 @@ func (s *Session) BeginRun(argv []string) error {
 	if err := s.closeStaleRun(); err != nil {
 		return err
 	}
+	// A revert can be undone until the next run.
+	if err := s.dropReverted(); err != nil {
+		return err
+	}
 	pid := os.Getpid()
 	s.Meta.Active = &Run{Argv: append([]string(nil), argv...), Start: time.Now().UTC(), PID: pid, PIDStart: processStart(pid)}
 	return s.saveRunRecord()
@@ -97,6 +101,11 @@ func (s *Session) closeStaleRun() error {
 	r := *s.Meta.Active
 	r.End = time.Now().UTC()
 	r.ExitCode = -1
+	// It may have died before it merged its checkpoints into the staging layer: what it had
+	// written when it took the last one is staged now.
+	if _, err := s.mergeCheckpoints(); err != nil {
+		return err
+	}
 	// The process that ran it may have died before it synced the staged layer.
 	if err := syncStaged(s.UpperDir()); err != nil {
 		return err

@@ -233,6 +233,12 @@ func startHost(spec hostSpec) (*agentHost, error) {
 		closeAll()
 		return fail(fmt.Errorf("record the run in session %s: %w", s.ID(), err))
 	}
+	cpDir, cpNext, err := s.Checkpointing()
+	if err != nil {
+		closeAll()
+		_ = s.EndRun(sandbox.ExitNoJail)
+		return fail(fmt.Errorf("session %s: %w", s.ID(), err))
+	}
 	state := AgentHostState{PID: os.Getpid(), Socket: sock, SessionID: s.ID(), Argv: spec.Argv,
 		Started: time.Now().UTC(), Layers: spec.Layers}
 	data, _ := json.MarshalIndent(state, "", "  ")
@@ -251,6 +257,7 @@ func startHost(spec hostSpec) (*agentHost, error) {
 	go h.copyOutput(outputDone)
 	go func() {
 		p := sessionPolicy(spec.Policy, s)
+		p.Checkpoints, p.NextCheckpoint = cpDir, cpNext
 		p.Stdin, p.Stdout, p.Stderr, p.Warnings = tty, tty, tty, tty
 		res, err := sandbox.Run(ctx, p, spec.Argv)
 		tty.Close()

@@ -162,6 +162,11 @@ func JailAgent(j *Jail, argv []string) AgentFunc {
 			return AgentResult{ExitCode: -1}, fmt.Errorf("record the run in session %s: %w", j.Session.ID(), err)
 		}
 		p := sessionPolicy(j.Policy, j.Session)
+		var err error
+		if p.Checkpoints, p.NextCheckpoint, err = j.Session.Checkpointing(); err != nil {
+			_ = j.Session.EndRun(sandbox.ExitNoJail)
+			return AgentResult{ExitCode: sandbox.ExitNoJail}, err
+		}
 		p.Stdin, p.Stdout, p.Stderr, p.Warnings = tty, tty, tty, tty
 		res, err := sandbox.Run(ctx, p, argv)
 		code := sandbox.ExitStatus(res, err)

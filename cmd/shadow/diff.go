@@ -4,43 +4,69 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/session"
 )
 
 func newDiffCmd() *cobra.Command {
 	var f sessionFlags
 	var stat, nameOnly, asJSON, binary bool
+	var checkpoint, since string
 	cmd := &cobra.Command{
-		Use:   "diff [--stat|--name-only|--json] [--binary] [--session ID] [PATH...]",
+		Use:   "diff [--stat|--name-only|--json] [--binary] [--checkpoint ID|--since ID] [--session ID] [PATH...]",
 		Short: "Show the staged changes as a git-style diff",
 		Long: `diff prints the session's staged changes as git-style unified diff text: modes, new and
 deleted files, renames, symlinks. With --binary, binary files are written as git binary patches
 and the whole text applies with 'git apply' to the project as it was when the session started.
 On a terminal the diff is coloured and control characters are shown escaped; piped, it is the
-exact bytes. It works while a run is going.`,
+exact bytes. It works while a run is going.
+
+--checkpoint ID shows what one step of the session's history changed (from the checkpoint before
+it to ID), --since ID everything staged after checkpoint ID; 'shadow log' lists the checkpoints.`,
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			if countTrue(stat, nameOnly, asJSON) > 1 {
 				return usageError{msg: "--stat, --name-only and --json exclude each other"}
 			}
-			_, s, err := f.readSession()
-			if err != nil {
-				return err
+			if checkpoint != "" && since != "" {
+				return usageError{msg: "--checkpoint and --since exclude each other"}
 			}
-			cs, err := s.Changes()
+			_, s, err := f.readSession()
 			if err != nil {
 				return err
 			}
 			if paths, err = projectPaths(s.Project(), paths); err != nil {
 				return err
 			}
-			changes := cs.Select(paths)
 			out := cmd.OutOrStdout()
 			tty := isTerminal(out)
+			if checkpoint != "" || since != "" {
+				if asJSON {
+					return usageError{msg: "--json shows the whole change set; it does not go with --checkpoint or --since"}
+				}
+				patches, err := historyPatches(s, checkpoint, since, paths)
+				if err != nil {
+					return err
+				}
+				if nameOnly {
+					for _, p := range patches {
+						fmt.Fprintln(out, diffview.QuotePath(p.NewPath))
+					}
+					return nil
+				}
+				return writePatches(out, patches, stat, binary, tty)
+			}
+			cs, err := s.Changes()
+			if err != nil {
+				return err
+			}
+			changes := cs.Select(paths)
 			switch {
 			case nameOnly:
 				// Quoted like git's core.quotePath, so a name with a newline or an escape
@@ -62,22 +88,7 @@ exact bytes. It works while a run is going.`,
 			if err != nil {
 				return err
 			}
-			if stat {
-				entries := make([]diffview.StatEntry, len(patches))
-				for i, p := range patches {
-					entries[i] = diffview.StatOf(p, diffview.Options{})
-				}
-				return diffview.WriteStat(out, entries, terminalWidth(out))
-			}
-			opts := diffview.PatchOptions{Binary: binary}
-			if !tty {
-				return diffview.WritePatch(out, patches, opts)
-			}
-			var buf bytes.Buffer
-			if err := diffview.WritePatch(&buf, patches, opts); err != nil {
-				return err
-			}
-			return diffview.ColorPatch(out, buf.Bytes(), diffview.DefaultStyles(darkBackground(os.Getenv("COLORFGBG"))))
+			return writePatches(out, patches, stat, binary, tty)
 		},
 	}
 	f.register(cmd, false)
@@ -85,7 +96,66 @@ exact bytes. It works while a run is going.`,
 	cmd.Flags().BoolVar(&nameOnly, "name-only", false, "show only the changed paths")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the changes and their hunks as JSON (schema: session.DiffDoc)")
 	cmd.Flags().BoolVar(&binary, "binary", false, "write binary changes as git binary patches")
+	cmd.Flags().StringVar(&checkpoint, "checkpoint", "", "show only what checkpoint `ID` changed (see shadow log)")
+	cmd.Flags().StringVar(&since, "since", "", "show what was staged after checkpoint `ID`")
 	return cmd
+}
+
+// historyPatches are the patches of one checkpoint's step, or of everything after one, limited
+// to paths (all when empty).
+func historyPatches(s *session.Session, checkpoint, since string, paths []string) ([]diffview.FilePatch, error) {
+	cps, err := s.Checkpoints()
+	if err != nil {
+		return nil, err
+	}
+	var from, to int
+	if checkpoint != "" {
+		i, err := session.FindCheckpoint(cps, checkpoint)
+		if err != nil {
+			return nil, fmt.Errorf("session %s: %w", s.Meta.ID, err)
+		}
+		from, to = i-1, i
+	} else {
+		i, err := session.FindCheckpoint(cps, since)
+		if err != nil {
+			return nil, fmt.Errorf("session %s: %w", s.Meta.ID, err)
+		}
+		from, to = i, len(cps)-1
+	}
+	all, err := s.HistoryPatches(cps, from, to)
+	if err != nil || len(paths) == 0 {
+		return all, err
+	}
+	var out []diffview.FilePatch
+	for _, p := range all {
+		for _, want := range paths {
+			if p.NewPath == want || strings.HasPrefix(p.NewPath, want+"/") {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// writePatches prints patches as a diffstat or as git patch text, coloured on a terminal.
+func writePatches(out io.Writer, patches []diffview.FilePatch, stat, binary, tty bool) error {
+	if stat {
+		entries := make([]diffview.StatEntry, len(patches))
+		for i, p := range patches {
+			entries[i] = diffview.StatOf(p, diffview.Options{})
+		}
+		return diffview.WriteStat(out, entries, terminalWidth(out))
+	}
+	opts := diffview.PatchOptions{Binary: binary}
+	if !tty {
+		return diffview.WritePatch(out, patches, opts)
+	}
+	var buf bytes.Buffer
+	if err := diffview.WritePatch(&buf, patches, opts); err != nil {
+		return err
+	}
+	return diffview.ColorPatch(out, buf.Bytes(), diffview.DefaultStyles(darkBackground(os.Getenv("COLORFGBG"))))
 }
 
 func countTrue(bs ...bool) int {

@@ -97,6 +97,10 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 	if err := s.StartRun(argv); err != nil {
 		return err
 	}
+	if p.Checkpoints, p.NextCheckpoint, err = s.Checkpointing(); err != nil {
+		_ = s.EndRun(sandbox.ExitNoJail)
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	// The run's record and its summary's change set come from one scan,

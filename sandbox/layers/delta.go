@@ -327,15 +327,15 @@ func copyTree(src, dst int, p string) error {
 	if err := unix.Fsetxattr(dfd, OpaqueXattr, []byte("y"), 0); err != nil {
 		return err
 	}
-	if err := copyDir(sfd, dfd); err != nil {
+	if err := CopyDir(sfd, dfd); err != nil {
 		return err
 	}
 	return setMeta(dfd, &st)
 }
 
-// copyDir copies every entry of directory src into the empty directory dst,
+// CopyDir copies every entry of directory src into the empty directory dst,
 // whiteouts and opaque marks included.
-func copyDir(src, dst int) error {
+func CopyDir(src, dst int) error {
 	names, err := readDirNames(src)
 	if err != nil {
 		return err
@@ -379,7 +379,7 @@ func copySubdir(src, dst int, name string, st *unix.Stat_t) error {
 			return err
 		}
 	}
-	if err := copyDir(sfd, dfd); err != nil {
+	if err := CopyDir(sfd, dfd); err != nil {
 		return err
 	}
 	return setMeta(dfd, st)

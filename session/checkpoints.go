@@ -1,0 +1,358 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/sandbox/layers"
+)
+
+// A session's history is its checkpoints (SPEC §12): checkpoints/c<N>/layer holds what changed in
+// step N as a layer over the step before, checkpoints/c<N>/meta.json what took it. The staging
+// layer (upper/) holds them all merged; checkpoints/merged names the last one it holds. A run
+// that died before merging leaves later ones, which the next command that closes it merges.
+
+// Checkpoint is one step of a session's history.
+type Checkpoint = layers.Checkpoint
+
+// checkpointEarlier is what took the checkpoint that stands for the staging layer of a session
+// made before checkpoints existed.
+const checkpointEarlier = "earlier runs"
+
+// CheckpointDir is the directory PID 1 writes the session's checkpoints in.
+func (s *Session) CheckpointDir() string { return filepath.Join(s.dir, "checkpoints") }
+
+// revertedDir holds what the last revert dropped, for `revert --undo`, until the next run.
+func (s *Session) revertedDir() string { return filepath.Join(s.dir, "reverted") }
+
+// Checkpoints returns the session's checkpoints, oldest first.
+func (s *Session) Checkpoints() ([]Checkpoint, error) {
+	return readCheckpoints(s.CheckpointDir())
+}
+
+func readCheckpoints(dir string) ([]Checkpoint, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoints: %w", err)
+	}
+	var out []Checkpoint
+	for _, e := range entries {
+		n, ok := checkpointNumber(e.Name())
+		if !ok || !e.IsDir() {
+			continue
+		}
+		c := Checkpoint{ID: e.Name(), N: n}
+		if data, err := os.ReadFile(filepath.Join(dir, e.Name(), "meta.json")); err == nil {
+			_ = json.Unmarshal(data, &c)
+		}
+		c.ID, c.N = e.Name(), n
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b Checkpoint) int { return a.N - b.N })
+	return out, nil
+}
+
+// checkpointNumber parses "c<N>".
+func checkpointNumber(name string) (int, bool) {
+	digits, ok := strings.CutPrefix(name, "c")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	return n, err == nil && n > 0 && "c"+strconv.Itoa(n) == name
+}
+
+// Checkpointing is what a run's policy needs for its checkpoints: the directory and the number
+// of the next one. It first gives a session of the earlier layout (a staging layer and no
+// checkpoint) its first checkpoint, standing for all it staged.
+func (s *Session) Checkpointing() (dir string, next int, err error) {
+	cps, err := s.Checkpoints()
+	if err != nil {
+		return "", 0, err
+	}
+	if len(cps) == 0 {
+		if cps, err = s.adoptStagingLayer(); err != nil {
+			return "", 0, err
+		}
+	}
+	next = 1
+	if len(cps) > 0 {
+		next = cps[len(cps)-1].N + 1
+	}
+	return s.CheckpointDir(), next, nil
+}
+
+// adoptStagingLayer makes checkpoint c1 a copy of a staging layer that no checkpoint stands for
+// (a session of the earlier layout), so that every later step has a step below it.
+func (s *Session) adoptStagingLayer() ([]Checkpoint, error) {
+	if empty, err := emptyDir(s.UpperDir()); err != nil || empty {
+		return nil, nil
+	}
+	c := Checkpoint{ID: "c1", N: 1, Time: s.Meta.Created, Trigger: checkpointEarlier}
+	if err := writeCheckpoint(s.CheckpointDir(), c, s.UpperDir()); err != nil {
+		return nil, err
+	}
+	if err := setMerged(s.CheckpointDir(), 1); err != nil {
+		return nil, err
+	}
+	return []Checkpoint{c}, nil
+}
+
+// writeCheckpoint writes checkpoint c with a copy of layer src, durably.
+func writeCheckpoint(dir string, c Checkpoint, src string) error {
+	tmp := filepath.Join(dir, c.ID+".tmp")
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
+	}
+	if err := os.MkdirAll(filepath.Join(tmp, "layer"), 0o700); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
+	}
+	if err := withDirs(src, filepath.Join(tmp, "layer"), func(s, d int) error { return layers.CopyDir(s, d) }); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
+	}
+	meta, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if err := writeFileReplace(filepath.Join(tmp, "meta.json"), meta, 0o600, true); err != nil {
+		return err
+	}
+	if err := syncfsAt(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, c.ID)); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
+	}
+	return syncDir(dir)
+}
+
+// merged returns the number of the last checkpoint the staging layer holds (0: none).
+func merged(dir string) (int, error) {
+	data, err := os.ReadFile(filepath.Join(dir, layers.MergedFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read checkpoints: %w", err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return 0, fmt.Errorf("read checkpoints: corrupt %s", layers.MergedFile)
+	}
+	return n, nil
+}
+
+func setMerged(dir string, n int) error {
+	return writeFileReplace(filepath.Join(dir, layers.MergedFile), []byte(strconv.Itoa(n)+"\n"), 0o600, true)
+}
+
+// mergeCheckpoints merges into the staging layer the checkpoints a run wrote but did not merge
+// before it died, in order: what the run had written when it took its last checkpoint.
+func (s *Session) mergeCheckpoints() (int, error) {
+	dir := s.CheckpointDir()
+	cps, err := readCheckpoints(dir)
+	if err != nil || len(cps) == 0 {
+		return 0, err
+	}
+	done, err := merged(dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range cps {
+		if c.N <= done {
+			continue
+		}
+		if err := mergeLayerInto(filepath.Join(dir, c.ID, "layer"), s.UpperDir(), s.Meta.Project); err != nil {
+			return n, fmt.Errorf("merge checkpoint %s into the staging layer: %w", c.ID, err)
+		}
+		n++
+		done = c.N
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := syncfsAt(s.UpperDir()); err != nil {
+		return n, err
+	}
+	return n, setMerged(dir, done)
+}
+
+// mergeLayerInto merges layer src into the staging layer dst, over project.
+func mergeLayerInto(src, dst, project string) error {
+	p, err := unix.Open(project, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", project, err)
+	}
+	defer unix.Close(p)
+	return withDirs(src, dst, func(s, d int) error { return layers.Merge(s, d, p) })
+}
+
+// withDirs runs f with the directories src and dst open.
+func withDirs(src, dst string, f func(src, dst int) error) error {
+	s, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", src, err)
+	}
+	defer unix.Close(s)
+	d, err := unix.Open(dst, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", dst, err)
+	}
+	defer unix.Close(d)
+	return f(s, d)
+}
+
+// Revert drops every staged change made after checkpoint id: the staging layer becomes the
+// checkpoints up to id merged, and the later checkpoints are kept aside, with the staging layer
+// they replace, for RevertUndo until the next run. It is refused while a run is active. It returns
+// the checkpoints it dropped.
+func (s *Session) Revert(id string) ([]Checkpoint, error) {
+	if err := s.writable("revert"); err != nil {
+		return nil, err
+	}
+	if s.RunActive() {
+		return nil, fmt.Errorf("session %s: a run is active (pid %d); revert once it has ended", s.Meta.ID, s.Meta.Active.PID)
+	}
+	if err := s.closeStaleRun(); err != nil {
+		return nil, err
+	}
+	cps, err := s.Checkpoints()
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(cps, func(c Checkpoint) bool { return c.ID == id })
+	if i < 0 {
+		return nil, fmt.Errorf("session %s has no checkpoint %q (`shadow log` lists them)", s.Meta.ID, id)
+	}
+	drop := cps[i+1:]
+	if len(drop) == 0 {
+		return nil, nil
+	}
+	// An apply moved the base past the checkpoint: the staged tree of that moment would now
+	// read as undoing what was applied.
+	for _, a := range s.Meta.Applies {
+		if !a.RolledBack && a.Time.After(cps[i].Time) {
+			return nil, fmt.Errorf("session %s: apply %s came after %s; roll it back first (shadow apply --rollback) to revert past it", s.Meta.ID, a.ID, id)
+		}
+	}
+	// Build the new staging layer beside the old one, then swap: a crash leaves one or the other.
+	fresh := s.UpperDir() + ".revert"
+	if err := os.RemoveAll(fresh); err != nil {
+		return nil, fmt.Errorf("revert: %w", err)
+	}
+	if err := os.Mkdir(fresh, 0o700); err != nil {
+		return nil, fmt.Errorf("revert: %w", err)
+	}
+	for _, c := range cps[:i+1] {
+		if err := mergeLayerInto(filepath.Join(s.CheckpointDir(), c.ID, "layer"), fresh, s.Meta.Project); err != nil {
+			return nil, fmt.Errorf("revert: rebuild the staging layer at %s: %w", c.ID, err)
+		}
+	}
+	if err := syncfsAt(fresh); err != nil {
+		return nil, err
+	}
+	aside := s.revertedDir()
+	if err := os.RemoveAll(aside); err != nil {
+		return nil, fmt.Errorf("revert: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(aside, "checkpoints"), 0o700); err != nil {
+		return nil, fmt.Errorf("revert: %w", err)
+	}
+	for _, c := range drop {
+		if err := os.Rename(filepath.Join(s.CheckpointDir(), c.ID), filepath.Join(aside, "checkpoints", c.ID)); err != nil {
+			return nil, fmt.Errorf("revert: %w", err)
+		}
+	}
+	if err := os.Rename(s.UpperDir(), filepath.Join(aside, "upper")); err != nil {
+		return nil, fmt.Errorf("revert: %w", err)
+	}
+	if err := os.Rename(fresh, s.UpperDir()); err != nil {
+		return nil, fmt.Errorf("revert: %w", err)
+	}
+	if err := setMerged(s.CheckpointDir(), cps[i].N); err != nil {
+		return nil, err
+	}
+	return drop, syncDir(s.dir)
+}
+
+// RevertUndo puts back what the last revert dropped, if no run came since. It returns the
+// checkpoints it restored.
+func (s *Session) RevertUndo() ([]Checkpoint, error) {
+	if err := s.writable("revert --undo"); err != nil {
+		return nil, err
+	}
+	if s.RunActive() {
+		return nil, fmt.Errorf("session %s: a run is active (pid %d)", s.Meta.ID, s.Meta.Active.PID)
+	}
+	aside := s.revertedDir()
+	back, err := readCheckpoints(filepath.Join(aside, "checkpoints"))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(aside, "upper")); err != nil || len(back) == 0 {
+		return nil, fmt.Errorf("session %s: nothing to undo (a revert can be undone until the next run)", s.Meta.ID)
+	}
+	for _, c := range back {
+		if err := os.Rename(filepath.Join(aside, "checkpoints", c.ID), filepath.Join(s.CheckpointDir(), c.ID)); err != nil {
+			return nil, fmt.Errorf("revert --undo: %w", err)
+		}
+	}
+	old := s.UpperDir() + ".reverted"
+	if err := os.RemoveAll(old); err != nil {
+		return nil, fmt.Errorf("revert --undo: %w", err)
+	}
+	if err := os.Rename(s.UpperDir(), old); err != nil {
+		return nil, fmt.Errorf("revert --undo: %w", err)
+	}
+	if err := os.Rename(filepath.Join(aside, "upper"), s.UpperDir()); err != nil {
+		return nil, fmt.Errorf("revert --undo: %w", err)
+	}
+	if err := setMerged(s.CheckpointDir(), back[len(back)-1].N); err != nil {
+		return nil, err
+	}
+	if err := syncDir(s.dir); err != nil {
+		return nil, err
+	}
+	openDirs(old)
+	if err := os.RemoveAll(old); err != nil {
+		return nil, fmt.Errorf("revert --undo: %w", err)
+	}
+	return back, os.RemoveAll(aside)
+}
+
+// dropReverted forgets what the last revert dropped: a run starts from what is staged now.
+func (s *Session) dropReverted() error {
+	aside := s.revertedDir()
+	if _, err := os.Stat(aside); err != nil {
+		return nil
+	}
+	openDirs(aside)
+	if err := os.RemoveAll(aside); err != nil {
+		return fmt.Errorf("drop what the last revert kept aside: %w", err)
+	}
+	return nil
+}
+
+// openDirs gives the owner access to every directory below dir again (a staged directory may be
+// closed to its owner), so that it can be removed.
+func openDirs(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,328 @@
+package session
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/sandbox/layers"
+)
+
+// Step diffs (`shadow diff --checkpoint ID`, `--since ID`, `shadow log`): the tree at a moment of
+// the history is the session's base under checkpoints 1..k, each a layer over the one before.
+// A path is looked up from the newest layer down; a whiteout deletes it, an opaque directory or a
+// non-directory above it hides what the layers below hold.
+
+// Moment is a point of a session's history: Base (before the first checkpoint) or the index of a
+// checkpoint in Checkpoints' list.
+const Base = -1
+
+// momentEntry is what a path is at a moment: absent, or an entry of a layer or of the base.
+type momentEntry struct {
+	exists bool
+	dir    bool
+	layer  string // the layer directory holding it; "" for the base
+	base   baseEntry
+}
+
+// history reads the session's tree at any moment.
+type history struct {
+	s      *Session
+	layers []string // layer directories, oldest first
+	host   *projectRoot
+	b      *bases
+}
+
+func (s *Session) openHistory(cps []Checkpoint) (*history, error) {
+	host, b, err := s.openView()
+	if err != nil {
+		return nil, err
+	}
+	h := &history{s: s, host: host, b: b}
+	for _, c := range cps {
+		h.layers = append(h.layers, filepath.Join(s.CheckpointDir(), c.ID, "layer"))
+	}
+	return h, nil
+}
+
+func (h *history) close() {
+	h.b.close()
+	h.host.Close()
+}
+
+// at returns what path p is after checkpoint k (Base: in the base).
+func (h *history) at(k int, p string) momentEntry {
+	parts := strings.Split(p, "/")
+layers:
+	for j := k; j >= 0; j-- {
+		l := h.layers[j]
+		for i := 1; i < len(parts); i++ {
+			fi, err := os.Lstat(filepath.Join(l, filepath.FromSlash(strings.Join(parts[:i], "/"))))
+			if err != nil {
+				continue layers // the layer holds nothing at or below p
+			}
+			if !fi.IsDir() {
+				return momentEntry{} // a whiteout or a file above p: p is gone
+			}
+			if isOpaqueDir(filepath.Join(l, filepath.FromSlash(strings.Join(parts[:i], "/")))) {
+				return entryIn(l, p) // nothing below this layer shows there
+			}
+		}
+		fi, err := os.Lstat(filepath.Join(l, filepath.FromSlash(p)))
+		if err != nil {
+			continue
+		}
+		if isWhiteoutInfo(fi) {
+			return momentEntry{}
+		}
+		return momentEntry{exists: true, dir: fi.IsDir(), layer: l}
+	}
+	e := h.b.get(p)
+	switch e.Kind {
+	case baseAbsent:
+		// A directory of the project is not in the manifest's files: ask the host.
+		if hs, err := h.host.lstat(p); err == nil && hs.exists && hs.stat.Type == 'd' {
+			return momentEntry{exists: true, dir: true, base: baseEntry{Kind: baseHost, Type: 'd'}}
+		}
+		return momentEntry{}
+	case baseUnknown:
+		return momentEntry{exists: true, base: e}
+	}
+	return momentEntry{exists: true, dir: e.Type == 'd', base: e}
+}
+
+// entryIn is p in layer l alone.
+func entryIn(l, p string) momentEntry {
+	fi, err := os.Lstat(filepath.Join(l, filepath.FromSlash(p)))
+	if err != nil || isWhiteoutInfo(fi) {
+		return momentEntry{}
+	}
+	return momentEntry{exists: true, dir: fi.IsDir(), layer: l}
+}
+
+func isWhiteoutInfo(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return fi.Mode()&fs.ModeCharDevice != 0 && ok && st.Rdev == 0
+}
+
+func isOpaqueDir(p string) bool {
+	buf := make([]byte, 4)
+	n, err := syscall.Getxattr(p, layers.OpaqueXattr, buf)
+	return err == nil && n == 1 && buf[0] == 'y'
+}
+
+// touched lists the paths that the layers after moment from up to moment to may have changed:
+// what they hold, and what was below a directory they delete or replace at moment from.
+func (h *history) touched(from, to int) []string {
+	set := map[string]bool{}
+	for j := from + 1; j <= to; j++ {
+		l := h.layers[j]
+		_ = filepath.WalkDir(l, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || path == l {
+				return nil
+			}
+			rel := filepath.ToSlash(strings.TrimPrefix(path, l+"/"))
+			fi, err := d.Info()
+			if err != nil {
+				return nil
+			}
+			replaced := !fi.IsDir() || isOpaqueDir(path)
+			if !fi.IsDir() {
+				set[rel] = true
+			}
+			if replaced {
+				for _, q := range h.below(from, rel) {
+					set[q] = true
+				}
+			}
+			return nil
+		})
+	}
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// below lists the non-directory paths under directory dir at moment k.
+func (h *history) below(k int, dir string) []string {
+	if e := h.at(k, dir); !e.exists || !e.dir {
+		return nil
+	}
+	cands := map[string]bool{}
+	for j := 0; j <= k; j++ {
+		root := filepath.Join(h.layers[j], filepath.FromSlash(dir))
+		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				cands[dir+"/"+filepath.ToSlash(strings.TrimPrefix(path, root+"/"))] = true
+			}
+			return nil
+		})
+	}
+	for _, p := range h.b.man.paths {
+		if strings.HasPrefix(p, dir+"/") {
+			cands[p] = true
+		}
+	}
+	var out []string
+	for p := range cands {
+		if e := h.at(k, p); e.exists && !e.dir {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// side reads what entry e is, as a patch side: git mode and content.
+func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note string, size int64, err error) {
+	if !e.exists || e.dir {
+		return 0, nil, "", 0, nil
+	}
+	if e.layer != "" {
+		full := filepath.Join(e.layer, filepath.FromSlash(p))
+		fi, err := os.Lstat(full)
+		if err != nil {
+			return 0, nil, "", 0, err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			t, err := os.Readlink(full)
+			return diffview.ModeSymlink, []byte(t), "", int64(len(t)), err
+		case !fi.Mode().IsRegular():
+			return 0, nil, "", 0, nil // special files have no git form
+		}
+		mode = diffview.ModeFile
+		if fi.Mode()&0o100 != 0 {
+			mode = diffview.ModeExecutable
+		}
+		if n := tooLargeToShow(fi); n != "" {
+			return mode, nil, n, fi.Size(), nil
+		}
+		data, err = os.ReadFile(full)
+		return mode, data, "", fi.Size(), err
+	}
+	b := e.base
+	switch b.Type {
+	case 'l':
+		t := b.Target
+		if b.Kind == baseHost {
+			if t, err = os.Readlink(filepath.Join(h.s.Meta.Project, filepath.FromSlash(p))); err != nil {
+				return 0, nil, "", 0, err
+			}
+		}
+		return diffview.ModeSymlink, []byte(t), "", int64(len(t)), nil
+	case 'f':
+		mode = diffview.ModeFile
+		if b.Mode&0o100 != 0 {
+			mode = diffview.ModeExecutable
+		}
+		if b.Holes > 0 || b.Host.Size > maxPatchBytes {
+			return mode, nil, "not shown: too large or sparse", b.Host.Size, nil
+		}
+		var rc io.ReadCloser
+		if b.Kind == baseUnknown {
+			rc, err = h.host.openRead(p)
+		} else {
+			rc, err = h.b.open(h.host, p, b)
+		}
+		if err != nil {
+			return 0, nil, "", 0, err
+		}
+		defer rc.Close()
+		data, err = io.ReadAll(io.LimitReader(rc, maxPatchBytes))
+		return mode, data, "", int64(len(data)), err
+	}
+	return 0, nil, "", 0, nil
+}
+
+// tooLargeToShow says why a staged file is not read for a diff: larger than a patch holds, or
+// sparse.
+func tooLargeToShow(fi fs.FileInfo) string {
+	if fi.Size() > maxPatchBytes {
+		return "not shown: too large"
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Size()-st.Blocks*512 >= 1<<20 {
+		return "not shown: sparse"
+	}
+	return ""
+}
+
+// HistoryPatches are the changes from moment from to moment to of the session's history (Base,
+// or an index in cps, which is what Checkpoints returned), as git patches.
+func (s *Session) HistoryPatches(cps []Checkpoint, from, to int) ([]diffview.FilePatch, error) {
+	if from < Base || to >= len(cps) || from > to {
+		return nil, fmt.Errorf("session %s: no such span of its history", s.Meta.ID)
+	}
+	h, err := s.openHistory(cps)
+	if err != nil {
+		return nil, err
+	}
+	defer h.close()
+	var out []diffview.FilePatch
+	for _, p := range h.touched(from, to) {
+		oldMode, old, oldNote, oldSize, err := h.side(p, h.at(from, p))
+		if err != nil {
+			return nil, fmt.Errorf("diff %s: %w", visible(p), err)
+		}
+		newMode, new, newNote, newSize, err := h.side(p, h.at(to, p))
+		if err != nil {
+			return nil, fmt.Errorf("diff %s: %w", visible(p), err)
+		}
+		if oldMode == newMode && oldNote == "" && newNote == "" && bytes.Equal(old, new) {
+			continue
+		}
+		fp := diffview.FilePatch{OldPath: p, NewPath: p, OldMode: oldMode, NewMode: newMode, Old: old, New: new}
+		if note := strings.TrimSpace(oldNote + " " + newNote); note != "" {
+			fp.TooLarge, fp.Binary, fp.Old, fp.New, fp.OldSize, fp.NewSize, fp.Note = true, true, nil, nil, oldSize, newSize, note
+		}
+		out = append(out, fp)
+	}
+	return out, nil
+}
+
+// StepStat is what one checkpoint changed: files, and lines added and removed.
+type StepStat struct {
+	Checkpoint
+	Files, Added, Removed int
+}
+
+// Log returns the session's checkpoints with what each step changed.
+func (s *Session) Log() ([]StepStat, error) {
+	cps, err := s.Checkpoints()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StepStat, 0, len(cps))
+	for i, c := range cps {
+		patches, err := s.HistoryPatches(cps, i-1, i)
+		if err != nil {
+			return nil, err
+		}
+		st := StepStat{Checkpoint: c, Files: len(patches)}
+		for _, p := range patches {
+			e := diffview.StatOf(p, diffview.Options{})
+			st.Added += e.Added
+			st.Removed += e.Deleted
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// FindCheckpoint returns the index of checkpoint id in cps.
+func FindCheckpoint(cps []Checkpoint, id string) (int, error) {
+	if i := slices.IndexFunc(cps, func(c Checkpoint) bool { return c.ID == id }); i >= 0 {
+		return i, nil
+	}
+	return 0, fmt.Errorf("no checkpoint %q (`shadow log` lists them)", id)
+}
