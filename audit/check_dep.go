@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/shadow-sandbox/shadow/audit/manifest"
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // maxEvidence caps evidence lines per finding; the rest are counted.
@@ -84,14 +85,6 @@ func trimPathPrefix(err error, rel string) string {
 	return msg
 }
 
-// plural renders "1 dependency" or "3 dependencies".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
-
 // jsLockKinds are the lockfiles that cover a package.json.
 var jsLockNames = []string{"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock", "bun.lockb"}
 
@@ -133,7 +126,7 @@ func checkDEP001(s *scan) outcome {
 		}
 		lock, ok := d.hasFileUp(path.Dir(p.rel), jsLockNames...)
 		if !ok {
-			bad = append(bad, at(p.rel, p.pj.KeyLines["dependencies"], "%s and no lockfile", plural(len(p.pj.Deps), "dependency", "dependencies")))
+			bad = append(bad, at(p.rel, p.pj.KeyLines["dependencies"], "%s and no lockfile", english.Count(len(p.pj.Deps), "dependency")))
 			continue
 		}
 		if path.Dir(lock) != path.Dir(p.rel) {
@@ -224,7 +217,7 @@ func checkDEP001(s *scan) outcome {
 		}
 		lock, ok := d.hasFileUp(path.Dir(c.rel), "Cargo.lock")
 		if !ok {
-			bad = append(bad, at(c.rel, c.toml.Dependencies[0].Line, "%s and no Cargo.lock", plural(len(c.toml.Dependencies), "dependency", "dependencies")))
+			bad = append(bad, at(c.rel, c.toml.Dependencies[0].Line, "%s and no Cargo.lock", english.Count(len(c.toml.Dependencies), "dependency")))
 			continue
 		}
 		l := findLock(d.cargoLocks, lock)

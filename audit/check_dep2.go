@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"fmt"
 	"math/bits"
 	"net/netip"
 	"path"
@@ -9,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/shadow-sandbox/shadow/audit/manifest"
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // checkDEP007: Cargo source replacement and [patch]/[replace].
@@ -283,7 +283,7 @@ func checkDEP011(s *scan) outcome {
 			bad = append(bad, at(p.rel, p.pj.KeyLines["pnpm"], "pnpm.neverBuiltDependencies is empty: every dependency may build"))
 		}
 		if p.pj.HasTrustedDependencies {
-			info = append(info, at(p.rel, p.pj.KeyLines["trustedDependencies"], "bun trustedDependencies lets %d packages run scripts", len(p.pj.TrustedDependencies)))
+			info = append(info, at(p.rel, p.pj.KeyLines["trustedDependencies"], "bun trustedDependencies lets %s run scripts", english.Count(len(p.pj.TrustedDependencies), "package")))
 		}
 	}
 	return depOutcome(bad, info, nil, "no npm configuration override and no bin shadowing a system command")
@@ -495,7 +495,7 @@ func checkDEP015(s *scan) outcome {
 			checkEntry(l.rel, e.Line, e.Name, e.Tarball)
 		}
 	}
-	return depOutcome(bad, nil, nil, fmt.Sprintf("%d scope registries, and the lockfiles agree with them", len(scopes)))
+	return depOutcome(bad, nil, nil, english.Count(len(scopes), "scope registry")+", and the lockfiles agree with them")
 }
 
 // checkDEP016: names close to popular packages, and installed packages that
@@ -512,14 +512,14 @@ func checkDEP016(s *scan) outcome {
 		}
 		for _, dep := range p.pj.Deps {
 			if near, ok := typosquatOf(dep.Name, popularNPM()); ok {
-				bad = append(bad, at(p.rel, dep.Line, "%s is %d edits from the popular package %s", dep.Name, editDistance(dep.Name, near), near))
+				bad = append(bad, at(p.rel, dep.Line, "%s is %s from the popular package %s", dep.Name, english.Count(editDistance(dep.Name, near), "edit"), near))
 			}
 		}
 	}
 	for _, c := range d.crates {
 		for _, dep := range c.toml.Dependencies {
 			if near, ok := typosquatOf(dep.CrateName(), popularCrates()); ok {
-				bad = append(bad, at(c.rel, dep.Line, "crate %s is %d edits from the popular crate %s", dep.CrateName(), editDistance(dep.CrateName(), near), near))
+				bad = append(bad, at(c.rel, dep.Line, "crate %s is %s from the popular crate %s", dep.CrateName(), english.Count(editDistance(dep.CrateName(), near), "edit"), near))
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // checkENV001: uid 0, lowered to low when it holds no capabilities or maps to
@@ -178,7 +180,7 @@ func checkENV005(s *scan) outcome {
 	if names := capNames(st.CapEff); len(names) > 0 || full {
 		return failed(append([]Evidence{note("effective capabilities include %s", strings.Join(names, ", "))}, ev...)...)
 	}
-	return passed(append([]Evidence{note("CapEff %016x (%d capabilities), none dangerous", st.CapEff, bits.OnesCount64(st.CapEff))}, ev...)...)
+	return passed(append([]Evidence{note("CapEff %016x (%s), none dangerous", st.CapEff, english.Count(bits.OnesCount64(st.CapEff), "capability"))}, ev...)...)
 }
 
 // checkENV006: loader injection through the environment or /etc/ld.so.preload.
@@ -186,7 +188,7 @@ func checkENV006(s *scan) outcome {
 	var bad []Evidence
 	for _, name := range []string{"LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH"} {
 		if v, ok := s.env.Getenv(name); ok && strings.TrimSpace(v) != "" {
-			bad = append(bad, note("%s is set (%d entries)", name, len(strings.FieldsFunc(v, func(r rune) bool { return r == ':' || r == ' ' }))))
+			bad = append(bad, note("%s is set (%s)", name, english.Count(len(strings.FieldsFunc(v, func(r rune) bool { return r == ':' || r == ' ' })), "entry")))
 		}
 	}
 	b, err := s.env.readFile("/etc/ld.so.preload", 1<<20)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // daemonSockets are the container daemon sockets FS001 looks for.
@@ -100,7 +102,7 @@ func checkFS002(s *scan) outcome {
 	if present == 0 {
 		return passed(note("none of %d credential locations under %s is visible", len(paths), s.env.Home))
 	}
-	return passed(append([]Evidence{note("%d credential locations present, none readable", present)}, seen...)...)
+	return passed(append([]Evidence{note("%s present, none readable", english.Count(present, "credential location"))}, seen...)...)
 }
 
 // persistencePaths are FS003's files and directories, relative to home.
@@ -209,7 +211,7 @@ func checkFS006(s *scan) outcome {
 	if len(configs) == 0 {
 		return passed(note("no project .npmrc or .yarnrc.yml"))
 	}
-	return passed(note("%d registry config files, credentials only as ${VAR} references", len(configs)))
+	return passed(note("%s, credentials only as ${VAR} references", english.Count(len(configs), "registry config file")))
 }
 
 var (
@@ -276,7 +278,7 @@ func checkFS008(s *scan) outcome {
 	}
 	for _, rel := range []string{".claude/agents", ".claude/commands", ".claude/skills"} {
 		if ents, err := os.ReadDir(filepath.Join(s.project, rel)); err == nil && len(ents) > 0 {
-			bad = append(bad, at(rel, 0, "ships %d agent definitions", len(ents)))
+			bad = append(bad, at(rel, 0, "ships %s", english.Count(len(ents), "agent definition")))
 		}
 	}
 	gitDir, err := resolveGitDir(s.project)
@@ -300,7 +302,7 @@ func checkFS008(s *scan) outcome {
 		}
 	}
 	if ents, err := os.ReadDir(filepath.Join(s.project, ".github/workflows")); err == nil && len(ents) > 0 {
-		info = append(info, at(".github/workflows", 0, "%d workflows present; changes to them are staged for review", len(ents)))
+		info = append(info, at(".github/workflows", 0, "%s present; changes to them are staged for review", english.Count(len(ents), "workflow")))
 	}
 	if len(bad) > 0 {
 		return failed(append(bad, info...)...)

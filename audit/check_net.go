@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // interfaces returns the interface names of /proc/net/dev.
@@ -59,7 +61,7 @@ func checkNET001(s *scan) outcome {
 		}
 	}
 	if len(open) == 0 {
-		return passed(note("no listener on 0.0.0.0 or :: (%d on specific addresses)", local))
+		return passed(note("no listener on 0.0.0.0 or :: (%s on specific addresses)", english.Count(local, "listener")))
 	}
 	owners := s.socketOwners(open)
 	var ev []Evidence

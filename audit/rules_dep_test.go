@@ -95,7 +95,7 @@ func TestDepRuleFailFixtures(t *testing.T) {
 		{"dep010-wrapper", "DEP010", []string{`[build] rustc-wrapper = "./tools/wrap.sh"`, "linker", "[env] sets RUSTFLAGS_EXTRA"}},
 		{"dep011-overrides", "DEP011", []string{".npmrc:1: ignore-scripts=false", "script-shell", `dependency fast-node installs a bin named "node"`}},
 		{"dep015-scope", "DEP015", []string{"@acme/ui resolved from registry.npmjs.org, but .npmrc:1 sends @acme to npm.acme.test"}},
-		{"dep016-typo", "DEP016", []string{"lodahs is 1 edits from the popular package lodash", "installed at 1.0.1, the lockfile says 1.0.0"}},
+		{"dep016-typo", "DEP016", []string{"lodahs is 1 edit from the popular package lodash", "installed at 1.0.1, the lockfile says 1.0.0"}},
 		{"shai-hulud", "DEP003", nil},
 		{"ua-parser", "DEP004", nil},
 		{"buildrs", "DEP008", nil},

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // Verdict is the developer's answer for a hunk.
@@ -151,7 +153,7 @@ func coreEdit(base []string, h Hunk) (e edit, ok bool, err error) {
 		at = 0
 	}
 	if at < 0 || at+h.OldCount > len(base) {
-		return edit{}, false, fmt.Errorf("hunk %s %s: old lines %d..%d past the end of the base (%d lines)", h.ID, h.Header(), at+1, at+h.OldCount, len(base))
+		return edit{}, false, fmt.Errorf("hunk %s %s: old lines %d..%d past the end of the base (%s)", h.ID, h.Header(), at+1, at+h.OldCount, english.Count(len(base), "line"))
 	}
 	first, last := -1, -1
 	for i, l := range h.Lines {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // EditText is the text offered to the developer to edit a hunk in
@@ -88,7 +90,7 @@ func ParseEdit(h Hunk, text string) (Hunk, error) {
 		}
 	}
 	if len(want) != len(got) {
-		return Hunk{}, fmt.Errorf("edited hunk has %d old lines (context and removed), the hunk has %d: only \"+\" lines may be added or removed", len(got), len(want))
+		return Hunk{}, fmt.Errorf("edited hunk has %s (context and removed), the hunk has %d: only \"+\" lines may be added or removed", english.Count(len(got), "old line"), len(want))
 	}
 	for i := range want {
 		if want[i] != got[i] {

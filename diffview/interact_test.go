@@ -68,7 +68,7 @@ func TestSplitApplyRollback(t *testing.T) {
 	if m.mode != modeConfirmApply {
 		t.Fatalf("w did not ask for confirmation")
 	}
-	if v := ansi.Strip(m.View()); !strings.Contains(v, "Will write 1 file(s)") || !strings.Contains(v, "cmd/app/main.go  1✓ 1✗ 1·") {
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "Will write 1 file") || !strings.Contains(v, "cmd/app/main.go  1✓ 1✗ 1·") {
 		t.Fatalf("confirmation does not list main.go:\n%s", v)
 	}
 	m = press(t, m, "y")

@@ -11,6 +11,8 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // pane is which side of the screen has the keyboard.
@@ -759,7 +761,7 @@ func (m *Model) acceptAll() {
 	if n > 0 {
 		m.undo = append(m.undo, step)
 	}
-	m.setStatus(fmt.Sprintf("accepted %d undecided hunks (ignored, protected, conflicting and flagged files left for you)", n))
+	m.setStatus(fmt.Sprintf("accepted %s (ignored, protected, conflicting and flagged files left for you)", english.Count(n, "undecided hunk")))
 }
 
 // undoLast restores the decisions changed by the last step.
@@ -828,7 +830,7 @@ func (m *Model) split() {
 	f.invalidate()
 	f.cursor = max(0, hunkRow(f.rows(m.sideBySide), hi))
 	m.scrollTo(f)
-	m.setStatus(fmt.Sprintf("split into %d hunks", len(pieces)))
+	m.setStatus(fmt.Sprintf("split into %s", english.Count(len(pieces), "hunk")))
 }
 
 // toggleLine selects or unselects the changed line under the cursor.

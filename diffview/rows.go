@@ -6,6 +6,8 @@ import (
 
 	"github.com/alecthomas/chroma/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // rowKind is what one screen row of the diff pane shows.
@@ -135,7 +137,7 @@ func (fv *fileView) notes() []string {
 		if fv.expanded {
 			n = append(n, "ignored path (.gitignore of the base): not applied by --all")
 		} else {
-			n = append(n, fmt.Sprintf("ignored path (.gitignore of the base): %d hunks hidden, enter shows them", len(fv.hunks)))
+			n = append(n, fmt.Sprintf("ignored path (.gitignore of the base): %s hidden, enter shows them", english.Count(len(fv.hunks), "hunk")))
 		}
 	}
 	if !f.Diff.Exact && len(f.Diff.Hunks) > 0 {

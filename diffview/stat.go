@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // StatEntry is one file's line counts for a diffstat.
@@ -84,26 +86,15 @@ func WriteStat(w io.Writer, entries []StatEntry, width int) error {
 		}
 		fmt.Fprintf(bw, " %-*s | %*d%s%s\n", nameW, name, countW, e.Added+e.Deleted, bar, note)
 	}
-	files := "files"
-	if len(entries) == 1 {
-		files = "file"
-	}
-	fmt.Fprintf(bw, " %d %s changed", len(entries), files)
+	fmt.Fprintf(bw, " %s changed", english.Count(len(entries), "file"))
 	if added > 0 || deleted == 0 {
-		fmt.Fprintf(bw, ", %d insertion%s(+)", added, plural(added))
+		fmt.Fprintf(bw, ", %s(+)", english.Count(added, "insertion"))
 	}
 	if deleted > 0 || added == 0 {
-		fmt.Fprintf(bw, ", %d deletion%s(-)", deleted, plural(deleted))
+		fmt.Fprintf(bw, ", %s(-)", english.Count(deleted, "deletion"))
 	}
 	fmt.Fprintln(bw)
 	return bw.Flush()
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // ColorPatch rewrites git-style patch text for a terminal: every line visibly escaped (so no

@@ -8,6 +8,8 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/alecthomas/chroma/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // minSplitWidth is the narrowest screen that shows tree and diff side by
@@ -221,7 +223,7 @@ func (m *Model) viewPlan(w int) []string {
 	if len(p.Write) == 0 {
 		out = append(out, "Nothing to write: no accepted hunk in a file that can be applied.")
 	} else {
-		out = append(out, fmt.Sprintf("Will write %d file(s) (✓ accepted, ✗ rejected, · undecided: left as in the project):", len(p.Write)))
+		out = append(out, fmt.Sprintf("Will write %s (✓ accepted, ✗ rejected, · undecided: left as in the project):", english.Count(len(p.Write), "file")))
 		for _, f := range p.Write {
 			out = append(out, fmt.Sprintf("  %s  %d✓ %d✗ %d·", Escape(f.Path), f.Accepted, f.Rejected, f.Undecided))
 		}
@@ -436,7 +438,7 @@ func (c *renderCtx) hunkHeader(r row, cursor bool) string {
 	case d.Verdict == Accepted && d.Edit != "":
 		state = st.HunkAccepted.Render("✓ accepted (edited)")
 	case d.Verdict == Accepted && len(d.Lines) > 0:
-		state = st.HunkAccepted.Render(fmt.Sprintf("✓ accepted (%d lines)", len(d.Lines)))
+		state = st.HunkAccepted.Render(fmt.Sprintf("✓ accepted (%s)", english.Count(len(d.Lines), "line")))
 	case d.Verdict == Accepted:
 		state = st.HunkAccepted.Render("✓ accepted")
 	case d.Verdict == Rejected:

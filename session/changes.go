@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // Status is a change's git-style letter.
@@ -956,10 +957,10 @@ func (s Summary) Headline() string {
 		h += fmt.Sprintf(", %d renamed", s.Renamed)
 	}
 	if s.Other > 0 {
-		h += fmt.Sprintf(", %d type changes", s.Other)
+		h += ", " + english.Count(s.Other, "type change")
 	}
 	if s.Ignored+s.Protected+s.Conflicts > 0 {
-		h += fmt.Sprintf(" (%d ignored, %d protected, %d conflicts)", s.Ignored, s.Protected, s.Conflicts)
+		h += fmt.Sprintf(" (%d ignored, %d protected, %s)", s.Ignored, s.Protected, english.Count(s.Conflicts, "conflict"))
 	}
 	return h
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // The journal of a session holds one directory per apply: keep/ (hard links to the files each
@@ -429,7 +431,7 @@ func (s *Session) recoverEntry(jdir string) (string, error) {
 		if err := s.commitApply(root, e, nil); err != nil {
 			return "", fmt.Errorf("recover: finish recording apply %s: %w", e.ID, err)
 		}
-		return fmt.Sprintf("completed the interrupted apply %s (session %s): all %d paths were written", e.ID, s.Meta.ID, len(e.Paths)), nil
+		return fmt.Sprintf("completed the interrupted apply %s (session %s): %s written", e.ID, s.Meta.ID, english.Count(len(e.Paths), "path")), nil
 	}
 	n, err := s.rollbackEntry(root, e, false)
 	if err != nil {
@@ -438,7 +440,7 @@ func (s *Session) recoverEntry(jdir string) (string, error) {
 	if err := writeMarker(jdir, "rolledback"); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("rolled back the interrupted apply %s (session %s): %d paths restored, the project is as before it", e.ID, s.Meta.ID, n), nil
+	return fmt.Sprintf("rolled back the interrupted apply %s (session %s): %s restored, the project is as before it", e.ID, s.Meta.ID, english.Count(n, "path")), nil
 }
 
 // unsettled reports whether the session id may have a journal entry to recover: one that is not

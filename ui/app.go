@@ -26,6 +26,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // Exit codes of the app.
@@ -571,7 +572,7 @@ func (m Model) endBox() string {
 	for _, n := range m.result.Notes {
 		s += "\n" + m.styles.Error.Render("! ") + n
 	}
-	s += fmt.Sprintf("\n%s staged · %s\n", plural(m.stats.Files, "file"), plural(m.stats.Requests, "network request"))
+	s += fmt.Sprintf("\n%s staged · %s\n", english.Count(m.stats.Files, "file"), english.Count(m.stats.Requests, "network request"))
 	s += m.styles.Key.Render(m.keys.Continue.Help().Key) + " review the changes   " + m.styles.Key.Render(m.keys.Quit.Help().Key) + " quit (the session stays open)"
 	return m.styles.Dialog.Render(lipgloss.NewStyle().MaxWidth(max(10, m.width-4)).Render(s))
 }
@@ -731,12 +732,4 @@ func (m Model) pollStats() tea.Cmd {
 		return nil
 	}
 	return func() tea.Msg { return statsMsg(stats()) }
-}
-
-// plural is "1 file", "2 files".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

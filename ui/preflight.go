@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/shadow-sandbox/shadow/audit"
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // Stage is one step of the preflight, shown as one group of findings.
@@ -213,7 +214,7 @@ func (p *preflight) rows() []row {
 				}
 			}
 			if n > 0 {
-				rs = append(rs, row{stage: st, summary: plural(n, "finding") + " about this host, which the jail hides; i lists them"})
+				rs = append(rs, row{stage: st, summary: english.Count(n, "finding") + " about this host, which the jail hides; i lists them"})
 			}
 			continue
 		}

@@ -180,7 +180,7 @@ func TestReviewFlowOverSession(t *testing.T) {
 	sc.waitFor(t, tm, "edited hunk accepted")
 
 	send(tm, "w")
-	sc.waitFor(t, tm, "Will write 3 file(s)")
+	sc.waitFor(t, tm, "Will write 3 files")
 	send(tm, "y")
 	sc.waitFor(t, tm, "apply done: 3 written")
 	send(tm, "q")

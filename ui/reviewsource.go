@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/session"
 )
 
@@ -298,7 +299,7 @@ func (r *ReviewSource) Rollback() (diffview.Outcome, error) {
 	}
 	return diffview.Outcome{
 		ApplyID: strings.Join(res.Applies, ", "),
-		Message: fmt.Sprintf("%d paths restored", res.Restored),
+		Message: english.Count(res.Restored, "path") + " restored",
 	}, nil
 }
 

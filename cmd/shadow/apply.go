@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/session"
 )
 
@@ -59,7 +60,7 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 				if len(plan.Files) == 0 {
 					return nothingToApply(errw, all || len(paths) > 0)
 				}
-				ok, err := confirm(cmd.InOrStdin(), errw, fmt.Sprintf("Write %d paths into %s?", len(plan.Files), s.Project()))
+				ok, err := confirm(cmd.InOrStdin(), errw, fmt.Sprintf("Write %s into %s?", english.Count(len(plan.Files), "path"), s.Project()))
 				if err != nil {
 					return err
 				}
@@ -80,7 +81,7 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 			if res.Recovered != "" {
 				fmt.Fprintln(errw, "shadow:", res.Recovered)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "applied %d paths (apply %s); undo with `shadow apply --rollback`\n", len(res.Files), res.ID)
+			fmt.Fprintf(cmd.OutOrStdout(), "applied %s (apply %s); undo with `shadow apply --rollback`\n", english.Count(len(res.Files), "path"), res.ID)
 			if res.Closes {
 				fmt.Fprintf(cmd.OutOrStdout(), "session %s is applied: nothing is pending\n", s.ID())
 			}
@@ -133,7 +134,7 @@ func runRollback(cmd *cobra.Command, f *sessionFlags, to string, yes bool) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "rolled back %d apply(s) (%d paths restored)\n", len(res.Applies), res.Restored)
+	fmt.Fprintf(cmd.OutOrStdout(), "rolled back %s (%s restored)\n", english.Count(len(res.Applies), "apply"), english.Count(res.Restored, "path"))
 	return nil
 }
 
@@ -192,7 +193,7 @@ func printPlan(w io.Writer, p *session.ApplyPlan) {
 	for _, f := range p.Files {
 		how := "whole file"
 		if !f.Whole {
-			how = fmt.Sprintf("%d hunks accepted, %d rejected, %d undecided", f.Accepted, f.Rejected, f.Pending)
+			how = fmt.Sprintf("%s accepted, %d rejected, %d undecided", english.Count(f.Accepted, "hunk"), f.Rejected, f.Pending)
 		}
 		fmt.Fprintf(w, "  %-6s %s (%s)\n", f.Action, diffview.Escape(f.Path), how)
 	}
