@@ -145,6 +145,30 @@ func (s *Session) EndRun(exitCode int) error {
 	return err
 }
 
+// EndRunUnchanged records the active run's end when the run staged nothing (it took no
+// checkpoint): there is no pre-image to take and the change set is the one before it, so nothing
+// staged is read, however much the session holds.
+func (s *Session) EndRunUnchanged(exitCode int) error {
+	s.stopPrecapture().abandon()
+	if err := s.writable("end run"); err != nil {
+		return err
+	}
+	if err := s.reload(); err != nil {
+		return err
+	}
+	if s.Meta.Active == nil {
+		return fmt.Errorf("end run: session %s has no active run", s.Meta.ID)
+	}
+	r := *s.Meta.Active
+	r.End = time.Now().UTC()
+	r.ExitCode = exitCode
+	if err := s.appendRun(r); err != nil {
+		return err
+	}
+	s.Meta.Active = nil
+	return s.saveRunRecord()
+}
+
 // EndRunChanges is EndRun followed by Changes, done as one: the upper layer is scanned and the
 // bases loaded once for both, the staged files are read as the pre-images are taken, and the
 // change set is computed before the state lock is let go, so it is the one the pre-images were

@@ -24,3 +24,21 @@ func TestRunSaysStagingLayerFull(t *testing.T) {
 		t.Errorf("what fit is not staged: %q", names)
 	}
 }
+
+// A run that stages nothing says so, and reads nothing staged before: the session's change set
+// stays what it was.
+func TestRunThatStagesNothing(t *testing.T) {
+	c := newCLI(t)
+	p := fixture(t, map[string]string{"a.txt": "1\n"})
+	c.must(p, "run", "--", "sh", "-c", "echo 2 >> a.txt")
+	_, errs, code := c.run(p, "run", "--", "cat", "a.txt")
+	if code != 0 || !strings.Contains(errs, "this run staged no change") {
+		t.Errorf("run that writes nothing: exit %d: %s", code, errs)
+	}
+	if got := c.must(p, "diff", "--name-only"); got != "a.txt\n" {
+		t.Errorf("staged after it: %q", got)
+	}
+	if _, errs, _ := c.run(p, "run", "--", "sh", "-c", "echo 3 >> a.txt"); strings.Contains(errs, "staged no change") {
+		t.Errorf("a run that writes says it staged nothing: %s", errs)
+	}
+}

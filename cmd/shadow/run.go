@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -110,8 +111,25 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 		endErr error
 		ended  bool
 	)
+	// A run that took no checkpoint staged nothing: its end reads nothing of what the session
+	// staged before, so that a run's fixed cost does not grow with it.
+	var took sync.Mutex
+	staged := false
+	p.Checkpointed = func(sandbox.Checkpoint) {
+		took.Lock()
+		staged = true
+		took.Unlock()
+	}
+	unchanged := false
 	p.Ended = func(res sandbox.Result) {
-		cs, endErr = s.EndRunChanges(sandbox.ExitStatus(res, nil))
+		took.Lock()
+		unchanged = !staged && res.StagingError == ""
+		took.Unlock()
+		if unchanged {
+			endErr = s.EndRunUnchanged(sandbox.ExitStatus(res, nil))
+		} else {
+			cs, endErr = s.EndRunChanges(sandbox.ExitStatus(res, nil))
+		}
 		ended = true
 	}
 	res, runErr := sandbox.Run(ctx, p, argv)
@@ -131,14 +149,14 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 		printDoctorProblems(cmd.Context(), cmd.ErrOrStderr())
 		return withCode(exitNoJail, nil)
 	}
-	printRunSummary(cmd.ErrOrStderr(), s, res, cs, endErr)
+	printRunSummary(cmd.ErrOrStderr(), s, res, cs, endErr, unchanged)
 	return withCode(code, nil)
 }
 
 // printRunSummary is the one-screen summary shown when a run ends, with the
 // change set the run left, or why recording the run's end or reading the
 // change set failed.
-func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *session.ChangeSet, endErr error) {
+func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *session.ChangeSet, endErr error, unchanged bool) {
 	fmt.Fprintln(w)
 	switch {
 	case res.StopReason != "":
@@ -156,6 +174,10 @@ func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *se
 	}
 	var unread *session.ChangeSetError
 	if errors.As(endErr, &unread) {
+		return
+	}
+	if unchanged && endErr == nil {
+		fmt.Fprintf(w, "session %s: this run staged no change (`shadow diff --stat` shows what the session holds)\n", s.ID())
 		return
 	}
 	if cs == nil {
