@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shadow-sandbox/shadow/internal/english"
+
+	"github.com/shadow-sandbox/shadow/diffview"
+)
+
+func newLogCmd() *cobra.Command {
+	var f sessionFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "log [--json] [--session ID]",
+		Short: "List the session's checkpoints: what each step of the agent's work changed",
+		Long: `log lists the session's checkpoints, oldest first, one a line: its id, when it was taken, what
+took it (the end of a run, a prompt typed into the agent, writes followed by quiet, a manual
+ctrl+] c), the command, and the files and lines the step changed. 'shadow diff --checkpoint ID'
+shows a step, 'shadow revert --to ID' drops what came after it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, s, err := f.readSession()
+			if err != nil {
+				return err
+			}
+			steps, err := s.Log()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(steps)
+			}
+			if len(steps) == 0 {
+				fmt.Fprintf(out, "session %s has no checkpoint yet\n", s.ID())
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			for _, st := range steps {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t+%d -%d\n", st.ID, st.Time.Local().Format("2006-01-02 15:04:05"),
+					st.Trigger, commandLine(st.Argv), english.Count(st.Files, "file"), st.Added, st.Removed)
+			}
+			return tw.Flush()
+		},
+	}
+	f.register(cmd, false)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checkpoints as JSON")
+	return cmd
+}
+
+// commandLine shows argv on one line, each word quoted when it needs it, at most 60 columns.
+func commandLine(argv []string) string {
+	if len(argv) == 0 {
+		return "-"
+	}
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		words[i] = a
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`") || diffview.QuotePath(a) != a {
+			words[i] = fmt.Sprintf("%q", a)
+		}
+	}
+	s := strings.Join(words, " ")
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:59]) + "…"
+	}
+	return s
+}
