@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -193,7 +194,7 @@ func startNetHelper(ctx context.Context, helper string, pid int, runtimeDir stri
 		cmd := exec.CommandContext(ctx, "pasta", args...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			return nil, fmt.Errorf("pasta: %w: %s", err, strings.TrimSpace(string(out)))
+			return nil, helperFailed("pasta", err, out)
 		}
 		b, err := os.ReadFile(pidFile)
 		if err != nil {
@@ -213,6 +214,8 @@ func startNetHelper(ctx context.Context, helper string, pid int, runtimeDir stri
 		cmd := exec.Command("slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback",
 			"--ready-fd=3", "--userns-path="+ns+"user", strconv.Itoa(pid), "tap0")
 		cmd.ExtraFiles = []*os.File{w}
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			w.Close()
 			return nil, fmt.Errorf("slirp4netns: %w", err)
@@ -222,11 +225,25 @@ func startNetHelper(ctx context.Context, helper string, pid int, runtimeDir stri
 		if _, err := r.Read(buf); err != nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			return nil, fmt.Errorf("slirp4netns: not ready: %w", err)
+			return nil, helperFailed("slirp4netns", fmt.Errorf("not ready: %w", err), out.Bytes())
 		}
 		return &netHelper{cmd: cmd}, nil
 	}
 	return nil, errors.New("no network helper")
+}
+
+// helperFailed is the one-line error of a network helper that could not connect the jail: the
+// tun device's problem and its fix when that is the cause (the helper itself only prints what
+// its open failed with), else the helper's own output joined on one line.
+func helperFailed(helper string, err error, out []byte) error {
+	if terr := CheckTun(TunDevice); terr != nil {
+		return terr
+	}
+	msg := strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(out)), "\n", "; ")), " ")
+	if msg == "" {
+		return fmt.Errorf("%s: %w", helper, err)
+	}
+	return fmt.Errorf("%s: %w: %s", helper, err, msg)
 }
 
 // stop ends the helper: the host side never leaves it running.

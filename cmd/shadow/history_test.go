@@ -81,27 +81,34 @@ func TestCheckpointHistory(t *testing.T) {
 func TestCheckpointSurvivesKill(t *testing.T) {
 	c := newCLI(t)
 	p := fixture(t, map[string]string{"a.txt": "1\n"})
-	cmd := exec.Command(c.bin, "run", "--", "sh", "-c", `echo early > early.txt; sleep 6; echo late > late.txt; sleep 60`)
+	// The script says on a host directory (--rw) when it wrote late.txt, so that the test kills
+	// the jail before the quiet that would checkpoint it.
+	marks := t.TempDir()
+	script := `echo early > early.txt; while [ ! -e ` + marks + `/go ]; do sleep 0.1; done; echo late > late.txt; touch ` + marks + `/late; sleep 60`
+	cmd := exec.Command(c.bin, "run", "--rw", marks, "--", "sh", "-c", script)
 	cmd.Dir, cmd.Env = p, c.env
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The quiet checkpoint comes some 3 s after the write; late.txt is written at 6 s.
-	deadline := time.Now().Add(20 * time.Second)
-	var cps []string
-	for time.Now().Before(deadline) {
-		cps, _ = filepath.Glob(filepath.Join(c.state, "shadow", "sessions", "*", "checkpoints", "c1"))
-		if len(cps) > 0 {
-			break
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	// The quiet checkpoint comes some 3 s after the write of early.txt.
+	waitFor := func(what string, found func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if found() {
+				return
+			}
 		}
-		time.Sleep(100 * time.Millisecond)
+		t.Fatalf("no %s after 30 s", what)
 	}
-	if len(cps) == 0 {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal("no quiet checkpoint after 20 s")
+	waitFor("quiet checkpoint", func() bool {
+		cps, _ := filepath.Glob(filepath.Join(c.state, "shadow", "sessions", "*", "checkpoints", "c1"))
+		return len(cps) > 0
+	})
+	if err := os.WriteFile(filepath.Join(marks, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	time.Sleep(4 * time.Second) // late.txt is written, after the checkpoint
+	waitFor("late.txt", func() bool { _, err := os.Stat(filepath.Join(marks, "late")); return err == nil })
 	for _, pid := range childrenOf(cmd.Process.Pid) {
 		syscall.Kill(pid, syscall.SIGKILL) // PID 1 of the jail: it gets no chance to merge
 	}

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/sandbox/confine"
 )
 
@@ -123,14 +124,15 @@ func RunWith(ctx context.Context, o Options) Report {
 	r := Report{Distro: d.String(), Kernel: release}
 
 	r.Checks = append(r.Checks, kernelCheck(release))
-	usernsErr := runProbe(ctx, o.Exe, true, "userns")
+	usernsErr := runProbe(ctx, o.Exe, nsUser, "userns")
 	r.Checks = append(r.Checks, userNSCheck(usernsErr, readSysctls(o.ProcSys), d, os.Geteuid(), o.AppArmorTemplate, o.ExePath))
 	r.Checks = append(r.Checks, overlayCheck(ctx, o, usernsErr))
 	r.Checks = append(r.Checks, landlockCheck(confine.LandlockABI(), os.Geteuid(), d))
-	r.Checks = append(r.Checks, seccompCheck(runProbe(ctx, o.Exe, false, "seccomp")))
+	r.Checks = append(r.Checks, seccompCheck(runProbe(ctx, o.Exe, nsHost, "seccomp")))
 	r.Checks = append(r.Checks, openat2Check())
 	r.Checks = append(r.Checks, ptyCheck(ctx, o, usernsErr))
 	r.Checks = append(r.Checks, networkCheck(exec.LookPath, d))
+	r.Checks = append(r.Checks, tunCheck(tunProbe(ctx, o, usernsErr), sandbox.CheckTun(sandbox.TunDevice)))
 	r.Checks = append(r.Checks, userCheck(os.Geteuid()))
 	return r
 }
@@ -250,7 +252,7 @@ func overlayCheck(ctx context.Context, o Options, usernsErr error) Check {
 		return c
 	}
 	defer os.RemoveAll(dir)
-	if err := runProbe(ctx, o.Exe, true, "overlay", dir); err != nil {
+	if err := runProbe(ctx, o.Exe, nsUser, "overlay", dir); err != nil {
 		c.Status, c.Detail = StatusMissing, err.Error()
 		c.Remedy = "a kernel of 5.11 or later with CONFIG_OVERLAY_FS is needed; the staging directory must be on a filesystem that supports user.* extended attributes (ext4, xfs, btrfs, tmpfs from 6.6)"
 		return c
@@ -340,7 +342,7 @@ func ptyCheck(ctx context.Context, o Options, usernsErr error) Check {
 	} else if dir, err := os.MkdirTemp(o.ProbeDir, "shadow-doctor-pts-"); err != nil {
 		nsErr = err
 	} else {
-		nsErr = runProbe(ctx, o.Exe, true, "devpts", dir)
+		nsErr = runProbe(ctx, o.Exe, nsUser, "devpts", dir)
 		os.RemoveAll(dir)
 	}
 	switch {
@@ -382,6 +384,39 @@ func networkCheck(lookPath func(string) (string, error), d Distro) Check {
 	default:
 		c.Remedy = "install passt (pasta) or slirp4netns from your distribution"
 	}
+	return c
+}
+
+// tunProbe tries the tun device as pasta and slirp4netns do for --allow-network: in a new user
+// and network namespace (or, without user namespaces, from here), it opens the device and creates
+// a tap interface on it.
+func tunProbe(ctx context.Context, o Options, usernsErr error) error {
+	if usernsErr != nil {
+		return sandbox.CheckTun(sandbox.TunDevice)
+	}
+	return runProbe(ctx, o.Exe, nsNet, "tun", sandbox.TunDevice)
+}
+
+// tunCheck judges the tun probe's result; hostErr is what opening the device from here gave,
+// which names the cause and the fix when the device's mode or absence is the problem.
+func tunCheck(probeErr, hostErr error) Check {
+	c := Check{Name: "/dev/net/tun"}
+	if probeErr == nil {
+		c.Status, c.Detail = StatusOK, "opened it and created a tap interface in a user and network namespace, as pasta does for --allow-network"
+		return c
+	}
+	c.Status = StatusMissing
+	var te *sandbox.TunError
+	if errors.As(hostErr, &te) || errors.As(probeErr, &te) {
+		c.Detail = sandbox.TunDevice + " " + te.Cause + ": --allow-network cannot work"
+		c.Remedy = te.Fix
+		if te.Keep != "" {
+			c.Remedy += "\n" + te.Keep + "   # keeps it so across reboots"
+		}
+		return c
+	}
+	c.Detail = "--allow-network cannot work: " + probeErr.Error()
+	c.Remedy = "check that no security module (SELinux, AppArmor, a container's seccomp profile) denies TUNSETIFF in a user namespace"
 	return c
 }
 

@@ -9,6 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/sandbox"
 )
 
 // TestMain lets the test binary serve as the probe child, as shadow's main
@@ -43,7 +47,7 @@ func TestRunThisHost(t *testing.T) {
 			t.Errorf("required check %s: %s: %s", c.Name, c.Status, c.Detail)
 		}
 	}
-	for _, n := range []string{"kernel", "user namespaces", "overlay in user namespace", "Landlock", "seccomp", "openat2", "pty", "pasta/slirp4netns", "invoking user"} {
+	for _, n := range []string{"kernel", "user namespaces", "overlay in user namespace", "Landlock", "seccomp", "openat2", "pty", "pasta/slirp4netns", "/dev/net/tun", "invoking user"} {
 		if !names[n] {
 			t.Errorf("no %s check", n)
 		}
@@ -75,7 +79,7 @@ func TestRunThisHost(t *testing.T) {
 // directory that does not exist, an unknown probe.
 func TestProbesFail(t *testing.T) {
 	exe, _ := os.Executable()
-	err := runProbe(context.Background(), exe, true, "overlay", "/nonexistent-shadow-doctor")
+	err := runProbe(context.Background(), exe, nsUser, "overlay", "/nonexistent-shadow-doctor")
 	if err == nil || !strings.Contains(err.Error(), "mkdir /nonexistent-shadow-doctor") {
 		t.Errorf("overlay on a missing directory: %v", err)
 	}
@@ -85,7 +89,7 @@ func TestProbesFail(t *testing.T) {
 	// Without a user namespace the test binary, unless it is root, cannot
 	// mount: the overlay probe must fail rather than pretend.
 	if os.Geteuid() != 0 {
-		if err := runProbe(context.Background(), exe, false, "overlay", t.TempDir()); err == nil {
+		if err := runProbe(context.Background(), exe, nsHost, "overlay", t.TempDir()); err == nil {
 			t.Error("overlay probe without a user namespace succeeded as a normal user")
 		}
 	}
@@ -294,6 +298,32 @@ func TestTextColour(t *testing.T) {
 	for _, want := range []string{"        line one\n        line two\n", "will not work"} {
 		if !strings.Contains(plain.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, plain.String())
+		}
+	}
+}
+
+// TestTunCheck: a tun device that the probe could not use is reported missing with the cause and
+// the command that fixes it; one it could use is ok.
+func TestTunCheck(t *testing.T) {
+	denied := sandbox.TunProblem("/dev/net/tun", unix.EACCES)
+	for _, tc := range []struct {
+		name           string
+		probe, host    error
+		status         Status
+		detail, remedy string
+	}{
+		{"usable", nil, nil, StatusOK, "created a tap interface", ""},
+		{"mode 0600", errors.New(denied.Error()), denied, StatusMissing, "may not", "sudo chmod 0666 /dev/net/tun\necho 'KERNEL==\"tun\", MODE=\"0666\"' | sudo tee /etc/udev/rules.d/60-tun.rules   # keeps it so across reboots"},
+		{"absent", sandbox.TunProblem("/dev/net/tun", unix.ENOENT), sandbox.TunProblem("/dev/net/tun", unix.ENOENT), StatusMissing, "does not exist", "sudo modprobe tun (in a container, give it the device: docker run --device /dev/net/tun)"},
+		{"no driver", sandbox.TunProblem("/dev/net/tun", unix.ENODEV), sandbox.TunProblem("/dev/net/tun", unix.ENODEV), StatusMissing, "no driver", "sudo modprobe tun"},
+		{"ioctl denied", errors.New("TUNSETIFF: operation not permitted"), nil, StatusMissing, "TUNSETIFF", "check that no security module"},
+	} {
+		c := tunCheck(tc.probe, tc.host)
+		if c.Status != tc.status || !strings.Contains(c.Detail, tc.detail) || !strings.HasPrefix(c.Remedy, tc.remedy) || (tc.remedy == "" && c.Remedy != "") {
+			t.Errorf("%s: %s %q, fix %q; want %s with %q, fix %q", tc.name, c.Status, c.Detail, c.Remedy, tc.status, tc.detail, tc.remedy)
+		}
+		if c.Required {
+			t.Errorf("%s: tun is required; only --allow-network needs it", tc.name)
 		}
 	}
 }

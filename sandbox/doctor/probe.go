@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/sandbox/confine"
 )
 
@@ -43,6 +44,8 @@ func ProbeMain(args []string) int {
 		err = probeDevpts(args[1])
 	case args[0] == "seccomp" && len(args) == 1:
 		err = probeSeccomp()
+	case args[0] == "tun" && len(args) == 2:
+		err = sandbox.OpenTap(args[1])
 	default:
 		fmt.Fprintf(os.Stderr, "probe: unknown probe %q\n", strings.Join(args, " "))
 		return 2
@@ -155,18 +158,26 @@ func probeSeccomp() error {
 	return nil
 }
 
-// runProbe re-executes exe as a probe child; userns puts it in a new user and
-// mount namespace as root, mapped to the caller's uid and gid.
-func runProbe(ctx context.Context, exe string, userns bool, args ...string) error {
+// The namespaces a probe child runs in.
+const (
+	nsHost uintptr = 0                                           // the caller's
+	nsUser         = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS // new user and mount namespaces, as root mapped to the caller
+	nsNet          = nsUser | syscall.CLONE_NEWNET               // and a new network namespace
+)
+
+// runProbe re-executes exe as a probe child in the namespaces ns (nsHost,
+// nsUser, nsNet): in a new user namespace it is root there, mapped
+// to the caller's uid and gid.
+func runProbe(ctx context.Context, exe string, ns uintptr, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, append([]string{ProbeArg}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if userns {
+	if ns != nsHost {
 		cmd.SysProcAttr = &syscall.SysProcAttr{
-			Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+			Cloneflags:  ns,
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
 			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
 			Pdeathsig:   syscall.SIGKILL,
