@@ -86,6 +86,25 @@ var cacheDirs = []string{
 // deviceFiles are the jail's devices the command may read and write.
 var deviceFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
+// CheckProject refuses a project that the jail, which shows the project whole and writable,
+// cannot show without handing over the machine: the root directory, or a directory that is or
+// contains home, the invoker's home directory (~/.ssh and every other credential). project and
+// home are clean absolute paths; home may be empty.
+func CheckProject(project, home string) error {
+	switch {
+	case project == "/":
+		return errors.New("/ cannot be the project, as the jail would show the whole system writable: " +
+			"run shadow in the project's directory, or give --project DIR")
+	case home != "" && project == home:
+		return fmt.Errorf("your home directory %s cannot be the project, as the jail would show its credentials: "+
+			"run shadow in the project's directory, or give --project DIR", home)
+	case home != "" && within(home, project):
+		return fmt.Errorf("%s cannot be the project, as it holds your home directory %s and its credentials: "+
+			"run shadow in the project's directory, or give --project DIR", project, home)
+	}
+	return nil
+}
+
 // prepare checks p and resolves everything the jail needs on the host.
 func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 	if len(argv) == 0 || argv[0] == "" {
@@ -93,6 +112,16 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 	}
 	project, err := realDir(p.Project)
 	if err != nil {
+		return nil, &JailError{Step: "project", Err: err}
+	}
+	home := p.Home
+	if home == "" {
+		home = os.Getenv("HOME")
+	}
+	if home != "" {
+		home = filepath.Clean(home)
+	}
+	if err := CheckProject(project, home); err != nil {
 		return nil, &JailError{Step: "project", Err: err}
 	}
 	if p.Upper == "" {
@@ -104,19 +133,6 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 	}
 	if within(upper, project) {
 		return nil, &JailError{Step: "staging layer", Err: fmt.Errorf("%s is inside the project %s", upper, project)}
-	}
-	home := p.Home
-	if home == "" {
-		home = os.Getenv("HOME")
-	}
-	if home != "" {
-		home = filepath.Clean(home)
-	}
-	// The project is shown whole: a project that is (or contains) the home
-	// directory would show ~/.ssh and every other credential to the command.
-	if project == "/" || (home != "" && within(home, project)) {
-		return nil, &JailError{Step: "project", Err: fmt.Errorf(
-			"%s contains the home directory %s and its credentials; choose the project's own directory", project, home)}
 	}
 	env := p.Env
 	if env == nil {

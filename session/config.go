@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,43 +22,205 @@ import (
 // writes it never gets it applied silently.
 const ProjectConfigName = ".shadow.toml"
 
-// Config is the policy a run starts from: every flag of `shadow run` has a key here. Pointer and
-// nil-slice fields mean "not set", so layers can be merged without confusing unset with false.
+// Config is the policy a run starts from: every flag of `shadow run` has a key here, which takes
+// what the flag takes (a size such as "2G", a duration such as "45m", one value or a list of them
+// where the flag is repeatable). Pointer and nil-slice fields mean "not set", so layers can be
+// merged without confusing unset with false.
 type Config struct {
 	AllowNetwork  *bool     `toml:"allow-network"`
-	AllowDomain   []string  `toml:"allow-domain"`
-	Publish       []int     `toml:"publish"`
+	AllowDomain   List      `toml:"allow-domain"`
+	Publish       Ports     `toml:"publish"`
 	Timeout       *Duration `toml:"timeout"`
-	Env           []string  `toml:"env"`
-	RO            []string  `toml:"ro"`
-	RW            []string  `toml:"rw"`
+	Env           List      `toml:"env"`
+	RO            List      `toml:"ro"`
+	RW            List      `toml:"rw"`
 	NoCache       *bool     `toml:"no-cache"`
 	Preset        *string   `toml:"preset"`
 	Trust         *string   `toml:"trust"`
 	GitWritable   *bool     `toml:"git-writable"`
-	MaxUpperBytes *int64    `toml:"max-upper-bytes"`
+	MaxUpperBytes *Size     `toml:"max-upper-bytes"`
 	// Protected adds paths (gitignore-style patterns) to the protected list of SPEC §4.
-	Protected []string `toml:"protected"`
+	Protected List `toml:"protected"`
 	// Keys rebinds review and app keys: action name -> list of keys.
 	Keys map[string][]string `toml:"keys"`
 	// PrefixKey is the app's command prefix (default ctrl+]).
 	PrefixKey *string `toml:"prefix-key"`
 }
 
-// Duration is a time.Duration that reads from TOML as a string such as "10m".
+// Duration is a time.Duration that reads from TOML as the --timeout flag takes it: a string such
+// as "10m" or "2h30m".
 type Duration struct{ time.Duration }
+
+// UnmarshalTOML reads a duration string.
+func (d *Duration) UnmarshalTOML(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("want a duration such as \"45m\" or \"2h30m\", not %s", tomlKind(v))
+	}
+	return d.UnmarshalText([]byte(s))
+}
 
 // UnmarshalText parses a Go duration string.
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
-		return err
+		return fmt.Errorf("%q is not a duration: use a number with a unit, such as 45m or 2h30m", b)
 	}
 	if v < 0 {
-		return fmt.Errorf("negative duration %q", b)
+		return fmt.Errorf("%q is negative", b)
 	}
 	d.Duration = v
 	return nil
+}
+
+// Size is a byte count that reads from TOML as the --max-upper-bytes flag takes it: a number of
+// bytes, or a string with a K, M, G or T suffix such as "2G".
+type Size int64
+
+// UnmarshalTOML reads a number of bytes or a size string (ParseSize).
+func (s *Size) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case int64:
+		if x < 0 {
+			return fmt.Errorf("%d is negative", x)
+		}
+		*s = Size(x)
+		return nil
+	case string:
+		n, err := ParseSize(x)
+		if err != nil {
+			return err
+		}
+		*s = Size(n)
+		return nil
+	}
+	return fmt.Errorf("want a size such as \"2G\" or a number of bytes, not %s", tomlKind(v))
+}
+
+// ParseSize reads a byte count with an optional K, M, G or T suffix (powers of 1024; "2G",
+// "2GB" and "2GiB" alike), as --max-upper-bytes and the max-upper-bytes key take it.
+func ParseSize(s string) (int64, error) {
+	bad := fmt.Errorf("%q is not a size: use a number of bytes, or one with K, M, G or T, such as 500M or 2G", s)
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	shift := 0
+	if t != "" {
+		if i := strings.IndexByte("KMGT", t[len(t)-1]); i >= 0 {
+			shift = 10 * (i + 1)
+			t = t[:len(t)-1]
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 {
+		return 0, bad
+	}
+	if n > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return n << shift, nil
+}
+
+// List is a list of strings that reads from TOML as a list, or as one string for a list of one,
+// as a repeatable flag is given once or more.
+type List []string
+
+// UnmarshalTOML reads a string or a list of strings.
+func (l *List) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case string:
+		*l = List{x}
+		return nil
+	case []any:
+		out := make(List, 0, len(x))
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return fmt.Errorf("want a list of strings, but it holds %s", tomlKind(e))
+			}
+			out = append(out, s)
+		}
+		*l = out
+		return nil
+	}
+	return fmt.Errorf("want a string or a list of strings, not %s", tomlKind(v))
+}
+
+// Ports is a list of TCP ports that reads from TOML as --publish takes them: a number, a string
+// such as "8080" or "8080,3000", or a list of those.
+type Ports []int
+
+// UnmarshalTOML reads a port, a comma-separated string of ports, or a list of them.
+func (p *Ports) UnmarshalTOML(v any) error {
+	var out Ports
+	var add func(v any) error
+	add = func(v any) error {
+		switch x := v.(type) {
+		case int64:
+			if x < 1 || x > 65535 {
+				return fmt.Errorf("%d is not a TCP port (1 to 65535)", x)
+			}
+			out = append(out, int(x))
+		case string:
+			ports, err := ParsePorts(x)
+			if err != nil {
+				return err
+			}
+			out = append(out, ports...)
+		case []any:
+			for _, e := range x {
+				if _, nested := e.([]any); nested {
+					return errors.New("want a list of ports, but it holds a list")
+				}
+				if err := add(e); err != nil {
+					return err
+				}
+			}
+		default:
+			return fmt.Errorf("want a port or a list of ports, not %s", tomlKind(v))
+		}
+		return nil
+	}
+	if err := add(v); err != nil {
+		return err
+	}
+	if out == nil {
+		out = Ports{}
+	}
+	*p = out
+	return nil
+}
+
+// ParsePorts reads one TCP port or several separated by commas ("8080", "8080,3000"), as
+// --publish takes them.
+func ParsePorts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%q is not a TCP port (1 to 65535)", strings.TrimSpace(f))
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// tomlKind names the kind of a decoded TOML value for a message: "a string", "a number", ...
+func tomlKind(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case int64, float64:
+		return "a number"
+	case bool:
+		return "true or false"
+	case []any, []map[string]any:
+		return "a list"
+	case map[string]any:
+		return "a table"
+	case time.Time:
+		return "a date"
+	}
+	return fmt.Sprintf("a %T", v)
 }
 
 // MarshalText writes the duration as a Go duration string.
@@ -79,24 +245,77 @@ func UserConfigPath() (string, error) {
 }
 
 // ParseConfig decodes one configuration file's content. Unknown keys are an error, so a typo never
-// silently weakens or ignores a setting.
+// silently weakens or ignores a setting. An error is one line that names the file, the line and
+// the key: "FILE:LINE: KEY: what is wrong".
 func ParseConfig(name string, data []byte) (Config, error) {
 	var c Config
 	md, err := toml.Decode(string(data), &c)
 	if err != nil {
-		return Config{}, fmt.Errorf("%s: %w", name, err)
+		return Config{}, configError(name, data, err)
 	}
 	if un := md.Undecoded(); len(un) > 0 {
-		keys := make([]string, len(un))
-		for i, k := range un {
-			keys[i] = k.String()
-		}
-		return Config{}, fmt.Errorf("%s: unknown key %s", name, strings.Join(keys, ", "))
+		k := un[0].String()
+		return Config{}, fmt.Errorf("%s:%d: unknown key %q (the keys are the flags of `shadow run --help`, protected, keys and prefix-key)",
+			name, keyLine(data, un[0]), k)
 	}
 	if c.Trust != nil && trustRank(*c.Trust) < 0 {
-		return Config{}, fmt.Errorf("%s: trust must be one of %s, not %q", name, strings.Join(TrustLevels, ", "), *c.Trust)
+		return Config{}, fmt.Errorf("%s:%d: trust: use one of %s, not %q", name, keyLine(data, toml.Key{"trust"}), strings.Join(TrustLevels, ", "), *c.Trust)
 	}
 	return c, nil
+}
+
+// badType is how the TOML decoder words a value of the wrong type for a plain field.
+var badType = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): incompatible types: TOML value has type (\S+); destination has type (\S+)$`)
+
+// configError turns a decoder error into one line: "FILE:LINE: KEY: message".
+func configError(name string, data []byte, err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		msg := pe.Message
+		if pe.LastKey != "" && !strings.Contains(msg, pe.LastKey) {
+			msg = pe.LastKey + ": " + msg
+		}
+		return fmt.Errorf("%s:%d: %s", name, pe.Position.Line, msg)
+	}
+	if m := badType.FindStringSubmatch(err.Error()); m != nil {
+		want := map[string]string{"bool": "true or false", "boolean": "true or false", "string": "a string", "integer": "a number"}[m[4]]
+		if want == "" {
+			want = "a " + m[4]
+		}
+		return fmt.Errorf("%s:%s: %s: want %s, not a %s", name, m[1], m[2], want, strings.ToLower(m[3]))
+	}
+	return fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "toml: "))
+}
+
+// keyLine is the line of data where key is set (or its table starts), or 0 when it is not found.
+func keyLine(data []byte, key toml.Key) int {
+	if len(key) == 0 {
+		return 0
+	}
+	table := ""
+	for i, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "[") {
+			table = strings.Trim(l, "[] \t")
+			if table == key.String() {
+				return i + 1
+			}
+			continue
+		}
+		k, _, ok := strings.Cut(l, "=")
+		if !ok {
+			continue
+		}
+		k = strings.Trim(strings.TrimSpace(k), `"'`)
+		full := k
+		if table != "" {
+			full = table + "." + k
+		}
+		if full == key.String() || (len(key) > 1 && table == "" && k == key[0]) {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // NarrowProject merges a project's config onto the user's so that it can only narrow the policy.
@@ -327,6 +546,9 @@ func IsConfigTrusted(stateRoot, path string, data []byte) (bool, error) {
 // `direnv allow`: any later edit of the file makes it untrusted again. It returns the hash.
 func TrustConfig(stateRoot, path string) (string, error) {
 	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("nothing to trust: %s does not exist (write the project's settings there first)", path)
+	}
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", path, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // usageError marks a mistake in how shadow was called (exit 2).
@@ -27,6 +28,16 @@ func isUsageError(err error) bool {
 	return false
 }
 
+// flagErrorLine words a flag's bad value as "--NAME: what is wrong", the way shadow's own checks
+// of flags word it, rather than pflag's "invalid argument … for … flag: <parser's error>".
+func flagErrorLine(err error) string {
+	var iv *pflag.InvalidValueError
+	if errors.As(err, &iv) && iv.GetFlag() != nil && iv.Unwrap() != nil {
+		return "--" + iv.GetFlag().Name + ": " + iv.Unwrap().Error()
+	}
+	return err.Error()
+}
+
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "shadow",
@@ -40,7 +51,7 @@ changes hunk by hunk so you accept, reject, apply and roll back (review).`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageError{msg: err.Error() + " (see `" + c.CommandPath() + " --help`)"}
+		return usageError{msg: flagErrorLine(err) + " (see `" + c.CommandPath() + " --help`)"}
 	})
 	root.AddCommand(
 		newDoctorCmd(),

@@ -145,7 +145,6 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 			return withCode(exitNoJail, runErr)
 		}
 		fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", runErr)
-		fmt.Fprintln(cmd.ErrOrStderr(), "shadow: the command was not started. What `shadow doctor` says about this host:")
 		printDoctorProblems(cmd.Context(), cmd.ErrOrStderr())
 		return withCode(exitNoJail, nil)
 	}
@@ -201,22 +200,22 @@ func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *se
 	}
 }
 
-// printDoctorProblems prints the doctor's lines for what is not ok, with their remedies.
+// printDoctorProblems follows a jail that could not be built with what `shadow doctor` finds
+// missing on this host, with the remedies, when it finds a check that the jail needs missing;
+// otherwise the error alone says what failed, and nothing more is printed.
 func printDoctorProblems(ctx context.Context, w io.Writer) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	rep := doctor.Run(ctx)
-	var bad doctor.Report
-	bad.Distro, bad.Kernel = rep.Distro, rep.Kernel
+	if rep.OK() {
+		return
+	}
+	bad := doctor.Report{Distro: rep.Distro, Kernel: rep.Kernel}
 	for _, c := range rep.Checks {
-		if c.Status != doctor.StatusOK {
+		if c.Status == doctor.StatusMissing {
 			bad.Checks = append(bad.Checks, c)
 		}
-	}
-	if len(bad.Checks) == 0 {
-		fmt.Fprintln(w, "  every check passes; the failure above is specific to this run")
-		return
 	}
 	bad.Text(w, false)
 }

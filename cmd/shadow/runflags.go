@@ -49,7 +49,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.wait, "wait", false, "wait for another shadow writing to the project instead of failing")
 	fl.BoolVar(&f.allowNetwork, "allow-network", false, "give the jail internet access (through pasta or slirp4netns when installed)")
 	fl.StringArrayVar(&f.allowDomain, "allow-domain", nil, "allow HOST[:PORT] through the jail's proxy (repeatable; *.example.com wildcards)")
-	fl.IntSliceVar(&f.publish, "publish", nil, "forward the host's 127.0.0.1:PORT to the jail's lo:PORT (repeatable)")
+	fl.Var((*portsValue)(&f.publish), "publish", "forward the host's 127.0.0.1:PORT to the jail's lo:PORT (repeatable)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the command after this long (exit 124)")
 	fl.StringArrayVar(&f.env, "env", nil, "pass the host variable NAME into the jail (repeatable)")
 	fl.StringArrayVar(&f.ro, "ro", nil, "bind a host PATH read-only into the jail (repeatable)")
@@ -111,24 +111,19 @@ func (f *runFlags) resolve() (*runSetup, error) {
 	p.NoCache = pick(f.changed("no-cache"), f.noCache, c.NoCache)
 	p.GitWritable = pick(f.changed("git-writable"), f.gitWritable, c.GitWritable)
 	p.Publish = pickSlice(f.changed("publish"), f.publish, c.Publish)
-	for _, port := range p.Publish {
-		if port < 1 || port > 65535 {
-			return nil, usageError{msg: fmt.Sprintf("--publish %d: not a TCP port", port)}
-		}
-	}
 	if f.changed("timeout") {
 		p.Timeout = f.timeout
 	} else if c.Timeout != nil {
 		p.Timeout = c.Timeout.Duration
 	}
 	if f.changed("max-upper-bytes") {
-		n, err := parseSize(f.maxUpperBytes)
+		n, err := session.ParseSize(f.maxUpperBytes)
 		if err != nil {
 			return nil, usageError{msg: "--max-upper-bytes: " + err.Error()}
 		}
 		p.MaxUpperBytes = n
 	} else if c.MaxUpperBytes != nil {
-		p.MaxUpperBytes = *c.MaxUpperBytes
+		p.MaxUpperBytes = int64(*c.MaxUpperBytes)
 	}
 	p.AllowDomains, err = proxy.ParseRules(pickSlice(f.changed("allow-domain"), f.allowDomain, c.AllowDomain))
 	if err != nil {
@@ -224,23 +219,28 @@ func expandPaths(paths []string) ([]string, error) {
 	return out, nil
 }
 
-// parseSize reads a byte count with an optional K, M, G or T suffix (powers of 1024).
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(strings.ToUpper(s))
-	mult := int64(1)
-	for i, suf := range []string{"K", "M", "G", "T"} {
-		if strings.HasSuffix(s, suf) || strings.HasSuffix(s, suf+"B") || strings.HasSuffix(s, suf+"IB") {
-			mult = int64(1) << (10 * (i + 1))
-			s = strings.TrimRight(s, "KMGTIB")
-			break
-		}
+// portsValue is --publish: repeatable, each value one port or several separated by commas, as
+// the publish key takes them (session.ParsePorts).
+type portsValue []int
+
+func (p *portsValue) String() string {
+	s := make([]string, len(*p))
+	for i, n := range *p {
+		s[i] = strconv.Itoa(n)
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not a size such as 500M or 2G", s)
-	}
-	return n * mult, nil
+	return strings.Join(s, ",")
 }
+
+func (p *portsValue) Set(v string) error {
+	ports, err := session.ParsePorts(v)
+	if err != nil {
+		return err
+	}
+	*p = append(*p, ports...)
+	return nil
+}
+
+func (p *portsValue) Type() string { return "PORT" }
 
 // openSession takes the project's writer lock for command and opens the session a run works in:
 // a new one with --new, else the open one (created when there is none). The caller releases the
