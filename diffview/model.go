@@ -750,7 +750,7 @@ func (m *Model) acceptAll() {
 			continue
 		}
 		for _, h := range f.hunks {
-			if f.Decisions[h.ID].Verdict != Undecided {
+			if _, conflict := f.conflictOf(h.ID); f.Decisions[h.ID].Verdict != Undecided || conflict {
 				continue
 			}
 			step = append(step, undoEntry{file: fi, id: h.ID, prev: f.Decisions[h.ID]})

@@ -127,9 +127,7 @@ func (fv *fileView) notes() []string {
 	} else if f.Protected {
 		n = append(n, "PROTECTED path: an agent must not change it silently; not applied without --allow-protected")
 	}
-	if f.Conflict != "" {
-		n = append(n, "CONFLICT: "+f.Conflict+" — apply refuses this path")
-	}
+	n = append(n, fv.conflictNotes()...)
 	for _, fnd := range f.Findings {
 		n = append(n, "FINDING: "+fnd)
 	}
@@ -178,6 +176,7 @@ func (fv *fileView) build() {
 	if !fv.Ignored || fv.expanded {
 		for hi, h := range fv.hunks {
 			uni = append(uni, row{kind: rowHunk, hunk: int32(hi)})
+			uni = append(uni, fv.baseRows(hi)...)
 			if h.Lines == nil {
 				continue
 			}
@@ -307,7 +306,7 @@ func rowHunkIndex(rows []row, i int) int {
 // lineText is what search looks at for a row.
 func (fv *fileView) lineText(r row) string {
 	switch r.kind {
-	case rowNote:
+	case rowNote, rowBase:
 		return r.note
 	case rowLine:
 		h := fv.hunks[r.hunk]

@@ -39,6 +39,10 @@ type File struct {
 	// Diff holds the hunks; for a symlink, the diff of its target.
 	Diff      FileDiff
 	Decisions map[string]Decision
+
+	// Host is set when the host changed the file too (SPEC §13): its change, and the
+	// conflicts among the hunks, which are then the merge on the host's file.
+	Host *HostChange
 }
 
 // Symlink reports whether either side of the file is a symlink.

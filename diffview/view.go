@@ -141,8 +141,10 @@ func (m *Model) viewTree(h int) []string {
 		if f.Protected {
 			tags = append(tags, st.BadgeAlert.Render("P"))
 		}
-		if f.Conflict != "" {
+		if f.Conflict != "" || f.openConflicts() > 0 {
 			tags = append(tags, st.BadgeAlert.Render("C"))
+		} else if f.Host != nil {
+			tags = append(tags, st.Badge.Render("H"))
 		}
 		if len(f.Findings) > 0 {
 			tags = append(tags, st.BadgeAlert.Render("F"))
@@ -356,6 +358,8 @@ func (c *renderCtx) row(r row, cursor bool) string {
 		return "  " + st.Note.Render(fit(Escape(r.note), c.width-2))
 	case rowHunk:
 		return c.hunkHeader(r, cursor)
+	case rowBase:
+		return c.baseRow(r)
 	}
 	if c.m.sideBySide {
 		half := (c.width - 1) / 2
@@ -446,6 +450,7 @@ func (c *renderCtx) hunkHeader(r row, cursor bool) string {
 	default:
 		state = st.HunkUndecided.Render("· undecided")
 	}
+	state = c.conflictState(h, d, state)
 	if n := len(c.f.selected[h.ID]); n > 0 {
 		state += st.Selected.Render(fmt.Sprintf(" %d selected", n))
 	}

@@ -51,7 +51,9 @@ type PlannedFile struct {
 	// Action is "write", "symlink" or "delete".
 	Action string `json:"action"`
 	// Whole is set when the agent's exact bytes are written; otherwise base + accepted hunks.
-	Whole    bool `json:"whole"`
+	Whole bool `json:"whole"`
+	// Merged is set when the content is the host's file with the agent's accepted hunks (SPEC §13).
+	Merged   bool `json:"merged,omitempty"`
 	Accepted int  `json:"hunks_accepted,omitempty"`
 	Rejected int  `json:"hunks_rejected,omitempty"`
 	Pending  int  `json:"hunks_undecided,omitempty"`
@@ -88,6 +90,9 @@ type op struct {
 	Hash   string `json:"hash,omitempty"`
 	// Whole: the content is the staged upper file; otherwise it is the base object Hash.
 	Whole bool `json:"whole,omitempty"`
+	// Merge: the content merges the host's change and the agent's; the path keeps its pre-image
+	// as its base (see merge.go).
+	Merge bool `json:"merge,omitempty"`
 }
 
 // applyStep, when set, is called at each step of an apply (tests kill the process there).
@@ -198,8 +203,8 @@ func (s *Session) plan(opts ApplyOptions, b *bases, host *projectRoot) (*ApplyPl
 		case c.Unreadable != "":
 			skip(c.Unreadable)
 			continue
-		case c.Conflict:
-			skip("conflict: " + c.Reason)
+		case c.Conflict && c.Merge == "":
+			skip("conflict: " + c.Reason + "; " + s.ConflictHelp(c))
 			continue
 		case c.Ignored && !opts.IncludeIgnored && !explicit:
 			skip("ignored by .gitignore (use --include-ignored)")
@@ -209,6 +214,14 @@ func (s *Session) plan(opts ApplyOptions, b *bases, host *projectRoot) (*ApplyPl
 			continue
 		case c.OutsideLink && !opts.AllowOutsideLinks:
 			skip(fmt.Sprintf("symlink to %q leaves the project (apply it explicitly)", c.New.Target))
+			continue
+		}
+		if c.Merge != "" {
+			if reason, err := s.planMerge(pl, b, host, c, fd, whole); err != nil {
+				return nil, err
+			} else if reason != "" {
+				skip(reason)
+			}
 			continue
 		}
 		if whole || fd.File == diffview.Accepted || !s.hunkable(c) {
@@ -1039,6 +1052,8 @@ func (s *Session) commitApply(root *projectRoot, e *journalEntry, b *bases) erro
 			return err
 		}
 		switch {
+		case jp.Merge:
+			// The pre-image stays the base the next merge is made against.
 		case jp.Kind == 'd' || !h.exists:
 			b.index.Paths[jp.Path] = baseEntry{Kind: baseAbsent}
 		case jp.Kind == 'l':

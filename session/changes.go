@@ -99,6 +99,11 @@ type Change struct {
 	// Unreadable says why the staged entry could not be read (a file or directory of another
 	// owner that its mode closes); it is listed, never applied.
 	Unreadable string `json:"unreadable,omitempty"`
+	// Host is what the project holds now at a path the host changed since the session's view of
+	// it (nil otherwise, or when it holds nothing there); Merge says how the host's change and the
+	// agent's combine (SPEC §13; "" when they cannot be merged line by line: Reason says why).
+	Host  *Side      `json:"host,omitempty"`
+	Merge MergeState `json:"merge,omitempty"`
 
 	shadowed bool      // under an opaque or replaced directory in the upper layer
 	base     baseEntry // the base this change was computed against
@@ -554,6 +559,9 @@ func (s *Session) changesFrom(b *bases, host *projectRoot, raw []rawEntry, extra
 	if err := s.classify(cs, b, host, upper, s.extraProtected(extraProtected)); err != nil {
 		return nil, err
 	}
+	if err := s.mergeConflicts(cs, b, host); err != nil {
+		return nil, err
+	}
 	return cs, nil
 }
 
@@ -914,6 +922,8 @@ func Summarize(cs *ChangeSet, limit int) Summary {
 		if c.Conflict {
 			s.Conflicts++
 			flags = append(flags, "conflict")
+		} else if c.Merge == MergeClean {
+			flags = append(flags, "changed on the host too: merges cleanly")
 		}
 		if c.Special {
 			flags = append(flags, "special file, not applied")

@@ -79,7 +79,7 @@ func (s *Session) saveDecisions(d *Decisions) error {
 // one made is stale.
 func (d *Decisions) For(c *Change) FileDecision {
 	fd, ok := d.Files[c.Path]
-	if !ok || fd.BaseHash != contentKey(c.Old) || fd.StagedHash != contentKey(c.New) {
+	if !ok || fd.BaseHash != c.decisionBase() || fd.StagedHash != contentKey(c.New) {
 		return FileDecision{}
 	}
 	return fd
@@ -98,7 +98,7 @@ func (s *Session) Decide(c *Change, hunkID string, dec diffview.Decision) error 
 		return err
 	}
 	fd := d.For(c)
-	fd.BaseHash, fd.StagedHash = contentKey(c.Old), contentKey(c.New)
+	fd.BaseHash, fd.StagedHash = c.decisionBase(), contentKey(c.New)
 	if hunkID == "" {
 		fd.File = dec.Verdict
 		if dec.Verdict == diffview.Undecided {

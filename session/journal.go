@@ -299,6 +299,9 @@ func (s *Session) commitRollback(root *projectRoot, e *journalEntry) error {
 	}
 	defer b.close()
 	for _, jp := range e.Paths {
+		if jp.Merge {
+			continue // its base was left as it was: the pre-image, which the host's file is not
+		}
 		h, err := root.lstat(jp.Path)
 		if err != nil {
 			return err

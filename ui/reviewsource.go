@@ -141,6 +141,11 @@ func (r *ReviewSource) file(c *session.Change, decs *session.Decisions) (diffvie
 		d = diffview.Compute(c.Path, linkText(c.Old), linkText(c.New), diffview.Options{})
 	}
 	f.Diff = d
+	if merged, err := r.hostChange(c, &f); err != nil {
+		return f, false, err
+	} else if merged {
+		isHunked = true
+	}
 	fd := decs.For(c)
 	f.Decisions = map[string]diffview.Decision{}
 	if fd.File != diffview.Undecided {
