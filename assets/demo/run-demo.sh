@@ -38,5 +38,5 @@ echo "The host project is untouched:"
 git -C "$project" status --short
 echo "(clean)"
 echo
-echo "Next: shadow review --project $project   (or shadow apply --project $project --all)"
-echo "State directory of this demo: $XDG_STATE_HOME"
+again="XDG_STATE_HOME=$XDG_STATE_HOME $shadow"
+echo "Next: $again review --project $project   (or $again apply --project $project --all)"

@@ -123,11 +123,32 @@ func finishTUI(ctx context.Context, opts ui.Options, jail *ui.Jail, s *session.S
 	if err != nil {
 		return withCode(code, err)
 	}
+	in := currentInvocation(s.Project())
 	switch {
 	case jail.Detached():
-		fmt.Fprintf(os.Stderr, "the agent keeps running in session %s: `shadow tui --attach` to come back to it\n", s.ID())
+		fmt.Fprintf(os.Stderr, "the agent keeps running in session %s: `%s` to come back to it\n", s.ID(), in.command("tui", "--attach"))
 	case code == exitOK:
-		fmt.Fprintf(os.Stderr, "session %s: `shadow review` to come back to it\n", s.ID())
+		fmt.Fprintln(os.Stderr, comeBackLine(jail.Store, s, in))
 	}
 	return withCode(code, nil)
+}
+
+// comeBackLine is the last line of an app that ends with the session still there: how to come
+// back to what is still pending, or that nothing is.
+func comeBackLine(st *session.Store, s *session.Session, in invocation) string {
+	if st != nil {
+		if cur, err := st.Get(s.ID()); err == nil {
+			s = cur
+		}
+	}
+	switch s.Meta.State {
+	case session.StateApplied:
+		return fmt.Sprintf("session %s is applied: nothing is pending (`%s` undoes the apply)", s.ID(), in.command("apply", "--rollback"))
+	case session.StateDiscarded:
+		return fmt.Sprintf("session %s is discarded", s.ID())
+	}
+	if cs, err := s.Changes(); err == nil && len(cs.Changes) == 0 {
+		return fmt.Sprintf("session %s stays open, with nothing staged", s.ID())
+	}
+	return fmt.Sprintf("session %s: `%s` to come back to it", s.ID(), in.command("review"))
 }
