@@ -70,6 +70,9 @@ type Policy struct {
 	// StateBinds are an agent's own state directories, bound read-write
 	// below $HOME (not staged, not reviewed).
 	StateBinds []StateBind
+	// AgentCaches are caches an agent fills for itself, read through from
+	// the host's copy, written to the agent's per-project state.
+	AgentCaches []AgentCache
 	// Timeout stops the jail (SIGTERM, then SIGKILL after KillGrace) when it
 	// runs longer. Zero means no limit.
 	Timeout time.Duration

@@ -386,3 +386,46 @@ func stateMounts(binds []StateBind, home, project string) ([]mountSpec, error) {
 	}
 	return out, nil
 }
+
+// AgentCache is a cache an agent fills for itself (packages it installs for
+// its own use), shown at Dst through a read-through overlay like the package
+// caches (SPEC §3): reads come from the host's own copy at Dst, shared by
+// every project, and writes go to Layer, which is the agent's per-project
+// state (kept between runs, never written back to the host). Without a host
+// copy nothing is mounted: Dst stays in the agent's state as it is.
+type AgentCache struct {
+	Dst   string // absolute jail path below $HOME; the host path read through
+	Layer string // host directory holding the overlay's upper and work dirs
+}
+
+// agentCacheMounts turns the agent caches whose host copy exists into
+// overlay mounts; it returns them and their destinations.
+func agentCacheMounts(caches []AgentCache, home, project string) ([]mountSpec, []string, error) {
+	var out []mountSpec
+	var dsts []string
+	for _, c := range caches {
+		if !filepath.IsAbs(c.Dst) || filepath.Clean(c.Dst) != c.Dst || !filepath.IsAbs(c.Layer) {
+			return nil, nil, fmt.Errorf("agent cache %s: give absolute, clean paths", c.Dst)
+		}
+		if home == "" || home == "/" || c.Dst == home || !within(c.Dst, home) {
+			return nil, nil, fmt.Errorf("agent cache %s: must be below $HOME (%s)", c.Dst, home)
+		}
+		if within(c.Dst, project) || within(project, c.Dst) {
+			return nil, nil, fmt.Errorf("agent cache %s: overlaps the project %s", c.Dst, project)
+		}
+		if fi, err := os.Stat(c.Dst); err != nil || !fi.IsDir() {
+			continue // no host copy to read through
+		}
+		upper, err := makeDir(filepath.Join(c.Layer, "upper"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("agent cache %s: %w", c.Dst, err)
+		}
+		work, err := makeDir(filepath.Join(c.Layer, "work"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("agent cache %s: %w", c.Dst, err)
+		}
+		out = append(out, mountSpec{Kind: mountOverlay, What: "agent cache " + c.Dst, Src: c.Dst, Dst: c.Dst, Upper: upper, Work: work})
+		dsts = append(dsts, c.Dst)
+	}
+	return out, dsts, nil
+}

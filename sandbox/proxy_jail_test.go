@@ -636,3 +636,41 @@ func TestLoopbackRelays(t *testing.T) {
 		t.Errorf("loopbackRelays = %+v\nwant %+v", got, want)
 	}
 }
+
+// TestStateBindAgentCache: an agent's cache inside its state is read
+// through from the host's copy; what the agent adds stays in its layer,
+// kept for the next run and never written to the host's copy.
+func TestStateBindAgentCache(t *testing.T) {
+	j := newTestJail(t)
+	hostCache := filepath.Join(j.home, ".tool", "packages")
+	writeFiles(t, hostCache, map[string]string{"plugin/index.js": "host copy\n"})
+	state := filepath.Join(j.base, "agent-state")
+	if err := os.MkdirAll(filepath.Join(state, "packages"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := j.policy()
+	p.StateBinds = []StateBind{{Src: state, Dst: filepath.Join(j.home, ".tool")}}
+	p.AgentCaches = []AgentCache{{Dst: hostCache, Layer: filepath.Join(state, ".layer")}}
+	res, out, errOut := j.run(t, p, "/bin/sh", "-c",
+		"cat ~/.tool/packages/plugin/index.js && echo added > ~/.tool/packages/new.js && echo changed >> ~/.tool/packages/plugin/index.js")
+	if res.ExitCode != 0 || out != "host copy\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", res.ExitCode, out, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(hostCache, "plugin", "index.js")); string(b) != "host copy\n" {
+		t.Errorf("the host's copy was written: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(hostCache, "new.js")); err == nil {
+		t.Errorf("a new file reached the host's copy")
+	}
+	res, out, errOut = j.run(t, p, "/bin/sh", "-c", "cat ~/.tool/packages/new.js ~/.tool/packages/plugin/index.js")
+	if res.ExitCode != 0 || out != "added\nhost copy\nchanged\n" {
+		t.Errorf("second run: exit %d, stdout %q, stderr %q", res.ExitCode, out, errOut)
+	}
+	// Without a host copy, the path is the state's own directory.
+	os.RemoveAll(hostCache)
+	res, out, errOut = j.run(t, p, "/bin/sh", "-c", "echo own > ~/.tool/packages/own.js")
+	if b, _ := os.ReadFile(filepath.Join(state, "packages", "own.js")); res.ExitCode != 0 || string(b) != "own\n" {
+		t.Errorf("without a host copy: exit %d, state file %q, stderr %q", res.ExitCode, b, errOut)
+	}
+	_ = out
+}

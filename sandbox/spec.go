@@ -252,6 +252,12 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 	for _, m := range state {
 		rw = append(rw, m.Dst)
 	}
+	agentCaches, agentCacheDsts, err := agentCacheMounts(p.AgentCaches, home, project)
+	if err != nil {
+		return nil, &JailError{Step: "agent cache", Err: err}
+	}
+	s.Mounts = append(s.Mounts, agentCaches...)
+	rw = append(rw, agentCacheDsts...)
 	// A mount hides whatever was mounted under its destination before it, so
 	// a shallower destination goes first: `--ro ~/src` must not cover the
 	// overlay of the project ~/src/app. Equal depths keep their order.

@@ -7,7 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -508,5 +508,61 @@ echo "run" >> ~/.aider/history
 	}
 	if _, err := os.Stat(filepath.Join(a.home, ".aider")); err == nil {
 		t.Errorf("aider state was written to the host home")
+	}
+}
+
+// TestGeminiInNewProject: Gemini CLI's one-shot mode runs in a project it
+// has never seen (the preset makes it trusted: it exits 55 otherwise) and
+// sends no usage statistics (they went to a domain off the allow-list, where
+// the CLI retried them for seconds). The model server answers 400 at once:
+// what is checked happens before and around the model call.
+func TestGeminiInNewProject(t *testing.T) {
+	prefix := agentPrefix(t)
+	a := newAgentJail(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"error":{"code":400,"message":"scripted refusal","status":"INVALID_ARGUMENT"}}`)
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	// The user's own settings: an API key login.
+	if err := os.MkdirAll(filepath.Join(a.home, ".gemini"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a.home, ".gemini", "settings.json"),
+		[]byte(`{"security": {"auth": {"selectedType": "gemini-api-key"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lk, err := a.store.LockProject(a.project, session.LockOptions{Command: "run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Release()
+	s, err := lk.Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gemini := filepath.Join(prefix, "node_modules", ".bin", "gemini")
+	p, argv, g := a.policy(t, s, prefix, []string{gemini, "-p", "hello"},
+		"GEMINI_API_KEY=test-key", "GOOGLE_GEMINI_BASE_URL=http://localhost:"+port)
+	// Only the model server: what else the CLI reaches for is refused, and logged.
+	p.AllowDomains, _ = proxy.ParseRules([]string{"localhost:" + port})
+	res, out := runJail(t, p, argv)
+	if res.ExitCode == 55 || strings.Contains(out, "trusted directory") {
+		t.Fatalf("gemini refused the new project (exit %d):\n%s", res.ExitCode, out)
+	}
+	if !strings.Contains(out, "scripted refusal") && !strings.Contains(out, "400") {
+		t.Errorf("gemini did not reach the model server (exit %d):\n%s", res.ExitCode, out)
+	}
+	for _, e := range readLog(t, s.NetLog()) {
+		if e.Host != "localhost" {
+			t.Errorf("request to %s:%d (allowed %v) left the jail", e.Host, e.Port, e.Allowed)
+		}
+	}
+	// The user's own settings are kept beside the preset's.
+	b, _ := os.ReadFile(filepath.Join(g.StateDir, "home", ".gemini", "settings.json"))
+	if !strings.Contains(string(b), "gemini-api-key") || !strings.Contains(string(b), `"usageStatisticsEnabled": false`) {
+		t.Errorf("state settings.json:\n%s", b)
 	}
 }

@@ -57,6 +57,17 @@ func Explain(p *Preset) string {
 			}
 		}
 	}
+	if len(p.Cache) > 0 {
+		b.WriteString("  caches the agent fills for itself, read through from the host's copy when there is one\n")
+		b.WriteString("  (shared by every project; writes stay in the project's state):\n")
+		list(&b, p.Cache)
+	}
+	if len(p.Files) > 0 {
+		b.WriteString("  files written into that state before every run:\n")
+		for _, f := range p.Files {
+			fmt.Fprintf(&b, "    %s: %s\n", f.Path, strings.Join(strings.Fields(f.Content), " "))
+		}
+	}
 	return b.String()
 }
 

@@ -41,6 +41,7 @@ func (g *Grant) ApplyTo(p *sandbox.Policy, host []string) error {
 		}
 	}
 	p.StateBinds = append(p.StateBinds, g.Binds...)
+	p.AgentCaches = append(p.AgentCaches, g.Caches...)
 	return nil
 }
 

@@ -8,6 +8,7 @@ package preset
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -45,6 +46,24 @@ type Preset struct {
 	State []State `toml:"state"`
 	// Config are host files or directories copied into the state once.
 	Config []Seed `toml:"config"`
+	// Cache are places "~/..." inside a state directory where the agent
+	// fills a cache for itself (packages it installs for its own use): they
+	// read through the host's copy, shared by every project, when there is
+	// one (SPEC §3's cache overlays); writes stay in the per-project state.
+	Cache []string `toml:"cache"`
+	// Files are written into the state before every run: the agent's own
+	// switches that make it behave in the jail and that no variable sets.
+	Files []File `toml:"file"`
+}
+
+// File is a file shadow writes at Path ("~/...", inside a state directory)
+// before every run, replacing what the agent left there; with Merge, Content
+// is a JSON object merged into the JSON file there (the agent's own settings,
+// seeded from the host's, keep every other key).
+type File struct {
+	Path    string `toml:"path"`
+	Content string `toml:"content"`
+	Merge   bool   `toml:"merge"`
 }
 
 // State is one place under $HOME, "~/...", where the agent keeps state; it
@@ -164,6 +183,29 @@ func (p *Preset) check() error {
 		}
 		if p.stateFor(c.Target()) == nil {
 			return fmt.Errorf("config %s: lands at %s, outside every state path", c.From, c.Target())
+		}
+	}
+	for _, c := range p.Cache {
+		if err := checkHomePath("cache", c); err != nil {
+			return err
+		}
+		if st := p.stateFor(c); st == nil || st.File {
+			return fmt.Errorf("cache %s: outside every state directory", c)
+		}
+	}
+	for _, f := range p.Files {
+		if err := checkHomePath("file", f.Path); err != nil {
+			return err
+		}
+		if st := p.stateFor(f.Path); st == nil || st.File {
+			return fmt.Errorf("file %s: outside every state directory", f.Path)
+		}
+		if strings.ContainsRune(f.Content, 0) {
+			return fmt.Errorf("file %s: NUL byte", f.Path)
+		}
+		var obj map[string]any
+		if f.Merge && json.Unmarshal([]byte(f.Content), &obj) != nil {
+			return fmt.Errorf("file %s: merge needs a JSON object", f.Path)
 		}
 	}
 	return nil

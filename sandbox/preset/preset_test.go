@@ -1,8 +1,10 @@
 package preset
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -108,6 +110,8 @@ func TestParseRejects(t *testing.T) {
 		{"config from secrets", "[[config]]\nfrom = \"~/.aws/credentials\"\nto = \"~/.tool/c\"\n", "never shows"},
 		{"config outside state", "[[config]]\nfrom = \"~/.toolrc\"\n", "outside every state"},
 		{"config on state root", "[[config]]\nfrom = \"~/.tool\"\n", "outside every state"},
+		{"file outside state", "[[file]]\npath = \"~/.other/x\"\ncontent = \"x\"\n", "outside every state"},
+		{"file merge not json", "[[file]]\npath = \"~/.tool/x.json\"\nmerge = true\ncontent = \"[1]\"\n", "JSON object"},
 	} {
 		data := minimal + c.extra
 		if c.name == "unknown key" || c.name == "bad domain" {
@@ -350,4 +354,66 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = Explain(p)
 	})
+}
+
+// TestPrepareFilesAndCaches: a merged file keeps the agent's own keys and
+// wins on its own, before every run; a plain one is replaced; a cache is a
+// mount point in the state with its layer beside it, read through from the
+// host's path.
+func TestPrepareFilesAndCaches(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	if err := os.MkdirAll(filepath.Join(home, ".tool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".tool", "settings.json"), []byte(`{"auth": "key", "privacy": {"stats": true, "other": 1}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse("tool", []byte(`cache = ["~/.tool/packages"]
+`+minimal+`[[config]]
+from = "~/.tool/settings.json"
+[[file]]
+path = "~/.tool/settings.json"
+merge = true
+content = '{"privacy": {"stats": false}}'
+[[file]]
+path = "~/.tool/switch"
+content = "off\n"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Home: home, StateRoot: filepath.Join(base, "state"), Project: filepath.Join(base, "project")}
+	for run := range 2 {
+		g, err := p.Prepare(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		b, _ := os.ReadFile(filepath.Join(g.StateDir, "home", ".tool", "settings.json"))
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("run %d: settings %q: %v", run, b, err)
+		}
+		want := map[string]any{"auth": "key", "privacy": map[string]any{"stats": false, "other": float64(1)}}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("run %d: merged settings %v, want %v", run, got, want)
+		}
+		if b, _ := os.ReadFile(filepath.Join(g.StateDir, "home", ".tool", "switch")); string(b) != "off\n" {
+			t.Errorf("run %d: switch = %q", run, b)
+		}
+		if fi, err := os.Stat(filepath.Join(g.StateDir, "home", ".tool", "packages")); err != nil || !fi.IsDir() {
+			t.Errorf("run %d: no mount point for the cache: %v", run, err)
+		}
+		if len(g.Caches) != 1 || g.Caches[0].Dst != filepath.Join(home, ".tool", "packages") ||
+			!strings.HasPrefix(g.Caches[0].Layer, g.StateDir+"/") {
+			t.Errorf("run %d: caches %+v", run, g.Caches)
+		}
+		// The agent turns its statistics back on and leaves a symlink.
+		os.WriteFile(filepath.Join(g.StateDir, "home", ".tool", "settings.json"), []byte(`{"auth": "key", "privacy": {"stats": true, "other": 1}}`), 0o600)
+		os.Remove(filepath.Join(g.StateDir, "home", ".tool", "switch"))
+		os.Symlink(filepath.Join(home, "elsewhere"), filepath.Join(g.StateDir, "home", ".tool", "switch"))
+	}
+	if _, err := os.Stat(filepath.Join(home, "elsewhere")); err == nil {
+		t.Errorf("a file was written through the agent's symlink")
+	}
 }

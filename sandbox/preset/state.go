@@ -1,8 +1,10 @@
 package preset
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +52,9 @@ type Grant struct {
 	Args []string
 	// Binds are the agent's state places.
 	Binds []Bind
+	// Caches are the caches the agent fills for itself, read through from
+	// the host's copy, written to the per-project state.
+	Caches []sandbox.AgentCache
 	// StateDir is the per-project state directory.
 	StateDir string
 	// Seeded lists the host paths copied into the state by this call (only
@@ -141,6 +146,21 @@ func (p *Preset) Prepare(o Options) (*Grant, error) {
 		return nil, fmt.Errorf("preset %s: state %s: %w", p.Name, dir, err)
 	}
 
+	for _, f := range p.Files {
+		if err := writeStateFile(stateHost(dir, f.Path), f); err != nil {
+			return nil, fmt.Errorf("preset %s: write %s: %w", p.Name, f.Path, err)
+		}
+	}
+	for _, c := range p.Cache {
+		// The mount point in the state; the overlay's layers beside it.
+		if err := os.MkdirAll(stateHost(dir, c), 0o700); err != nil {
+			return nil, fmt.Errorf("preset %s: create cache %s: %w", p.Name, c, err)
+		}
+		g.Caches = append(g.Caches, sandbox.AgentCache{
+			Dst:   filepath.Join(home, strings.TrimPrefix(c, "~/")),
+			Layer: filepath.Join(dir, "cache", strings.ReplaceAll(strings.TrimPrefix(c, "~/"), "/", "_")),
+		})
+	}
 	for _, s := range p.State {
 		src := stateHost(dir, s.Path)
 		if s.File {
@@ -296,4 +316,55 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
 	}
 	return out.Close()
+}
+
+// writeStateFile writes f at dst, or merges its JSON object into the JSON
+// object at dst. The file is replaced, not written through: the agent may
+// have left a symlink there. A file that is not a JSON object (JSON with
+// comments) is kept beside it as dst.bak and replaced by f's object.
+func writeStateFile(dst string, f File) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	content := []byte(f.Content)
+	if f.Merge {
+		var add map[string]any
+		if err := json.Unmarshal(content, &add); err != nil {
+			return err
+		}
+		have := map[string]any{}
+		if b, err := os.ReadFile(dst); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			if err := json.Unmarshal(b, &have); err != nil {
+				have = map[string]any{}
+				if err := os.WriteFile(dst+".bak", b, 0o600); err != nil {
+					return err
+				}
+			}
+		}
+		b, err := json.MarshalIndent(mergeJSON(have, add), "", "  ")
+		if err != nil {
+			return err
+		}
+		content = append(b, '\n')
+	}
+	tmp := dst + ".shadow-tmp"
+	os.Remove(tmp)
+	if err := os.WriteFile(tmp, content, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
+
+// mergeJSON sets every key of add in have, merging objects key by key.
+func mergeJSON(have, add map[string]any) map[string]any {
+	for k, v := range add {
+		if sub, ok := v.(map[string]any); ok {
+			if old, ok := have[k].(map[string]any); ok {
+				have[k] = mergeJSON(old, sub)
+				continue
+			}
+		}
+		have[k] = v
+	}
+	return have
 }
