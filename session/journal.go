@@ -553,6 +553,14 @@ func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
 	if len(changed) > 0 {
 		return nil, fmt.Errorf("roll back: the project changed these paths after the apply; nothing was rolled back: %s", strings.Join(quoteAll(changed), ", "))
 	}
+	// Applies made with --commit: their commits are undone first, or the rollback refused.
+	jdirs := make([]string, 0, len(entries))
+	for i := len(entries) - 1; i >= 0; i-- {
+		jdirs = append(jdirs, filepath.Join(items[from+i].s.journalDir(), entries[i].ID))
+	}
+	if err := uncommitApplies(jdirs); err != nil {
+		return nil, err
+	}
 	res := &RollbackResult{}
 	for i := len(entries) - 1; i >= 0; i-- {
 		it, e := items[from+i], entries[i]

@@ -49,6 +49,9 @@ type Meta struct {
 	Applies []ApplyRecord `json:"applies,omitempty"`
 	// Closed is when the session was applied or discarded.
 	Closed time.Time `json:"closed,omitzero"`
+	// BaseCommit is the commit HEAD named when the session started ("" outside a git repository,
+	// or for a session of an older shadow): `shadow export` branches from it.
+	BaseCommit string `json:"base_commit,omitempty"`
 }
 
 // Store is the directory holding every session ($XDG_STATE_HOME/shadow).
@@ -599,7 +602,8 @@ func (st *Store) create(project string, lk *ProjectLock) (*Session, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create session %s: %w", id, err)
 	}
-	s := &Session{store: st, dir: dir, lock: lk, Meta: Meta{Version: metaVersion, ID: id, Project: project, Created: now.UTC(), State: StateOpen}}
+	s := &Session{store: st, dir: dir, lock: lk, Meta: Meta{Version: metaVersion, ID: id, Project: project, Created: now.UTC(), State: StateOpen,
+		BaseCommit: gitHead(project)}}
 	fail := func(err error) (*Session, error) {
 		os.RemoveAll(dir)
 		return nil, err

@@ -14,15 +14,21 @@ import (
 
 func newApplyCmd() *cobra.Command {
 	var f sessionFlags
-	var all, yes, includeIgnored, allowProtected, allowOutside, rollback bool
-	var to string
+	var all, yes, includeIgnored, allowProtected, allowOutside, rollback, commit bool
+	var to, message string
 	cmd := &cobra.Command{
-		Use:   "apply [--all] [--yes] [--include-ignored] [--allow-protected] [--session ID] [PATH...]",
+		Use:   "apply [--all] [--yes] [--commit [-m MSG]] [--include-ignored] [--allow-protected] [--session ID] [PATH...]",
 		Short: "Write accepted changes (or whole files) into the project; --rollback undoes an apply",
 		Long: `apply writes into the project the hunks accepted in review, or with --all or PATHs whole
 files as the agent left them. Ignored paths (the project's .gitignore as it was) need
 --include-ignored; protected paths (.git, CI config, editor and agent settings, rc files...)
-need --allow-protected; paths the host changed since the session started are refused.
+need --allow-protected. A file you changed too since the agent's pre-image is merged: the
+agent's changes go onto your version, and lines you both changed wait for a decision in
+review (--all leaves such a file out until then). Other host changes are refused.
+
+With --commit, the paths written become one git commit (nothing else you staged goes in),
+with -m's message or one naming the session, its runs and the agent's command; rolling the
+apply back undoes the commit too, and is refused once the commit is no longer HEAD.
 
 Every apply is journaled: a crash at any instant is completed or rolled back by the next
 shadow command, and 'shadow apply --rollback' restores the project byte for byte.
@@ -38,6 +44,9 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 			if to != "" {
 				return usageError{msg: "--to goes with --rollback"}
 			}
+			if message != "" && !commit {
+				return usageError{msg: "-m goes with --commit"}
+			}
 			lk, s, err := f.writeSession("apply", cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -45,6 +54,11 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 			defer lk.Release()
 			if paths, err = projectPaths(s.Project(), paths); err != nil {
 				return err
+			}
+			if commit {
+				if err := s.CheckCommit(); err != nil {
+					return err
+				}
 			}
 			opts := session.ApplyOptions{All: all, Paths: paths, IncludeIgnored: includeIgnored,
 				AllowProtected: allowProtected, AllowOutsideLinks: allowOutside}
@@ -82,6 +96,13 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 				fmt.Fprintln(errw, "shadow:", res.Recovered)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "applied %s (apply %s); undo with `shadow apply --rollback`\n", english.Count(len(res.Files), "path"), res.ID)
+			if commit {
+				id, err := s.CommitApply(res, message)
+				if err != nil {
+					return fmt.Errorf("%w (the apply itself is done: commit it yourself, or undo it with `shadow apply --rollback`)", err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "committed as %s\n", id)
+			}
 			if res.Closes {
 				fmt.Fprintf(cmd.OutOrStdout(), "session %s is applied: nothing is pending\n", s.ID())
 			}
@@ -97,6 +118,8 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 	fl.BoolVar(&allowOutside, "allow-outside-links", false, "apply staged symlinks whose target leaves the project")
 	fl.BoolVar(&rollback, "rollback", false, "undo the last apply (or every apply back to --to)")
 	fl.StringVar(&to, "to", "", "with --rollback: undo every apply back to and including APPLY_ID")
+	fl.BoolVar(&commit, "commit", false, "make a git commit of exactly the paths written")
+	fl.StringVarP(&message, "message", "m", "", "with --commit: the commit message")
 	return cmd
 }
 
@@ -194,6 +217,9 @@ func printPlan(w io.Writer, p *session.ApplyPlan) {
 		how := "whole file"
 		if !f.Whole {
 			how = fmt.Sprintf("%s accepted, %d rejected, %d undecided", english.Count(f.Accepted, "hunk"), f.Rejected, f.Pending)
+		}
+		if f.Merged {
+			how = "merged with your changes: " + how
 		}
 		fmt.Fprintf(w, "  %-6s %s (%s)\n", f.Action, diffview.Escape(f.Path), how)
 	}

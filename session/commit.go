@@ -1,0 +1,337 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// An apply made with --commit (SPEC §13) becomes a git commit of exactly the paths it wrote. The
+// commit is built with git plumbing in a temporary index (GIT_INDEX_FILE) from HEAD, so that
+// nothing else the developer staged goes into it; the real index then gets the committed entries
+// of those paths only, and HEAD moves last, with update-ref checking that it did not move
+// meanwhile. What was made is recorded beside the apply's journal entry (commit.json) before HEAD
+// moves, so that a rollback of the apply can undo the commit too, and refuses once the commit is
+// no longer HEAD.
+
+// commitRecord is commit.json in an apply's journal directory.
+type commitRecord struct {
+	Commit string `json:"commit"`
+	// Parent is the HEAD the commit was made on ("" on a branch with no commit yet).
+	Parent string `json:"parent,omitempty"`
+	// Top is the git work tree's top level; Paths the committed paths, relative to it.
+	Top   string   `json:"top"`
+	Paths []string `json:"paths"`
+	// Index is what the index held for Paths before (`git ls-files -s -z`), put back when the
+	// commit is undone.
+	Index string `json:"index"`
+}
+
+const commitFile = "commit.json"
+
+// git runs git in dir with extra environment, stdin and args, and returns its standard output.
+// Its error is one line: the git command and the first line git wrote on standard error.
+func git(dir string, env []string, stdin []byte, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "GIT_LITERAL_PATHSPECS=1", "LC_ALL=C"), env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		msg, _, _ := strings.Cut(strings.TrimSpace(errb.String()), "\n")
+		if msg == "" {
+			msg = err.Error()
+		}
+		if errors.Is(err, exec.ErrNotFound) {
+			msg = "git is not installed"
+		}
+		return "", fmt.Errorf("git %s: %s", args[0], strings.TrimPrefix(msg, "fatal: "))
+	}
+	return out.String(), nil
+}
+
+// gitHead is the commit HEAD names in the work tree holding dir, "" when there is none (no git,
+// not a repository, or a branch with no commit yet).
+func gitHead(dir string) string {
+	out, err := git(dir, nil, nil, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// gitTop is the top level of the git work tree holding the project, or an error that says the
+// project is not in one.
+func (s *Session) gitTop(what string) (string, error) {
+	out, err := git(s.Meta.Project, nil, nil, "rev-parse", "--show-toplevel")
+	if err != nil || strings.TrimSpace(out) == "" {
+		return "", fmt.Errorf("%s: %s is not in a git work tree (%v)", what, s.Meta.Project, err)
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// CheckCommit says why an apply of this session could not be committed, before anything is
+// written: no git work tree, no identity to commit with, or an index in the middle of a merge.
+func (s *Session) CheckCommit() error {
+	top, err := s.gitTop("apply --commit")
+	if err != nil {
+		return err
+	}
+	if _, err := git(top, nil, nil, "var", "GIT_COMMITTER_IDENT"); err != nil {
+		return fmt.Errorf("apply --commit: git has no identity to commit with: set user.name and user.email (git config --global user.email you@example.com)")
+	}
+	if out, err := git(top, nil, nil, "ls-files", "-u"); err != nil {
+		return fmt.Errorf("apply --commit: %w", err)
+	} else if out != "" {
+		return fmt.Errorf("apply --commit: the index has unmerged paths; finish or abort that merge first")
+	}
+	return nil
+}
+
+// CommitApply makes the git commit of an apply: exactly the paths it wrote (the rest of the
+// index untouched), on HEAD, with msg or else a message naming the session, its checkpoints and
+// the agent's command. It returns the commit's id.
+func (s *Session) CommitApply(res *ApplyResult, msg string) (string, error) {
+	if res.ID == "" || len(res.Files) == 0 {
+		return "", errors.New("apply --commit: nothing was applied, so nothing is committed")
+	}
+	top, err := s.gitTop("apply --commit")
+	if err != nil {
+		return "", err
+	}
+	prefix, err := filepath.Rel(top, s.Meta.Project)
+	if err != nil {
+		return "", fmt.Errorf("apply --commit: %w", err)
+	}
+	var paths []string
+	for _, f := range res.Files {
+		paths = append(paths, filepath.ToSlash(filepath.Join(prefix, f.Path)))
+	}
+	parent := gitHead(top)
+	dir, err := os.MkdirTemp("", "shadow-commit-")
+	if err != nil {
+		return "", fmt.Errorf("apply --commit: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	tmp := []string{"GIT_INDEX_FILE=" + filepath.Join(dir, "index")}
+	if parent != "" {
+		if _, err := git(top, tmp, nil, "read-tree", parent); err != nil {
+			return "", err
+		}
+	}
+	list := []byte(strings.Join(paths, "\x00") + "\x00")
+	if _, err := git(top, tmp, list, "update-index", "--add", "--remove", "-z", "--stdin"); err != nil {
+		return "", err
+	}
+	tree, err := git(top, tmp, nil, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	if msg == "" {
+		if msg, err = s.commitMessage(res); err != nil {
+			return "", err
+		}
+	}
+	args := []string{"commit-tree", strings.TrimSpace(tree), "-F", "-"}
+	if parent != "" {
+		args = append(args, "-p", parent)
+	}
+	out, err := git(top, nil, []byte(msg), args...)
+	if err != nil {
+		return "", err
+	}
+	commit := strings.TrimSpace(out)
+	prior, err := git(top, nil, nil, append([]string{"ls-files", "-s", "-z", "--"}, paths...)...)
+	if err != nil {
+		return "", err
+	}
+	rec := commitRecord{Commit: commit, Parent: parent, Top: top, Paths: paths, Index: prior}
+	if err := writeJSONAtomic(filepath.Join(s.journalDir(), res.ID, commitFile), rec); err != nil {
+		return "", fmt.Errorf("apply --commit: %w", err)
+	}
+	// The index first: a crash before HEAD moves leaves these paths staged, as `git add` would.
+	committed, err := git(top, tmp, nil, append([]string{"ls-files", "-s", "-z", "--"}, paths...)...)
+	if err != nil {
+		return "", err
+	}
+	if err := setIndex(top, paths, committed, len(commit)); err != nil {
+		return "", err
+	}
+	old := parent
+	if old == "" {
+		old = strings.Repeat("0", len(commit))
+	}
+	if _, err := git(top, nil, nil, "update-ref", "-m", "shadow apply "+res.ID, "HEAD", commit, old); err != nil {
+		return "", fmt.Errorf("apply --commit: HEAD moved while the commit was made: %w", err)
+	}
+	return commit, nil
+}
+
+// setIndex makes the index entries of paths those of entries (`git ls-files -s -z` output): a
+// path with no entry there is removed from the index.
+func setIndex(top string, paths []string, entries string, hexLen int) error {
+	has := map[string]bool{}
+	var info strings.Builder
+	for _, e := range strings.Split(entries, "\x00") {
+		if _, p, ok := strings.Cut(e, "\t"); ok {
+			has[p] = true
+			info.WriteString(e + "\x00")
+		}
+	}
+	for _, p := range paths {
+		if !has[p] {
+			info.WriteString("0 " + strings.Repeat("0", hexLen) + "\t" + p + "\x00")
+		}
+	}
+	if _, err := git(top, nil, []byte(info.String()), "update-index", "-z", "--index-info"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// commitMessage is the message of an apply's commit: what was applied, from which session, its
+// checkpoints and the agent's command.
+func (s *Session) commitMessage(res *ApplyResult) (string, error) {
+	runs, err := s.Runs()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	agent := "(no run recorded)"
+	if len(runs) > 0 {
+		agent = argvText(runs[len(runs)-1].Argv)
+	}
+	fmt.Fprintf(&b, "shadow: apply the agent's changes to %s\n\n", pathCount(len(res.Files)))
+	fmt.Fprintf(&b, "Applied with shadow (apply %s) from session %s, made by the agent's command:\n\n    %s\n", res.ID, s.Meta.ID, agent)
+	lines, err := s.checkpointLines(runs)
+	if err != nil {
+		return "", err
+	}
+	if len(lines) > 0 {
+		b.WriteString("\nCheckpoints:\n")
+		for _, l := range lines {
+			b.WriteString("    " + l + "\n")
+		}
+	}
+	fmt.Fprintf(&b, "\nShadow-Session: %s\nShadow-Apply: %s\n", s.Meta.ID, res.ID)
+	return b.String(), nil
+}
+
+// checkpointLines names the session's checkpoints in a commit message, one line each.
+//
+// CHECKPOINTS HOOK: sessions do not keep checkpoints yet (SPEC §12); until they do, each run
+// stands in for one (what ran, when it started, how it ended). Once Session has its list of
+// checkpoints, name them here (id, time, what took it) instead.
+func (s *Session) checkpointLines(runs []Run) ([]string, error) {
+	var out []string
+	for i, r := range runs {
+		end := fmt.Sprintf("exit %d", r.ExitCode)
+		if r.End.IsZero() {
+			end = "did not end"
+		}
+		out = append(out, fmt.Sprintf("run %d  %s  %s (%s)", i+1, r.Start.UTC().Format(time.DateTime+" MST"), argvText(r.Argv), end))
+	}
+	return out, nil
+}
+
+// argvText is a command line as one line of text, each argument quoted when it needs it.
+func argvText(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		parts[i] = a
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;#~") {
+			parts[i] = shellQuote(a)
+		}
+	}
+	return visible(strings.Join(parts, " "))
+}
+
+func pathCount(n int) string {
+	if n == 1 {
+		return "1 path"
+	}
+	return fmt.Sprintf("%d paths", n)
+}
+
+// readCommit reads the commit record of the apply whose journal directory is jdir (nil when the
+// apply was not committed).
+func readCommit(jdir string) (*commitRecord, error) {
+	data, err := os.ReadFile(filepath.Join(jdir, commitFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rec commitRecord
+	if err := json.Unmarshal(data, &rec); err != nil || rec.Commit == "" || rec.Top == "" {
+		return nil, fmt.Errorf("corrupt %s", filepath.Join(jdir, commitFile))
+	}
+	return &rec, nil
+}
+
+// uncommitApplies undoes the commits of applies about to be rolled back, given newest first by
+// their journal directories, before their files are restored: each committed one must be HEAD
+// (once the newer ones are undone), or the rollback is refused, touching nothing. A commit whose
+// parent is HEAD already (it never landed, or the developer undid it) is left alone. HEAD goes
+// back to the parent and the index entries of the commit's paths to what they were.
+func uncommitApplies(jdirs []string) error {
+	type undo struct {
+		id  string
+		rec *commitRecord
+	}
+	var todo []undo
+	heads := map[string]string{} // the HEAD of each work tree as the undos leave it
+	for _, jdir := range jdirs {
+		rec, err := readCommit(jdir)
+		if err != nil {
+			return fmt.Errorf("roll back: %w", err)
+		}
+		if rec == nil {
+			continue
+		}
+		id := filepath.Base(jdir)
+		head, ok := heads[rec.Top]
+		if !ok {
+			head = gitHead(rec.Top)
+		}
+		switch head {
+		case rec.Commit:
+			todo = append(todo, undo{id, rec})
+			heads[rec.Top] = rec.Parent
+		case rec.Parent:
+			heads[rec.Top] = head
+		default:
+			now := "none"
+			if head != "" {
+				now = shortHash(head)
+			}
+			return fmt.Errorf("roll back apply %s: it was committed as %s, which is no longer HEAD (HEAD is %s); nothing was rolled back: undo it with git revert %s",
+				id, shortHash(rec.Commit), now, shortHash(rec.Commit))
+		}
+	}
+	for _, u := range todo {
+		rec := u.rec
+		args := []string{"update-ref", "-m", "shadow rollback " + u.id, "HEAD", rec.Parent, rec.Commit}
+		if rec.Parent == "" {
+			args = []string{"update-ref", "-d", "-m", "shadow rollback " + u.id, "HEAD", rec.Commit}
+		}
+		if _, err := git(rec.Top, nil, nil, args...); err != nil {
+			return fmt.Errorf("roll back apply %s: undo its commit: %w", u.id, err)
+		}
+		if err := setIndex(rec.Top, rec.Paths, rec.Index, len(rec.Commit)); err != nil {
+			return fmt.Errorf("roll back apply %s: put the index back: %w", u.id, err)
+		}
+	}
+	return nil
+}

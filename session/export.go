@@ -1,0 +1,233 @@
+package session
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ExportOptions choose what `shadow export` puts in its branch: the changes apply --all would
+// write, with the same flags for ignored, protected and outside-link paths.
+type ExportOptions struct {
+	// Branch is the new branch's name; it must not exist.
+	Branch string
+	// Message replaces the commit message that names the session, its checkpoints and the command.
+	Message           string
+	IncludeIgnored    bool
+	AllowProtected    bool
+	AllowOutsideLinks bool
+}
+
+// ExportResult is what an export made.
+type ExportResult struct {
+	Branch string `json:"branch"`
+	Commit string `json:"commit"`
+	// Base is the session's base commit, the new commit's parent.
+	Base    string    `json:"base"`
+	Paths   int       `json:"paths"`
+	Skipped []Skipped `json:"skipped,omitempty"`
+}
+
+// Export writes the session's staged tree as one commit on a new branch from the session's base
+// commit (HEAD when it started), with git plumbing in a temporary index: the work tree, the
+// index and HEAD are not touched. The commit is the base commit's tree with every selected change
+// of the change set put in (the agent's version of each path, or its deletion), so that
+// `git diff BASE BRANCH` is what `shadow diff --binary` shows, as long as the changed paths held
+// at session start what the base commit holds.
+func (s *Session) Export(opts ExportOptions) (*ExportResult, error) {
+	if s.Meta.BaseCommit == "" {
+		return nil, fmt.Errorf("export: session %s has no base commit recorded (it was started by an older shadow, or outside a git repository); start a new session to export one", s.Meta.ID)
+	}
+	top, err := s.gitTop("export")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := git(top, nil, nil, "check-ref-format", "--branch", opts.Branch); err != nil || strings.HasPrefix(opts.Branch, "-") {
+		return nil, fmt.Errorf("export: %q is not a valid branch name", opts.Branch)
+	}
+	ref := "refs/heads/" + opts.Branch
+	if _, err := git(top, nil, nil, "rev-parse", "--verify", "-q", ref); err == nil {
+		return nil, fmt.Errorf("export: branch %s already exists; choose another name (nothing was written)", opts.Branch)
+	}
+	if _, err := git(top, nil, nil, "cat-file", "-e", s.Meta.BaseCommit+"^{commit}"); err != nil {
+		return nil, fmt.Errorf("export: the session's base commit %s is not in the repository any more", shortHash(s.Meta.BaseCommit))
+	}
+	prefix, err := filepath.Rel(top, s.Meta.Project)
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	cs, err := s.Changes()
+	if err != nil {
+		return nil, err
+	}
+	res := &ExportResult{Branch: opts.Branch, Base: s.Meta.BaseCommit}
+	dir, err := os.MkdirTemp("", "shadow-export-")
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	var (
+		removed []string // top-relative paths the branch does not have
+		blobs   []string // files to hash, one a line
+		entries []string // "mode path" of each blob, in the order of blobs
+		touched []string
+	)
+	for i := range cs.Changes {
+		c := &cs.Changes[i]
+		reason := ""
+		switch {
+		case c.Special || c.Unreadable != "":
+			reason = "cannot be read or is a special file: never exported"
+		case c.Ignored && !opts.IncludeIgnored:
+			reason = "ignored by .gitignore (use --include-ignored)"
+		case c.Protected && !opts.AllowProtected:
+			reason = "protected: " + c.ProtectedWhy + " (use --allow-protected)"
+		case c.OutsideLink && !opts.AllowOutsideLinks:
+			reason = fmt.Sprintf("symlink to %q leaves the project (use --allow-outside-links)", c.New.Target)
+		case inGitDir(c.Path) || (c.From != "" && inGitDir(c.From)):
+			reason = "inside a .git directory, which git cannot hold"
+		}
+		if reason != "" {
+			res.Skipped = append(res.Skipped, Skipped{Path: c.Path, Reason: reason})
+			continue
+		}
+		at := func(p string) string { return filepath.ToSlash(filepath.Join(prefix, p)) }
+		if c.From != "" {
+			removed = append(removed, at(c.From))
+		}
+		touched = append(touched, c.Path)
+		switch c.New.Kind {
+		case KindNone:
+			removed = append(removed, at(c.Path))
+		case KindSymlink:
+			tmp := filepath.Join(dir, fmt.Sprintf("link%d", i))
+			if err := os.WriteFile(tmp, []byte(c.New.Target), 0o600); err != nil {
+				return nil, fmt.Errorf("export: %w", err)
+			}
+			blobs, entries = append(blobs, tmp), append(entries, "120000 "+at(c.Path))
+		case KindFile:
+			src, err := s.exportSource(c, dir, i)
+			if err != nil {
+				return nil, err
+			}
+			mode := "100644"
+			if c.New.Mode&0o100 != 0 {
+				mode = "100755"
+			}
+			blobs, entries = append(blobs, src), append(entries, mode+" "+at(c.Path))
+		}
+	}
+	var info strings.Builder
+	if len(blobs) > 0 {
+		out, err := git(top, nil, []byte(strings.Join(blobs, "\n")+"\n"), "hash-object", "-w", "--no-filters", "--stdin-paths")
+		if err != nil {
+			return nil, fmt.Errorf("export: store the staged files: %w", err)
+		}
+		ids := strings.Fields(out)
+		if len(ids) != len(blobs) {
+			return nil, fmt.Errorf("export: git hash-object gave %d ids for %d files", len(ids), len(blobs))
+		}
+		for i, e := range entries {
+			mode, p, _ := strings.Cut(e, " ")
+			info.WriteString(mode + " " + ids[i] + "\t" + p + "\x00")
+		}
+	}
+	zero := strings.Repeat("0", len(s.Meta.BaseCommit))
+	for _, p := range removed {
+		info.WriteString("0 " + zero + "\t" + p + "\x00")
+	}
+	tmp := []string{"GIT_INDEX_FILE=" + filepath.Join(dir, "index")}
+	if _, err := git(top, tmp, nil, "read-tree", s.Meta.BaseCommit); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	if _, err := git(top, tmp, []byte(info.String()), "update-index", "-z", "--index-info"); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	tree, err := git(top, tmp, nil, "write-tree")
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	msg := opts.Message
+	if msg == "" {
+		if msg, err = s.exportMessage(len(touched)); err != nil {
+			return nil, err
+		}
+	}
+	out, err := git(top, nil, []byte(msg), "commit-tree", strings.TrimSpace(tree), "-p", s.Meta.BaseCommit, "-F", "-")
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	res.Commit = strings.TrimSpace(out)
+	// The zero old value makes git refuse a branch that appeared meanwhile.
+	if _, err := git(top, nil, nil, "update-ref", "-m", "shadow export "+s.Meta.ID, ref, res.Commit, zero); err != nil {
+		return nil, fmt.Errorf("export: create branch %s: %w", opts.Branch, err)
+	}
+	res.Paths = len(touched)
+	return res, nil
+}
+
+// exportSource is a file git can read the staged content of c from: the staged file itself, or
+// a copy in dir where its name or mode keeps git from reading it there.
+func (s *Session) exportSource(c *Change, dir string, i int) (string, error) {
+	p := filepath.Join(s.UpperDir(), filepath.FromSlash(c.Path))
+	if !strings.ContainsAny(p, "\n\r") && c.New.Mode&0o400 != 0 {
+		return p, nil
+	}
+	in, err := s.openStaged(c.Path)
+	if err != nil {
+		return "", fmt.Errorf("export: read staged %s: %w", visible(c.Path), err)
+	}
+	defer in.Close()
+	tmp := filepath.Join(dir, fmt.Sprintf("file%d", i))
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("export: %w", err)
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("export: copy staged %s: %w", visible(c.Path), err)
+	}
+	return tmp, nil
+}
+
+// inGitDir reports whether p has a path element named .git (case-insensitively, as git refuses).
+func inGitDir(p string) bool {
+	for _, e := range strings.Split(p, "/") {
+		if strings.EqualFold(e, ".git") {
+			return true
+		}
+	}
+	return false
+}
+
+// exportMessage is the message of an export's commit.
+func (s *Session) exportMessage(paths int) (string, error) {
+	runs, err := s.Runs()
+	if err != nil {
+		return "", err
+	}
+	agent := "(no run recorded)"
+	if len(runs) > 0 {
+		agent = argvText(runs[len(runs)-1].Argv)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "shadow: the agent's changes to %s (session %s)\n\n", pathCount(paths), s.Meta.ID)
+	fmt.Fprintf(&b, "Exported with shadow from session %s, staged by the agent's command:\n\n    %s\n", s.Meta.ID, agent)
+	lines, err := s.checkpointLines(runs)
+	if err != nil {
+		return "", err
+	}
+	if len(lines) > 0 {
+		b.WriteString("\nCheckpoints:\n")
+		for _, l := range lines {
+			b.WriteString("    " + l + "\n")
+		}
+	}
+	fmt.Fprintf(&b, "\nShadow-Session: %s\n", s.Meta.ID)
+	return b.String(), nil
+}
