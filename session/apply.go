@@ -3,6 +3,7 @@ package session
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 const noFollow = unix.O_NOFOLLOW
@@ -78,8 +80,48 @@ type ApplyResult struct {
 	ID string `json:"id"`
 	// Recovered says what was done about an earlier apply a crash interrupted ("" if none).
 	Recovered string `json:"recovered,omitempty"`
+	// Interrupted is set when ApplyContext's context was cancelled once the apply had begun
+	// to replace project files: it was finished rather than undone.
+	Interrupted bool `json:"interrupted,omitempty"`
 	ApplyPlan
 }
+
+// InterruptedError is ApplyContext's error when its context was cancelled (Ctrl+C) before the
+// apply began to replace project files: what it had done was undone, and the project is as
+// it was.
+type InterruptedError struct {
+	// ID is the apply's id; "" when it was interrupted before it wrote anything.
+	ID     string
+	Undone Undone
+}
+
+// Error says that the apply was undone, with what undoing it did.
+func (e *InterruptedError) Error() string {
+	if e.ID == "" {
+		return "apply interrupted before it wrote anything: the project is unchanged"
+	}
+	return fmt.Sprintf("apply %s interrupted, and undone: %s; the project is as it was before it", e.ID, e.Undone)
+}
+
+// Undone counts what undoing an apply did to the project.
+type Undone struct {
+	// Restored are the paths put back as they were before the apply.
+	Restored int `json:"restored"`
+	// Removed are the apply's unfinished files (the temp files beside their targets) removed.
+	Removed int `json:"removed,omitempty"`
+}
+
+// String says what was undone: "3 paths restored, 3645 unfinished files removed".
+func (u Undone) String() string {
+	s := english.Count(u.Restored, "path") + " restored"
+	if u.Removed > 0 {
+		s += ", " + english.Count(u.Removed, "unfinished file") + " removed"
+	}
+	return s
+}
+
+// errInterrupted stops the workers of an apply whose context was cancelled.
+var errInterrupted = errors.New("apply interrupted")
 
 // op is one write of an apply.
 type op struct {
@@ -339,6 +381,13 @@ func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 // Apply writes the planned changes into the project, journaled so that a crash at any instant is
 // recovered by the next command (SPEC §4). It refuses while a run is active.
 func (s *Session) Apply(opts ApplyOptions) (*ApplyResult, error) {
+	return s.ApplyContext(context.Background(), opts)
+}
+
+// ApplyContext is Apply, stopped when ctx is cancelled (Ctrl+C): before the apply begins to
+// replace project files, what it did is undone and the error is an *InterruptedError; after,
+// it is finished (the renames left are quick) and the result says it was interrupted.
+func (s *Session) ApplyContext(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	if err := s.writable("apply"); err != nil {
 		return nil, err
 	}
@@ -381,9 +430,13 @@ func (s *Session) Apply(opts ApplyOptions) (*ApplyResult, error) {
 			delete(pl.prior, p)
 		}
 	}
-	if err := s.applyOps(res.ID, pl, b, root); err != nil {
+	if ctx.Err() != nil {
+		return nil, &InterruptedError{}
+	}
+	if err := s.applyOps(ctx, res.ID, pl, b, root); err != nil {
 		return nil, err
 	}
+	res.Interrupted = ctx.Err() != nil
 	return res, nil
 }
 
@@ -435,8 +488,9 @@ type journalEntry struct {
 // files in each target's directory; one syncfs for all of them; renames into place; one syncfs for
 // the directories; the entry marked done; then the session's own records (base, decisions, state)
 // and the entry committed. Reading the prior bytes, writing the temp files and renaming them run
-// on parallel workers, one directory at a time each.
-func (s *Session) applyOps(id string, pl *ApplyPlan, b *bases, root *projectRoot) error {
+// on parallel workers, one directory at a time each. Cancelling ctx before the renames undoes
+// the apply (abort); from the renames on, it is finished.
+func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *bases, root *projectRoot) error {
 	// Partial contents become base objects first: a recovered, done apply records them as bases.
 	partial := false
 	for _, o := range pl.ops {
@@ -460,9 +514,12 @@ func (s *Session) applyOps(id string, pl *ApplyPlan, b *bases, root *projectRoot
 		Decisions: pl.decisions, PriorDecisions: pl.prior}
 	fail := func(err error) error {
 		os.RemoveAll(jdir)
+		if errors.Is(err, errInterrupted) {
+			return &InterruptedError{}
+		}
 		return err
 	}
-	priors, err := savePriors(root, jdir, pl.ops)
+	priors, err := savePriors(ctx, root, jdir, pl.ops)
 	if err != nil {
 		return fail(err)
 	}
@@ -534,6 +591,9 @@ func (s *Session) applyOps(id string, pl *ApplyPlan, b *bases, root *projectRoot
 
 	for i, jp := range e.Paths {
 		if jp.Kind == 'd' {
+			if ctx.Err() != nil {
+				return s.abort(root, e, errInterrupted)
+			}
 			if err := deletePath(root, jp); err != nil {
 				return s.abort(root, e, err)
 			}
@@ -552,7 +612,7 @@ func (s *Session) applyOps(id string, pl *ApplyPlan, b *bases, root *projectRoot
 		step("rmdir " + d.Path)
 	}
 	root.invalidate()
-	if err := s.writeTemps(root, b, e); err != nil {
+	if err := s.writeTemps(ctx, root, b, e); err != nil {
 		return s.abort(root, e, err)
 	}
 	// One syncfs makes every temp file durable before any of them replaces a project file.
@@ -560,6 +620,10 @@ func (s *Session) applyOps(id string, pl *ApplyPlan, b *bases, root *projectRoot
 		return s.abort(root, e, err)
 	}
 	step("temps")
+	// The last moment to undo rather than finish: the renames replace project files.
+	if ctx.Err() != nil {
+		return s.abort(root, e, errInterrupted)
+	}
 	root.invalidate()
 	if err := renameTemps(root, e); err != nil {
 		return s.abort(root, e, err)
@@ -588,7 +652,7 @@ var linkPriors = true
 // and a regular file itself, hard-linked into jdir/keep, or where that cannot be done its bytes,
 // appended to one pack per worker in jdir (prior.pack, prior-1.pack, ...), each fsynced. Paths are
 // read beneath root, never through a symlink.
-func savePriors(root *projectRoot, jdir string, ops []op) ([]priorState, error) {
+func savePriors(ctx context.Context, root *projectRoot, jdir string, ops []op) ([]priorState, error) {
 	out := make([]priorState, len(ops))
 	paths := make([]string, len(ops))
 	for i, o := range ops {
@@ -615,6 +679,9 @@ func savePriors(root *projectRoot, jdir string, ops []op) ([]priorState, error) 
 		}
 	}
 	err := root.inDirs(groupByDir(paths, nil), func(w, dir int, dirErr error, i int) error {
+		if ctx.Err() != nil {
+			return errInterrupted
+		}
 		name := paths[i][strings.LastIndexByte(paths[i], '/')+1:]
 		pr, err := readPrior(dir, dirErr, name, keep, strconv.Itoa(i), func() (*packWriter, error) {
 			if packs[w] == nil {
@@ -846,20 +913,25 @@ func emptiedDirs(root *projectRoot, dir string, deleted map[string]bool) ([]remo
 	return out, err
 }
 
-// abort rolls back an apply that failed part-way, then reports the original error.
+// abort rolls back an apply that failed (or was interrupted: cause is errInterrupted) part-way,
+// then reports the original error, or an *InterruptedError.
 func (s *Session) abort(root *projectRoot, e *journalEntry, cause error) error {
-	if _, err := s.rollbackEntry(root, e, false); err != nil {
+	u, err := s.rollbackEntry(root, e, false)
+	if err != nil {
 		return fmt.Errorf("%w; rolling it back failed too (the next shadow command retries): %v", cause, err)
 	}
 	if err := writeMarker(filepath.Join(s.journalDir(), e.ID), "rolledback"); err != nil {
 		return fmt.Errorf("%w (the project was restored)", cause)
+	}
+	if errors.Is(cause, errInterrupted) {
+		return &InterruptedError{ID: e.ID, Undone: u}
 	}
 	return fmt.Errorf("%w (nothing was changed)", cause)
 }
 
 // writeTemps writes each planned file or symlink as a temp file next to its target, on parallel
 // workers that each take one directory at a time.
-func (s *Session) writeTemps(root *projectRoot, b *bases, e *journalEntry) error {
+func (s *Session) writeTemps(ctx context.Context, root *projectRoot, b *bases, e *journalEntry) error {
 	for _, d := range e.Dirs {
 		if err := root.mkdirAll(d); err != nil {
 			return err
@@ -871,6 +943,9 @@ func (s *Session) writeTemps(root *projectRoot, b *bases, e *journalEntry) error
 	}
 	defer upper.Close()
 	return e.inWrittenDirs(root, func(dir, i int, jp journalPath) error {
+		if ctx.Err() != nil {
+			return errInterrupted
+		}
 		if err := writeTemp(upper, b, dir, jp); err != nil {
 			return fmt.Errorf("apply %s: write: %w", visible(jp.Path), err)
 		}

@@ -84,37 +84,39 @@ func matchesApplied(root *projectRoot, jp journalPath) (bool, error) {
 }
 
 // rollbackEntry puts every path of an apply back as it was (skipping those that already are),
-// removes leftover temp files and the directories the apply created, and syncs. With check set it
-// first refuses, naming them, when paths no longer hold what the apply wrote.
-func (s *Session) rollbackEntry(root *projectRoot, e *journalEntry, check bool) (int, error) {
+// removes leftover temp files and the directories the apply created, and syncs; it counts what it
+// changed. With check set it first refuses, naming them, when paths no longer hold what the apply
+// wrote.
+func (s *Session) rollbackEntry(root *projectRoot, e *journalEntry, check bool) (Undone, error) {
 	jdir := filepath.Join(s.journalDir(), e.ID)
 	if check {
 		var changed []string
 		for _, jp := range e.Paths {
 			ok, err := matchesApplied(root, jp)
 			if err != nil {
-				return 0, err
+				return Undone{}, err
 			}
 			if !ok {
 				changed = append(changed, jp.Path)
 			}
 		}
 		if len(changed) > 0 {
-			return 0, fmt.Errorf("roll back apply %s: the project changed these paths after the apply, not touching anything: %s", e.ID, strings.Join(quoteAll(changed), ", "))
+			return Undone{}, fmt.Errorf("roll back apply %s: the project changed these paths after the apply, not touching anything: %s", e.ID, strings.Join(quoteAll(changed), ", "))
 		}
 	}
 	packs := &priorPacks{dir: jdir, open: map[string]*os.File{}}
 	defer packs.close()
-	restored := 0
+	var u Undone
 	var errs []error
 	// First clear what the apply put where nothing (or a directory) was, then take away the
 	// directories it made, make again those it removed, and finally put back files and links.
 	for _, jp := range e.Paths {
-		n, err := clearPath(root, jp)
+		n, temps, err := clearPath(root, jp)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", visible(jp.Path), err))
 		}
-		restored += n
+		u.Restored += n
+		u.Removed += temps
 	}
 	for i := len(e.Dirs) - 1; i >= 0; i-- {
 		root.rmdir(e.Dirs[i]) // only succeeds when empty, as it should
@@ -133,41 +135,42 @@ func (s *Session) rollbackEntry(root *projectRoot, e *journalEntry, check bool) 
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", visible(jp.Path), err))
 		}
-		restored += n
+		u.Restored += n
 	}
 	if err := syncfsAt(s.Meta.Project); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return restored, fmt.Errorf("roll back apply %s: %w", e.ID, errors.Join(errs...))
+		return u, fmt.Errorf("roll back apply %s: %w", e.ID, errors.Join(errs...))
 	}
-	return restored, nil
+	return u, nil
 }
 
 // clearPath removes a path's leftover temp file and, when the path held nothing or a directory
-// before the apply, whatever non-directory the apply put there. It returns 1 when it removed that.
-func clearPath(root *projectRoot, jp journalPath) (int, error) {
+// before the apply, whatever non-directory the apply put there. It returns 1 when it removed that
+// (restored), and 1 when it removed a temp file (temps).
+func clearPath(root *projectRoot, jp journalPath) (restored, temps int, err error) {
 	dir, name, err := root.openParent(jp.Path, false)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if jp.Kind != 'd' {
-		unix.Unlinkat(dir, jp.Temp, 0)
+	if jp.Kind != 'd' && unix.Unlinkat(dir, jp.Temp, 0) == nil {
+		temps = 1
 	}
 	if jp.Prior.Exists && jp.Prior.Type != 'd' {
-		return 0, nil
+		return 0, temps, nil
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		return 0, nil
+		return 0, temps, nil
 	}
 	if err := unix.Unlinkat(dir, name, 0); err != nil && err != unix.ENOENT {
-		return 0, err
+		return 0, temps, err
 	}
-	return 1, nil
+	return 1, temps, nil
 }
 
 // priorPacks are the prior packs and kept files of one journal entry, opened when first read.
@@ -436,14 +439,14 @@ func (s *Session) recoverEntry(jdir string) (string, error) {
 		}
 		return fmt.Sprintf("completed the interrupted apply %s (session %s): %s written", e.ID, s.Meta.ID, english.Count(len(e.Paths), "path")), nil
 	}
-	n, err := s.rollbackEntry(root, e, false)
+	u, err := s.rollbackEntry(root, e, false)
 	if err != nil {
 		return "", fmt.Errorf("recover: roll back the interrupted apply %s: %w", e.ID, err)
 	}
 	if err := writeMarker(jdir, "rolledback"); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("rolled back the interrupted apply %s (session %s): %s restored, the project is as before it", e.ID, s.Meta.ID, english.Count(n, "path")), nil
+	return fmt.Sprintf("rolled back the interrupted apply %s (session %s): %s; the project is as it was before it", e.ID, s.Meta.ID, u), nil
 }
 
 // unsettled reports whether the session id may have a journal entry to recover: one that is not
@@ -568,7 +571,7 @@ func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
 		if err := writeMarker(jdir, "rollback"); err != nil {
 			return res, err
 		}
-		n, err := it.s.rollbackEntry(root, e, false)
+		u, err := it.s.rollbackEntry(root, e, false)
 		if err != nil {
 			return res, err
 		}
@@ -576,7 +579,7 @@ func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
 			return res, err
 		}
 		res.Applies = append(res.Applies, e.ID)
-		res.Restored += n
+		res.Restored += u.Restored
 	}
 	return res, nil
 }

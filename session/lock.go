@@ -130,9 +130,12 @@ func (l *ProjectLock) Project() string { return l.project }
 
 // Current returns the project's open session, writable, or ErrNoSession.
 func (l *ProjectLock) Current() (*Session, error) {
-	s, err := l.store.Current(l.project)
+	s, err := l.openSession()
 	if err != nil {
 		return nil, err
+	}
+	if s == nil {
+		return nil, fmt.Errorf("project %s: %w", l.project, ErrNoSession)
 	}
 	s.lock = l
 	return s, nil
@@ -144,24 +147,43 @@ func (l *ProjectLock) Create() (*Session, error) {
 	if l.f == nil {
 		return nil, fmt.Errorf("create session: the project lock was released")
 	}
-	if cur, err := l.store.Current(l.project); err == nil {
-		return nil, fmt.Errorf("project %s already has an open session %s; run `shadow apply` or `shadow discard` first, or continue it without --new", l.project, cur.Meta.ID)
-	} else if !errors.Is(err, ErrNoSession) {
+	cur, err := l.openSession()
+	if err != nil {
 		return nil, err
+	}
+	if cur != nil {
+		return nil, fmt.Errorf("project %s already has an open session %s; run `shadow apply` or `shadow discard` first, or continue it without --new", l.project, cur.Meta.ID)
 	}
 	return l.store.create(l.project, l)
 }
 
+// openSession is the project's open session, read-only, or nil. One found only by a scan of the
+// store (the index lost it) is put back in the index.
+func (l *ProjectLock) openSession() (*Session, error) {
+	cur, scanned, err := l.store.current(l.project)
+	if errors.Is(err, ErrNoSession) {
+		return nil, nil
+	}
+	if scanned {
+		l.store.rebuildIndex(l.project)
+	}
+	return cur, err
+}
+
 // CurrentOrCreate continues the project's open session, or starts one when there is none.
 func (l *ProjectLock) CurrentOrCreate() (*Session, bool, error) {
-	s, err := l.Current()
-	if err == nil {
-		return s, false, nil
-	}
-	if !errors.Is(err, ErrNoSession) {
+	s, err := l.openSession()
+	if err != nil {
 		return nil, false, err
 	}
-	s, err = l.Create()
+	if s != nil {
+		s.lock = l
+		return s, false, nil
+	}
+	if l.f == nil {
+		return nil, false, fmt.Errorf("create session: the project lock was released")
+	}
+	s, err = l.store.create(l.project, l)
 	return s, err == nil, err
 }
 
@@ -201,6 +223,34 @@ func (st *Store) stateLock(project string, exclusive bool) (func(), error) {
 		return nil, fmt.Errorf("lock state of %s: %w", project, err)
 	}
 	return func() { f.Close() }, nil
+}
+
+// RecoverAll is Recover for every project whose sessions have an apply or rollback to finish or
+// undo, for the commands that are not about one project (sessions, doctor). Only the journals of
+// the sessions are read to find them. It returns what it did, one sentence a project joined by
+// "; ", "" when nothing.
+func (st *Store) RecoverAll() (string, error) {
+	sessions, _, err := st.allWhere(st.unsettled)
+	if err != nil {
+		return "", err
+	}
+	var msgs []string
+	var errs []error
+	done := map[string]bool{}
+	for _, s := range sessions {
+		if done[s.Meta.Project] {
+			continue
+		}
+		done[s.Meta.Project] = true
+		msg, err := st.Recover(s.Meta.Project)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if msg != "" {
+			msgs = append(msgs, msg)
+		}
+	}
+	return strings.Join(msgs, "; "), errors.Join(errs...)
 }
 
 // Recover finishes or undoes an apply or rollback that a crash interrupted, for commands that

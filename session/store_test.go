@@ -437,3 +437,45 @@ func TestProjectSessionIndex(t *testing.T) {
 		t.Fatalf("the new session after a cut index line is not found: %v, %v", cur, err)
 	}
 }
+
+// A corrupt session index never hides an open session, nor lets a second one start: readers find
+// it by a scan, the next writer continues it and rebuilds the index.
+func TestCorruptIndexKeepsOneOpenSession(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		garbage []byte
+	}{
+		{"binary", []byte("\x00\xff\x1b[31mgarbage\x7f\n\x01")},
+		{"words", []byte("hello\nworld\n")},
+		{"emptied", nil},
+		{"other ID", []byte("20200101-000000-abcdef\n")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
+			id := f.s.ID()
+			f.lock.Release()
+			index := f.store.projectFile(f.project, "sessions")
+			if err := os.WriteFile(index, c.garbage, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if cur, err := f.store.Current(f.project); err != nil || cur.ID() != id {
+				t.Fatalf("a reader with a corrupt index: %v, %v; want session %s", cur, err, id)
+			}
+			lk, err := f.store.LockProject(f.project, LockOptions{Command: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lk.Release()
+			s, created, err := lk.CurrentOrCreate()
+			if err != nil || created || s.ID() != id {
+				t.Fatalf("a run with a corrupt index: created %v, %v; want to continue session %s", created, err, id)
+			}
+			if _, err := lk.Create(); err == nil || !strings.Contains(err.Error(), id) {
+				t.Fatalf("--new with a corrupt index: %v; want a refusal naming %s", err, id)
+			}
+			if data, _ := os.ReadFile(index); string(data) != id+"\n" {
+				t.Errorf("the index was not rebuilt: %q", data)
+			}
+		})
+	}
+}

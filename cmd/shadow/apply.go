@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -82,8 +83,16 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 					return withCode(exitError, fmt.Errorf("nothing applied"))
 				}
 			}
-			res, err := s.Apply(opts)
+			// From here on, Ctrl+C (SIGINT, SIGTERM, SIGHUP) finishes or undoes the apply
+			// before shadow exits, and says which.
+			in := catchInterrupts(cmd.Context())
+			res, err := s.ApplyContext(in.Context(), opts)
+			in.stop()
 			if err != nil {
+				var ie *session.InterruptedError
+				if sig := in.Signal(); errors.As(err, &ie) && sig != 0 {
+					return withCode(128+int(sig), fmt.Errorf("%s: %w", signalName(sig), err))
+				}
 				return err
 			}
 			if yes {
@@ -105,6 +114,9 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 			}
 			if res.Closes {
 				fmt.Fprintf(cmd.OutOrStdout(), "session %s is applied: nothing is pending\n", s.ID())
+			}
+			if sig := in.Signal(); res.Interrupted && sig != 0 {
+				return withCode(128+int(sig), fmt.Errorf("%s came while the apply was replacing files: apply %s was finished first; `shadow apply --rollback` undoes it", signalName(sig), res.ID))
 			}
 			return nil
 		},
@@ -153,11 +165,19 @@ func runRollback(cmd *cobra.Command, f *sessionFlags, to string, yes bool) error
 			return withCode(exitError, fmt.Errorf("nothing rolled back"))
 		}
 	}
+	// A rollback, once begun, is finished: a signal waits for it (the next command would
+	// finish it anyway).
+	in := catchInterrupts(cmd.Context())
 	res, err := lk.Rollback(to)
+	in.stop()
 	if err != nil {
 		return err
 	}
+
 	fmt.Fprintf(cmd.OutOrStdout(), "rolled back %s (%s restored)\n", english.Count(len(res.Applies), "apply"), english.Count(res.Restored, "path"))
+	if sig := in.Signal(); sig != 0 {
+		return withCode(128+int(sig), fmt.Errorf("%s came during the rollback: it was finished first", signalName(sig)))
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +19,10 @@ Landlock, seccomp, openat2, ptys, pasta/slirp4netns) and prints ok, missing or d
 with the exact remedy for this distribution. Exit status 0 when 'shadow run' will work, 1 when not.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A project left half-applied by a killed apply is put right first.
+			if err := recoverExisting("", cmd.ErrOrStderr()); err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "shadow: warning:", err)
+			}
 			rep := doctor.Run(cmd.Context())
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())

@@ -31,6 +31,10 @@ While a run is going on the project, the review opens read-only.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !isTerminal(cmd.OutOrStdout()) {
+				// Refused, but an apply a kill interrupted is put right all the same.
+				if _, _, err := f.recoverSelected(cmd.ErrOrStderr()); err != nil {
+					return err
+				}
 				return usageError{msg: "review needs a terminal; use `shadow diff` or `shadow diff --json` in scripts"}
 			}
 			src, s, release, err := openReview(&f, cmd)

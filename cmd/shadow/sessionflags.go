@@ -38,37 +38,78 @@ func openStore() (*session.Store, error) {
 }
 
 // readSession opens the selected session for reading: no writer lock, so it works while a run is
-// going.
+// going. An apply a crash interrupted is finished or rolled back first.
 func (f *sessionFlags) readSession() (*session.Store, *session.Session, error) {
-	st, err := openStore()
+	st, project, err := f.recoverSelected(os.Stderr)
 	if err != nil {
 		return nil, nil, err
 	}
 	var s *session.Session
 	if f.id != "" {
-		if s, err = st.Get(f.id); err != nil {
-			return nil, nil, err
-		}
-	} else {
-		project, err := session.ResolveProject(f.project)
-		if err != nil {
-			return nil, nil, err
-		}
-		if s, err = st.Current(project); err != nil {
-			return nil, nil, noSessionHint(err, project)
-		}
+		s, err = st.Get(f.id)
+	} else if s, err = st.Current(project); err != nil {
+		err = noSessionHint(err, project)
 	}
-	// An apply a crash interrupted is finished or rolled back before anything is shown.
-	if msg, err := st.Recover(s.Project()); err != nil {
+	if err != nil {
 		return nil, nil, err
-	} else if msg != "" {
-		fmt.Fprintln(os.Stderr, "shadow:", msg)
-		if s, err = st.Get(s.ID()); err != nil {
-			return nil, nil, err
-		}
 	}
 	s.SetProtected(protectedFromConfig(s.Project()))
 	return st, s, nil
+}
+
+// recoverSelected finishes or rolls back an apply that a crash or a kill interrupted in the
+// project of the selected session, saying so on w, and returns the store and the project.
+func (f *sessionFlags) recoverSelected(w io.Writer) (*session.Store, string, error) {
+	st, err := openStore()
+	if err != nil {
+		return nil, "", err
+	}
+	project := ""
+	if f.id != "" {
+		s, err := st.Get(f.id)
+		if err != nil {
+			return nil, "", err
+		}
+		project = s.Project()
+	} else if project, err = session.ResolveProject(f.project); err != nil {
+		return nil, "", err
+	}
+	return st, project, recoverProject(st, project, w)
+}
+
+// recoverProject finishes or rolls back an apply of project that a crash or a kill interrupted,
+// and says what it did on w.
+func recoverProject(st *session.Store, project string, w io.Writer) error {
+	msg, err := st.Recover(project)
+	if msg != "" {
+		fmt.Fprintln(w, "shadow:", msg)
+	}
+	return err
+}
+
+// recoverExisting is recoverProject for the commands that do not otherwise touch the state
+// directory (verify, doctor): nothing is created when there is none. With project "", every
+// project with an interrupted apply is recovered.
+func recoverExisting(project string, w io.Writer) error {
+	root, err := session.DefaultRoot()
+	if err != nil {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(root, "sessions")); err != nil {
+		return nil
+	}
+	st, err := session.Open(root)
+	if err != nil {
+		return err
+	}
+	if project != "" {
+		return recoverProject(st, project, w)
+	}
+	msg, err := st.RecoverAll()
+	if msg != "" {
+		fmt.Fprintln(w, "shadow:", msg)
+	}
+	return err
 }
 
 // writeSession takes the project's writer lock and opens the selected session writable. The

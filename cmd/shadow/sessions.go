@@ -21,6 +21,16 @@ func newSessionsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// An interrupted apply is finished or rolled back first, so the states listed are
+			// true; a project that cannot be recovered is reported and listed as it is.
+			if msg, err := st.RecoverAll(); msg != "" || err != nil {
+				if msg != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", msg)
+				}
+				if err != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), "shadow: warning:", err)
+				}
+			}
 			list, err := st.List()
 			if err != nil {
 				return err

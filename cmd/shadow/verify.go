@@ -120,6 +120,10 @@ func (f *verifyFlags) audit(ctx context.Context, inside bool, stderr io.Writer) 
 	if err != nil {
 		return audit.Report{}, "", err
 	}
+	// The project is audited as it is once an apply a kill interrupted is finished or undone.
+	if err := recoverExisting(project, stderr); err != nil {
+		return audit.Report{}, "", err
+	}
 	if !inside {
 		rep, err := audit.Verify(ctx, audit.Options{Project: project, Profile: profile}, nil)
 		return rep, project, err
