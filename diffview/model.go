@@ -460,8 +460,9 @@ func (m *Model) file() *fileView {
 	return m.files[m.cur]
 }
 
-// bodyHeight is the number of rows of the panes (the status bar takes one).
-func (m *Model) bodyHeight() int { return max(1, m.height-1) }
+// bodyHeight is the number of rows of the panes (the status bar takes one, and a long message
+// the rows above it).
+func (m *Model) bodyHeight() int { return max(1, m.height-1-len(m.statusMessageRows())) }
 
 // move moves the cursor of the focused pane by n rows.
 func (m *Model) move(n int) {

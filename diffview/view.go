@@ -99,7 +99,7 @@ func (m Model) View() string {
 		}
 		b.WriteByte('\n')
 	}
-	b.WriteString(m.viewStatus())
+	b.WriteString(m.statusBar())
 	return b.String()
 }
 
