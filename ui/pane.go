@@ -890,8 +890,49 @@ func (p *Pane) Resize(width, height int) {
 				p.resetLocked()
 			}
 		}()
+		keepCursorRow(p.emu, height)
 		p.emu.Resize(width, height)
 	}()
+}
+
+// keepCursorRow prepares emu for a shrink to height rows the way terminals
+// shrink: the rows that go are the empty ones at the bottom, then rows at the
+// top, into the scrollback, so that the cursor and what is drawn below it
+// stay on the screen (xterm keeps the bottom, tmux the cursor; this is both
+// where they agree). An agent that draws its input box at the bottom (codex)
+// keeps it on the screen; the emulator alone cuts the bottom, which lost the
+// box until the agent repainted.
+func keepCursorRow(emu *vt.Emulator, height int) {
+	oldHeight := emu.Height()
+	if height >= oldHeight {
+		return
+	}
+	pos := emu.CursorPosition()
+	last := pos.Y
+	for y := oldHeight - 1; y > pos.Y; y-- {
+		if !blankRow(emu, y) {
+			last = y
+			break
+		}
+	}
+	off := min(last-(height-1), pos.Y)
+	if off <= 0 {
+		return
+	}
+	// The whole screen as scroll region (the resize resets it anyway),
+	// line feeds at its bottom row, then the cursor back on its line.
+	_, _ = emu.WriteString(fmt.Sprintf("\x1b[r\x1b[%d;1H%s\x1b[%d;%dH",
+		oldHeight, strings.Repeat("\n", off), pos.Y-off+1, pos.X+1))
+}
+
+// blankRow reports whether row y of emu's screen holds nothing but spaces.
+func blankRow(emu *vt.Emulator, y int) bool {
+	for x := range emu.Width() {
+		if c := emu.CellAt(x, y); c != nil && c.Content != "" && c.Content != " " {
+			return false
+		}
+	}
+	return true
 }
 
 // SendKey encodes a key press for the agent, honouring the modes the agent

@@ -213,6 +213,47 @@ func TestPaneResize(t *testing.T) {
 	checkPaneView(t, p.View(), 1, 1)
 }
 
+// TestPaneShrinkKeepsCursorRows: a program that keeps its input box at the
+// bottom of the screen (as codex does: history above, the box and the cursor
+// in the last rows) still shows the box right after the window shrinks, the
+// way xterm and tmux shrink: rows below the cursor go first, then rows at the
+// top into the scrollback. A screen whose cursor stays in view keeps its top.
+func TestPaneShrinkKeepsCursorRows(t *testing.T) {
+	rows := func(p *Pane) []string {
+		return strings.Split(ansi.Strip(p.View()), "\n")
+	}
+	// History, then a three-row box at rows 22-24 with the cursor in it.
+	p := NewPane(40, 24)
+	defer p.Close()
+	var draw strings.Builder
+	for i := 1; i <= 21; i++ {
+		fmt.Fprintf(&draw, "history %d\r\n", i)
+	}
+	draw.WriteString("+------ box ------+\r\n| > type here     |\r\n+-----------------+\x1b[23;5H")
+	p.Write([]byte(draw.String()))
+	p.Resize(40, 10)
+	got := rows(p)
+	want := []string{"history 15", "history 21", "+------ box ------+", "| > type here     |", "+-----------------+"}
+	for i, w := range []int{0, 6, 7, 8, 9} {
+		if strings.TrimRight(got[w], " ") != want[i] {
+			t.Errorf("after the shrink, row %d = %q, want %q\n%s", w, got[w], want[i], strings.Join(got, "\n"))
+		}
+	}
+	// The program's next write lands in the box, where its cursor was.
+	p.Write([]byte("X"))
+	if got := rows(p); !strings.HasPrefix(got[8], "| > X") {
+		t.Errorf("cursor moved off its line: row 8 = %q", got[8])
+	}
+	// A cursor near the top: the top rows stay, the empty bottom goes.
+	q := NewPane(40, 24)
+	defer q.Close()
+	q.Write([]byte("prompt $ \r\nsecond line"))
+	q.Resize(40, 10)
+	if got := rows(q); !strings.HasPrefix(got[0], "prompt $") || !strings.HasPrefix(got[1], "second line") {
+		t.Errorf("short screen lost its top: %q", got[:2])
+	}
+}
+
 func FuzzPane(f *testing.F) {
 	for _, h := range hostile {
 		if len(h) < 4096 {
