@@ -739,6 +739,38 @@ func (s *Session) Discard() error {
 	return nil
 }
 
+// Abandon removes a session that was opened for a run that was then refused (the app's preflight
+// blocked it): it must never have run, staged or applied anything. Nothing of it is left, and the
+// project's index forgets it.
+func (s *Session) Abandon() error {
+	if err := s.writable("abandon"); err != nil {
+		return err
+	}
+	if err := s.reload(); err != nil {
+		return err
+	}
+	runs, err := s.Runs()
+	if err != nil {
+		return err
+	}
+	empty, err := emptyDir(s.UpperDir())
+	if err != nil {
+		return err
+	}
+	if len(runs) > 0 || s.Meta.Active != nil || len(s.Meta.Applies) > 0 || !empty {
+		return fmt.Errorf("session %s has runs or staged changes; it is kept", s.Meta.ID)
+	}
+	// session.json first: a directory without it is no session, whatever else is left.
+	if err := os.Remove(filepath.Join(s.dir, "session.json")); err != nil {
+		return fmt.Errorf("remove session %s: %w", s.Meta.ID, err)
+	}
+	if err := removeAllWritable(s.dir); err != nil {
+		return fmt.Errorf("remove session %s: %w", s.Meta.ID, err)
+	}
+	s.store.rebuildIndex(s.Meta.Project)
+	return nil
+}
+
 // removeAllWritable removes a tree, first making directories writable: overlay's work dir holds a
 // mode-000 "work" directory that os.RemoveAll cannot enter otherwise.
 func removeAllWritable(dir string) error {

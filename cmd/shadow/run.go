@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sync"
 	"syscall"
 
@@ -85,7 +84,7 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 			return err
 		}
 	}
-	lk, s, err := f.openSession(setup, "run", cmd.ErrOrStderr())
+	lk, s, _, err := f.openSession(setup, "run", cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -102,8 +101,10 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 		_ = s.EndRun(sandbox.ExitNoJail)
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
+	// SIGTERM or SIGHUP stops the jail; Ctrl+C (SIGINT) is the command's own.
+	in := catchInterrupts(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
+	defer in.stop()
+	ctx := in.Context()
 	// The run's record and its summary's change set come from one scan,
 	// made while the jail is torn down when the jail reports the end.
 	var (
@@ -147,6 +148,9 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 		fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", runErr)
 		printDoctorProblems(cmd.Context(), cmd.ErrOrStderr())
 		return withCode(exitNoJail, nil)
+	}
+	if sig := in.Signal(); sig != 0 && res.StopReason != "" {
+		res.StopReason = fmt.Sprintf("shadow received %s, and stopped the command and everything it started", signalName(sig))
 	}
 	printRunSummary(cmd.ErrOrStderr(), s, res, cs, endErr, unchanged)
 	return withCode(code, nil)

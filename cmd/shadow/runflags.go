@@ -65,11 +65,14 @@ func (f *runFlags) register(cmd *cobra.Command) {
 // runSetup is everything a jailed command needs, resolved from flags and config.
 type runSetup struct {
 	project string
-	store   *session.Store
-	cfg     session.LoadedConfig
-	policy  sandbox.Policy
-	trust   string
-	preset  string
+	// root is the state directory; store, the session store in it, is opened (created) only
+	// once the run is allowed to start (sessions).
+	root   string
+	store  *session.Store
+	cfg    session.LoadedConfig
+	policy sandbox.Policy
+	trust  string
+	preset string
 	// granted are the variables a preset passes on purpose; the in-jail audit reports them as
 	// granted rather than leaked.
 	granted []string
@@ -84,12 +87,15 @@ func (f *runFlags) resolve() (*runSetup, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A project the jail refuses is refused before anything is created for the run.
+	if err := sandbox.CheckProject(project, cleanHome()); err != nil {
+		return nil, withCode(exitNoJail, &sandbox.JailError{Step: "project", Err: err})
+	}
 	root, err := session.DefaultRoot()
 	if err != nil {
 		return nil, err
 	}
-	store, err := session.Open(root)
-	if err != nil {
+	if err := checkStateDir(root, project); err != nil {
 		return nil, err
 	}
 	userPath, err := session.UserConfigPath()
@@ -112,8 +118,14 @@ func (f *runFlags) resolve() (*runSetup, error) {
 	p.GitWritable = pick(f.changed("git-writable"), f.gitWritable, c.GitWritable)
 	p.Publish = pickSlice(f.changed("publish"), f.publish, c.Publish)
 	if f.changed("timeout") {
+		if f.timeout <= 0 {
+			return nil, usageError{msg: fmt.Sprintf("--timeout %s: give a duration longer than 0, such as 30s or 2h (leave it out for no limit)", f.fs.Lookup("timeout").Value)}
+		}
 		p.Timeout = f.timeout
 	} else if c.Timeout != nil {
+		if c.Timeout.Duration <= 0 {
+			return nil, usageError{msg: fmt.Sprintf("config key timeout = %q: give a duration longer than 0, such as \"30m\" (leave the key out for no limit)", c.Timeout.Duration)}
+		}
 		p.Timeout = c.Timeout.Duration
 	}
 	if f.changed("max-upper-bytes") {
@@ -150,7 +162,7 @@ func (f *runFlags) resolve() (*runSetup, error) {
 	if !f.changed("preset") && c.Preset != nil {
 		presetName = *c.Preset
 	}
-	return &runSetup{project: project, store: store, cfg: cfg, policy: p, trust: trust, preset: presetName}, nil
+	return &runSetup{project: project, root: root, cfg: cfg, policy: p, trust: trust, preset: presetName}, nil
 }
 
 // applyPreset chooses the agent preset (--preset, else the command's name), prepares its
@@ -162,7 +174,7 @@ func (s *runSetup) applyPreset(argv []string) ([]string, error) {
 		home, _ = os.UserHomeDir()
 	}
 	out, grant, err := preset.ForRun(s.preset, argv, &s.policy, preset.Options{Home: home,
-		StateRoot: s.store.Root, Project: s.project, HostEnv: os.Environ()})
+		StateRoot: s.root, Project: s.project, HostEnv: os.Environ()})
 	if err != nil {
 		return nil, err
 	}
@@ -245,24 +257,62 @@ func (p *portsValue) Type() string { return "PORT" }
 // openSession takes the project's writer lock for command and opens the session a run works in:
 // a new one with --new, else the open one (created when there is none). The caller releases the
 // lock; on error it is already released, and a busy project's error is returned as it is.
-func (f *runFlags) openSession(setup *runSetup, command string, stderr io.Writer) (*session.ProjectLock, *session.Session, error) {
-	lk, err := setup.store.LockProject(setup.project, session.LockOptions{Wait: f.wait, Command: command})
+// It also says whether the session was created.
+func (f *runFlags) openSession(setup *runSetup, command string, stderr io.Writer) (*session.ProjectLock, *session.Session, bool, error) {
+	st, err := setup.sessions()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
+	}
+	lk, err := st.LockProject(setup.project, session.LockOptions{Wait: f.wait, Command: command})
+	if err != nil {
+		return nil, nil, false, err
 	}
 	if lk.Recovered != "" {
 		fmt.Fprintln(stderr, "shadow:", lk.Recovered)
 	}
 	var s *session.Session
+	created := true
 	if f.newSession {
 		s, err = lk.Create()
 	} else {
-		s, _, err = lk.CurrentOrCreate()
+		s, created, err = lk.CurrentOrCreate()
 	}
 	if err != nil {
 		lk.Release()
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	s.SetProtected(setup.cfg.Protected)
-	return lk, s, nil
+	return lk, s, created, nil
+}
+
+// sessions opens the session store, creating the state directory: only once the run is allowed
+// to start, so that a refused run leaves nothing behind.
+func (s *runSetup) sessions() (*session.Store, error) {
+	if s.store == nil {
+		st, err := session.Open(s.root)
+		if err != nil {
+			return nil, err
+		}
+		s.store = st
+	}
+	return s.store, nil
+}
+
+// cleanHome is the home directory the jail hides ($HOME, cleaned), "" when unset.
+func cleanHome() string {
+	if h := os.Getenv("HOME"); h != "" {
+		return filepath.Clean(h)
+	}
+	return ""
+}
+
+// checkStateDir refuses a project that holds shadow's state directory: the staging layer would
+// be inside the project it stages.
+func checkStateDir(root, project string) error {
+	rel, err := filepath.Rel(project, root)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil
+	}
+	return withCode(exitNoJail, &sandbox.JailError{Step: "project", Err: fmt.Errorf(
+		"%s holds shadow's state directory %s, where the project's changes are staged: run shadow in the project's own directory, or set XDG_STATE_HOME elsewhere", project, root)})
 }

@@ -50,7 +50,7 @@ review follows when it ends.`,
 			if argv, err = setup.applyPreset(argv); err != nil {
 				return usageError{msg: err.Error()}
 			}
-			lk, s, err := f.openSession(setup, "tui", cmd.ErrOrStderr())
+			lk, s, created, err := f.openSession(setup, "tui", cmd.ErrOrStderr())
 			if errors.Is(err, session.ErrBusy) {
 				if cur, e := setup.store.Current(setup.project); e == nil {
 					if _, e := ui.FindAgentHost(cur); e == nil {
@@ -79,7 +79,15 @@ review follows when it ends.`,
 			if setup.cfg.PrefixKey != nil {
 				opts.PrefixKey = *setup.cfg.PrefixKey
 			}
-			return finishTUI(cmd.Context(), opts, jail, s)
+			err = finishTUI(cmd.Context(), opts, jail, s)
+			// The preflight blocked the agent: a session opened for it leaves nothing behind.
+			var ec *exitCode
+			if created && errors.As(err, &ec) && ec.code == exitBlocked {
+				if e := jail.Session.Abandon(); e != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), "shadow: warning:", e)
+				}
+			}
+			return err
 		},
 	}
 	f.register(cmd)
@@ -89,7 +97,11 @@ review follows when it ends.`,
 
 // attachTUI opens the app on the agent running in the project's open session.
 func attachTUI(ctx context.Context, setup *runSetup) error {
-	s, err := setup.store.Current(setup.project)
+	st, err := setup.sessions()
+	if err != nil {
+		return err
+	}
+	s, err := st.Current(setup.project)
 	if errors.Is(err, session.ErrNoSession) {
 		return fmt.Errorf("no agent is running for %s (it has no open session); start one with shadow tui -- CMD", setup.project)
 	}
@@ -104,7 +116,7 @@ func attachTUI(ctx context.Context, setup *runSetup) error {
 		return err
 	}
 	s.SetProtected(setup.cfg.Protected)
-	jail := &ui.Jail{Session: s, Store: setup.store, Policy: setup.policy, Granted: setup.granted, Attach: &host,
+	jail := &ui.Jail{Session: s, Store: st, Policy: setup.policy, Granted: setup.granted, Attach: &host,
 		Apply: session.ApplyOptions{Protected: setup.cfg.Protected}}
 	defer jail.Release()
 	opts := ui.Options{Argv: host.Argv, Keys: setup.cfg.Keys, Layers: host.Layers, Jail: jail}
