@@ -100,10 +100,10 @@ func TestEscapeHostLoopback(t *testing.T) {
 		t.Errorf("default network: connect %s: %v, want [ECONNREFUSED]", addr, got)
 	}
 	if findNetHelper() == "" {
-		t.Skip("neither pasta nor slirp4netns installed: --allow-network shares the host network")
+		t.Skip("neither pasta nor slirp4netns is installed (apt-get install passt slirp4netns; as root, make test installs them): --allow-network would share the host network")
 	}
 	if err := unix.Access("/dev/net/tun", unix.R_OK|unix.W_OK); err != nil {
-		t.Skipf("/dev/net/tun not usable by uid %d (%v): pasta and slirp4netns cannot work", os.Getuid(), err)
+		t.Skipf("/dev/net/tun is not usable by uid %d (%v): pasta and slirp4netns cannot work (sudo chmod 0666 /dev/net/tun)", os.Getuid(), err)
 	}
 	p := j.policy()
 	p.AllowNetwork = true
