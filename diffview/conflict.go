@@ -1,10 +1,11 @@
 package diffview
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // HostChange is, for a file the host changed too since the session's pre-image (SPEC §13), what
@@ -107,7 +108,7 @@ func (fv *fileView) baseRows(hi int) []row {
 	for i, l := range c.Base {
 		if i == maxHostRows {
 			out = append(out, row{kind: rowBase, hunk: int32(hi), line: int32(i), right: -1, partner: -1,
-				note: fmt.Sprintf("  … %d more lines", len(c.Base)-i)})
+				note: "  … " + english.Count(len(c.Base)-i, "more line")})
 			break
 		}
 		out = append(out, row{kind: rowBase, hunk: int32(hi), line: int32(i), right: -1, partner: -1,

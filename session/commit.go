@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // An apply made with --commit (SPEC §13) becomes a git commit of exactly the paths it wrote. The
@@ -211,7 +213,7 @@ func (s *Session) commitMessage(res *ApplyResult) (string, error) {
 	if len(runs) > 0 {
 		agent = argvText(runs[len(runs)-1].Argv)
 	}
-	fmt.Fprintf(&b, "shadow: apply the agent's changes to %s\n\n", pathCount(len(res.Files)))
+	fmt.Fprintf(&b, "shadow: apply the agent's changes to %s\n\n", english.Count(len(res.Files), "path"))
 	fmt.Fprintf(&b, "Applied with shadow (apply %s) from session %s, made by the agent's command:\n\n    %s\n", res.ID, s.Meta.ID, agent)
 	lines, err := s.checkpointLines(runs)
 	if err != nil {
@@ -254,13 +256,6 @@ func argvText(argv []string) string {
 		}
 	}
 	return visible(strings.Join(parts, " "))
-}
-
-func pathCount(n int) string {
-	if n == 1 {
-		return "1 path"
-	}
-	return fmt.Sprintf("%d paths", n)
 }
 
 // readCommit reads the commit record of the apply whose journal directory is jdir (nil when the

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // ExportOptions choose what `shadow export` puts in its branch: the changes apply --all would
@@ -127,7 +129,7 @@ func (s *Session) Export(opts ExportOptions) (*ExportResult, error) {
 		}
 		ids := strings.Fields(out)
 		if len(ids) != len(blobs) {
-			return nil, fmt.Errorf("export: git hash-object gave %d ids for %d files", len(ids), len(blobs))
+			return nil, fmt.Errorf("export: git hash-object gave %s for %s", english.Count(len(ids), "id"), english.Count(len(blobs), "file"))
 		}
 		for i, e := range entries {
 			mode, p, _ := strings.Cut(e, " ")
@@ -216,7 +218,7 @@ func (s *Session) exportMessage(paths int) (string, error) {
 		agent = argvText(runs[len(runs)-1].Argv)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "shadow: the agent's changes to %s (session %s)\n\n", pathCount(paths), s.Meta.ID)
+	fmt.Fprintf(&b, "shadow: the agent's changes to %s (session %s)\n\n", english.Count(paths, "path"), s.Meta.ID)
 	fmt.Fprintf(&b, "Exported with shadow from session %s, staged by the agent's command:\n\n    %s\n", s.Meta.ID, agent)
 	lines, err := s.checkpointLines(runs)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // Working beside the agent (SPEC §13): where the host changed a path since its pre-image and the
@@ -424,7 +425,11 @@ func (s *Session) HostView(c *Change) (*HostView, error) {
 		if m.Clean() {
 			v.Summary = "you changed this file too since the agent's pre-image (your change is below, already in the project): the agent's hunks are shown on your current file and merge without overlap"
 		} else {
-			v.Summary = fmt.Sprintf("you changed this file too: %d hunk(s) marked CONFLICT change lines you both changed — a takes the agent's lines, r keeps yours, e edits; the other hunks merge without overlap", len(m.Conflicts))
+			verb := "change"
+			if len(m.Conflicts) == 1 {
+				verb = "changes"
+			}
+			v.Summary = fmt.Sprintf("you changed this file too: %s marked CONFLICT %s lines you both changed — a takes the agent's lines, r keeps yours, e edits; the other hunks merge without overlap", english.Count(len(m.Conflicts), "hunk"), verb)
 		}
 		return v, nil
 	}
