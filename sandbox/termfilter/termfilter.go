@@ -97,15 +97,27 @@ func (f *Writer) Write(p []byte) (int, error) {
 			// Fast path: a run of ASCII without ESC or ENQ, and of whole
 			// UTF-8 characters that cannot encode a C1 control (their lead
 			// byte is not 0xC2), passes as is.
+			// So does a whole SGR sequence (colours: CSI digits, ';' or
+			// ':', then 'm'), which the filter always keeps and which sets
+			// no mode.
 			j := i
 			for j < len(p) {
 				if x := p[j]; x < 0x80 && x != 0x1b && x != enq {
 					j++
 				} else if n := wholeChar(p[j:]); n > 0 {
 					j += n
+				} else if n := sgrLen(p[j:]); n > 0 {
+					j += n
 				} else {
 					break
 				}
+			}
+			if i == 0 && j == len(p) {
+				// All of it passes: no copy.
+				if _, err := f.w.Write(p); err != nil {
+					return 0, err
+				}
+				return len(p), nil
 			}
 			if j > i {
 				f.out = append(f.out, p[i:j]...)
@@ -209,6 +221,25 @@ func wholeChar(b []byte) int {
 		}
 	}
 	return n
+}
+
+// sgrLen is the length of the whole SGR sequence (ESC [ params m, the
+// params digits, ';' and ':' only) at the start of b; 0 when b does not start
+// with one or it is incomplete or longer than a control sequence may be.
+func sgrLen(b []byte) int {
+	if len(b) < 3 || b[0] != 0x1b || b[1] != '[' {
+		return 0
+	}
+	for i := 2; i < len(b) && i < maxControlSeq; i++ {
+		switch c := b[i]; {
+		case c >= '0' && c <= '9' || c == ';' || c == ':':
+		case c == 'm':
+			return i + 1
+		default:
+			return 0
+		}
+	}
+	return 0
 }
 
 // drop forgets the sequence being collected and returns to plain text.

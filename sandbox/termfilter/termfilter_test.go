@@ -477,3 +477,61 @@ func FuzzFilter(f *testing.F) {
 		}
 	})
 }
+
+// TestColourFastPath: colour sequences written whole (the fast path) come
+// out as byte by byte (the state machine), next to sequences that only look
+// like them: the XTQMODKEYS query (dropped), XTMODKEYS (a mode to restore), a
+// colour cut by the end of a write, one over the length limit.
+func TestColourFastPath(t *testing.T) {
+	for _, in := range []string{
+		esc + "[1;31mred" + esc + "[m plain " + esc + "[38:2::10:20:30mrgb" + esc + "[0m\r\n",
+		"a" + esc + "[?4m" + "b" + esc + "[>4;1m" + "c" + esc + "[1;" + "31mx",
+		esc + "[" + strings.Repeat("1;", 200) + "m" + "long" + esc + "[m",
+		esc + "[31" + esc + "[6n" + "after",
+		"é" + esc + "[32m✓" + esc + "[0m",
+	} {
+		whole := filter(t, in)
+		var bytewise []string
+		for i := range len(in) {
+			bytewise = append(bytewise, in[i:i+1])
+		}
+		if got := filter(t, bytewise...); got != whole {
+			t.Errorf("%q: byte by byte %q, whole %q", in, got, whole)
+		}
+		var sink bytes.Buffer
+		g, h := New(&sink), New(&sink)
+		g.Write([]byte(in))
+		for i := range len(in) {
+			h.Write([]byte(in[i : i+1]))
+		}
+		if string(g.Restore()) != string(h.Restore()) {
+			t.Errorf("%q: restore %q whole, %q byte by byte", in, g.Restore(), h.Restore())
+		}
+	}
+	if got := filter(t, "a"+esc+"[?4mb"); got != "ab" {
+		t.Errorf("XTQMODKEYS query passed: %q", got)
+	}
+}
+
+// sliceWriter records the slices it is given.
+type sliceWriter struct{ got [][]byte }
+
+func (w *sliceWriter) Write(p []byte) (int, error) {
+	w.got = append(w.got, p)
+	return len(p), nil
+}
+
+// TestColouredOutputPassesWithoutCopy: coloured text that passes whole is
+// handed on as the very buffer written (the relay's hot path: one write to
+// the terminal, no copy, no pass through the state machine).
+func TestColouredOutputPassesWithoutCopy(t *testing.T) {
+	in := []byte(strings.Repeat(esc+"[32m✓"+esc+"[0m compiled "+esc+"[1;38;5;244mpackage"+esc+"[m naïve\r\n", 100))
+	w := &sliceWriter{}
+	f := New(w)
+	if n, err := f.Write(in); n != len(in) || err != nil {
+		t.Fatalf("Write = %d, %v", n, err)
+	}
+	if len(w.got) != 1 || len(w.got[0]) != len(in) || &w.got[0][0] != &in[0] {
+		t.Errorf("coloured text was copied or split: %d writes", len(w.got))
+	}
+}
