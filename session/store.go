@@ -463,6 +463,8 @@ type Info struct {
 	FilesStaged int       `json:"files_staged"`
 	Network     int       `json:"network_requests"`
 	State       State     `json:"state"`
+	// Incomplete says why some of a run's writes are missing from what is staged (Incomplete).
+	Incomplete string `json:"incomplete,omitempty"`
 	// Error is set for a session whose files could not be read.
 	Error string `json:"error,omitempty"`
 }
@@ -476,7 +478,7 @@ func (st *Store) List() ([]Info, error) {
 	out := make([]Info, 0, len(all)+len(bad))
 	for _, s := range all {
 		inf := Info{ID: s.Meta.ID, Project: s.Meta.Project, Created: s.Meta.Created,
-			State: s.Meta.State, Running: s.RunActive()}
+			State: s.Meta.State, Running: s.RunActive(), Incomplete: s.Incomplete()}
 		var errs []error
 		runs, err := s.Runs()
 		errs = append(errs, err)
@@ -725,16 +727,19 @@ func (s *Session) Discard() error {
 	if s.Meta.State == StateDiscarded {
 		return fmt.Errorf("discard session %s: already discarded", s.Meta.ID)
 	}
+	// What is dropped is removed first: on a full disk, that makes the room that recording the
+	// session as discarded needs. Killed in between, the session is open with nothing staged.
+	for _, d := range []string{s.UpperDir(), s.WorkDir(), s.CacheDir(), s.RuntimeDir(), s.CheckpointDir(), s.revertedDir(),
+		filepath.Join(s.dir, incompleteFile)} {
+		if err := removeAllWritable(d); err != nil {
+			return fmt.Errorf("discard session %s: remove %s: %w", s.Meta.ID, d, err)
+		}
+	}
 	s.Meta.State = StateDiscarded
 	s.Meta.Closed = time.Now().UTC()
 	s.Meta.Active = nil
 	if err := s.saveMeta(); err != nil {
-		return err
-	}
-	for _, d := range []string{s.UpperDir(), s.WorkDir(), s.CacheDir(), s.RuntimeDir()} {
-		if err := removeAllWritable(d); err != nil {
-			return fmt.Errorf("discard session %s: remove %s: %w", s.Meta.ID, d, err)
-		}
+		return fmt.Errorf("discard session %s: its staged changes are removed, but it could not be marked discarded: %w", s.Meta.ID, ExplainFull(err, s.store.Root))
 	}
 	return nil
 }

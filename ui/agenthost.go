@@ -266,6 +266,9 @@ func startHost(spec hostSpec) (*agentHost, error) {
 		case <-time.After(2 * time.Second):
 		}
 		code := sandbox.ExitStatus(res, err)
+		if res.StagingError != "" {
+			_ = s.MarkIncomplete(res.StagingError) // the notes say it too
+		}
 		if e := s.EndRun(code); e != nil && err == nil {
 			err = fmt.Errorf("record the end of the run in session %s: %w", s.ID(), e)
 		}

@@ -170,6 +170,9 @@ func JailAgent(j *Jail, argv []string) AgentFunc {
 		p.Stdin, p.Stdout, p.Stderr, p.Warnings = tty, tty, tty, tty
 		res, err := sandbox.Run(ctx, p, argv)
 		code := sandbox.ExitStatus(res, err)
+		if res.StagingError != "" {
+			_ = j.Session.MarkIncomplete(res.StagingError) // the notes say it too
+		}
 		if e := j.Session.EndRun(code); e != nil && err == nil {
 			err = fmt.Errorf("record the end of the run in session %s: %w", j.Session.ID(), e)
 		}

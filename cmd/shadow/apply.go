@@ -53,6 +53,7 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 				return err
 			}
 			defer lk.Release()
+			warnIncomplete(cmd.ErrOrStderr(), s)
 			if paths, err = projectPaths(s.Project(), paths); err != nil {
 				return err
 			}

@@ -41,6 +41,7 @@ it to ID), --since ID everything staged after checkpoint ID; 'shadow log' lists 
 			if err != nil {
 				return err
 			}
+			warnIncomplete(cmd.ErrOrStderr(), s)
 			if paths, err = projectPaths(s.Project(), paths); err != nil {
 				return err
 			}

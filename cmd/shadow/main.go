@@ -10,6 +10,7 @@ import (
 	"github.com/shadow-sandbox/shadow/assets"
 	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/sandbox/doctor"
+	"github.com/shadow-sandbox/shadow/session"
 	"github.com/shadow-sandbox/shadow/ui"
 )
 
@@ -65,13 +66,17 @@ func run(args []string) int {
 	if err == nil {
 		return exitOK
 	}
+	// A write that found the state directory full says so, and what to do, rather than which
+	// temporary file it was making.
+	state, _ := session.DefaultRoot()
 	var ec *exitCode
 	if errors.As(err, &ec) {
 		if ec.err != nil {
-			fmt.Fprintln(os.Stderr, "shadow:", ec.err)
+			fmt.Fprintln(os.Stderr, "shadow:", session.ExplainFull(ec.err, state))
 		}
 		return ec.code
 	}
+	err = session.ExplainFull(err, state)
 	fmt.Fprintln(os.Stderr, "shadow:", err)
 	if isUsageError(err) {
 		return exitUsage

@@ -152,7 +152,18 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 	if sig := in.Signal(); sig != 0 && res.StopReason != "" {
 		res.StopReason = fmt.Sprintf("shadow received %s, and stopped the command and everything it started", signalName(sig))
 	}
-	printRunSummary(cmd.ErrOrStderr(), s, res, cs, endErr, unchanged)
+	if res.StagingError != "" {
+		// Some of what the run wrote is not staged (the state directory is full): the session
+		// says so from now on, and the run does not end as a success.
+		if err := s.MarkIncomplete(res.StagingError); err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", err)
+		}
+		res.StagingError += " (shadow's state directory is " + setup.root + ")"
+		if code == 0 {
+			code = exitError
+		}
+	}
+	printRunSummary(cmd.ErrOrStderr(), s, res, cs, session.ExplainFull(endErr, setup.root), unchanged)
 	return withCode(code, nil)
 }
 
@@ -171,6 +182,9 @@ func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *se
 	}
 	for _, l := range sandbox.LayerNotes(res) {
 		fmt.Fprintln(w, "shadow:", l)
+	}
+	if res.StagingError != "" {
+		fmt.Fprintf(w, "shadow: session %s is marked incomplete: staged files may be missing or cut short; `shadow diff` shows what is staged, `shadow discard` drops it\n", s.ID())
 	}
 	if endErr != nil {
 		fmt.Fprintln(w, "shadow:", endErr)

@@ -150,6 +150,14 @@ func (f *sessionFlags) writeSession(command string, stderr io.Writer) (*session.
 	return lk, s, nil
 }
 
+// warnIncomplete says, before a session's changes are shown or applied, that some of what a run
+// wrote could not be staged.
+func warnIncomplete(w io.Writer, s *session.Session) {
+	if why := s.Incomplete(); why != "" {
+		fmt.Fprintf(w, "shadow: warning: session %s is incomplete, %s; staged files may be missing or cut short\n", s.ID(), why)
+	}
+}
+
 func noSessionHint(err error, project string) error {
 	if errors.Is(err, session.ErrNoSession) {
 		return fmt.Errorf("project %s has no open session; start one with `shadow run -- CMD`", project)

@@ -58,6 +58,9 @@ func newSessionsCmd() *cobra.Command {
 				if s.Running {
 					state += " (running)"
 				}
+				if s.Incomplete != "" {
+					state += " (incomplete)"
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", s.ID, visiblePath(s.Project),
 					s.Created.Local().Format("2006-01-02 15:04"), s.Runs, s.FilesStaged, s.Network, state)
 			}
