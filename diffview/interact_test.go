@@ -341,8 +341,8 @@ func TestKeyMapBind(t *testing.T) {
 		t.Errorf("no keys accepted")
 	}
 	// Every binding of the map has a name.
-	if n := len(k.Actions()); n != 32 {
-		t.Errorf("%d named actions, want 32", n)
+	if n := len(k.Actions()); n != 34 {
+		t.Errorf("%d named actions, want 34", n)
 	}
 	m := open(t, fixture(), 80, 24, WithKeyMap(k))
 	m = selectPath(t, m, "README.md")
@@ -420,7 +420,7 @@ func TestReadOnly(t *testing.T) {
 		t.Errorf("read-only review changed something: saved %v, mode %d, %d hunks", src.saved, m.mode, len(m.file().hunks))
 	}
 	v := ansi.Strip(m.View())
-	if !strings.Contains(v, "read-only") {
+	if !strings.Contains(v, "READ-ONLY") {
 		t.Errorf("status does not say read-only:\n%s", v)
 	}
 	m = press(t, m, "?")

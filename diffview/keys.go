@@ -27,6 +27,8 @@ type KeyMap struct {
 	Edit                 key.Binding
 	Undo                 key.Binding
 	ToggleView           key.Binding
+	ScrollLeft           key.Binding
+	ScrollRight          key.Binding
 	Expand               key.Binding
 	Search               key.Binding
 	NextMatch, PrevMatch key.Binding
@@ -66,6 +68,8 @@ func DefaultKeyMap() KeyMap {
 		Edit:          b([]string{"e"}, "e", "edit hunk in $EDITOR"),
 		Undo:          b([]string{"u"}, "u", "undo last decision"),
 		ToggleView:    b([]string{"v"}, "v", "unified / side-by-side"),
+		ScrollLeft:    b([]string{"h", "left"}, "h/←", "scroll the diff left"),
+		ScrollRight:   b([]string{"l", "right"}, "l/→", "scroll the diff right"),
 		Expand:        b([]string{"enter"}, "enter", "show an ignored file's hunks"),
 		Search:        b([]string{"/"}, "/", "search"),
 		NextMatch:     b([]string{"n"}, "n", "next match"),
@@ -90,7 +94,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.Down, k.Up, k.PageDown, k.PageUp, k.Top, k.Bottom, k.Focus, k.Expand},
 		{k.NextHunk, k.PrevHunk, k.NextFile, k.PrevFile, k.NextUndecided, k.Search, k.NextMatch, k.PrevMatch},
 		{k.Accept, k.Reject, k.AcceptFile, k.RejectFile, k.AcceptAll, k.Split, k.SelectLine, k.Edit},
-		{k.Undo, k.ToggleView, k.Apply, k.Rollback, k.Help, k.Quit},
+		{k.Undo, k.ToggleView, k.ScrollLeft, k.ScrollRight, k.Apply, k.Rollback, k.Help, k.Quit},
 	}
 }
 
@@ -104,7 +108,7 @@ func (k *KeyMap) actions() map[string]*key.Binding {
 		"next-undecided": &k.NextUndecided, "accept": &k.Accept, "reject": &k.Reject,
 		"accept-file": &k.AcceptFile, "reject-file": &k.RejectFile, "accept-all": &k.AcceptAll,
 		"split": &k.Split, "select-line": &k.SelectLine, "edit": &k.Edit, "undo": &k.Undo,
-		"toggle-view": &k.ToggleView, "expand": &k.Expand, "search": &k.Search,
+		"toggle-view": &k.ToggleView, "scroll-left": &k.ScrollLeft, "scroll-right": &k.ScrollRight, "expand": &k.Expand, "search": &k.Search,
 		"next-match": &k.NextMatch, "prev-match": &k.PrevMatch, "apply": &k.Apply,
 		"rollback": &k.Rollback, "confirm": &k.Confirm, "cancel": &k.Cancel, "help": &k.Help, "quit": &k.Quit,
 	}

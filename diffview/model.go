@@ -54,10 +54,15 @@ type Model struct {
 	focus         pane
 	mode          mode
 	sideBySide    bool
-	readOnly      bool
 	loaded        bool
 	status        string
 	statusErr     bool
+
+	// readOnly is set while the source says it takes no change (see
+	// ReadOnlyReporter), or always with WithReadOnly; readOnlyWhy is the
+	// reason the refused keys give.
+	readOnly, forceReadOnly bool
+	readOnlyWhy             string
 
 	search      string
 	searchInput string
@@ -107,9 +112,10 @@ func WithStyles(s Styles) Option { return func(m *Model) { m.styles = s } }
 func WithEditor(cmd string) Option { return func(m *Model) { m.editor = cmd } }
 
 // WithReadOnly shows the changes without letting them be decided, applied
-// or rolled back (the review of a run still going on): those keys are
-// disabled and left out of the help.
-func WithReadOnly(on bool) Option { return func(m *Model) { m.readOnly = on } }
+// or rolled back (the review of a run still going on): the screen says it
+// is read-only, those keys are refused with the reason (the source's, see
+// ReadOnlyReporter) and left out of the help.
+func WithReadOnly(on bool) Option { return func(m *Model) { m.forceReadOnly = on } }
 
 // WithSideBySide starts in side-by-side view.
 func WithSideBySide(on bool) Option { return func(m *Model) { m.sideBySide = on } }
@@ -127,13 +133,7 @@ func New(opts ...Option) Model {
 	for _, o := range opts {
 		o(&m)
 	}
-	if m.readOnly {
-		k := &m.keys
-		for _, b := range []*key.Binding{&k.Accept, &k.Reject, &k.AcceptFile, &k.RejectFile, &k.AcceptAll,
-			&k.Split, &k.SelectLine, &k.Edit, &k.Undo, &k.Apply, &k.Rollback} {
-			b.SetEnabled(false)
-		}
-	}
+	m.setReadOnly("")
 	m.help.Styles = help.DefaultStyles(true)
 	return m
 }
@@ -169,14 +169,16 @@ func (m Model) Quitting() bool { return m.quitting }
 // Messages of the commands the browser runs.
 type (
 	loadedMsg struct {
-		files []File
-		err   error
+		files    []File
+		err      error
+		readOnly string // why the source takes no change, or ""
 	}
 	savedMsg   struct{ err error }
 	appliedMsg struct {
 		out      Outcome
 		err      error
 		rollback bool
+		unsaved  bool // err is a decision the source did not save
 	}
 	editReadyMsg struct {
 		file int
@@ -209,7 +211,7 @@ func (m Model) load() tea.Cmd {
 			return loadedMsg{err: errors.New("review: no source of changes")}
 		}
 		files, err := src.Load()
-		return loadedMsg{files: files, err: err}
+		return loadedMsg{files: files, err: err, readOnly: readOnlyOf(src)}
 	}
 }
 
@@ -245,6 +247,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		m.help.Styles = help.DefaultStyles(msg.IsDark())
 		m.renderGen++
 	case loadedMsg:
+		m.setReadOnly(msg.readOnly)
 		if msg.err != nil {
 			m.setError(fmt.Sprintf("load changes: %v", msg.err))
 			m.loaded = true
@@ -254,7 +257,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	case savedMsg:
 		m.saving = false
 		if msg.err != nil {
-			m.setError(fmt.Sprintf("save decision: %v", msg.err))
+			return m.unsaved(msg.err)
 		}
 		if m.pendingApply {
 			m.pendingApply = false
@@ -294,6 +297,19 @@ func (m *Model) setStatus(s string) { m.status, m.statusErr = Escape(s), false }
 // key handles a key press according to the mode.
 func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	k := m.keys
+	if m.tooSmall() {
+		// Nothing on screen says what a key would do: only quitting is taken,
+		// and a confirmation waits unanswered until the screen grows.
+		if !key.Matches(msg, k.Quit) {
+			return m, nil
+		}
+		m.mode = modeNormal
+		if m.busy {
+			m.quitting = true
+			return m, nil
+		}
+		return m.quit()
+	}
 	switch m.mode {
 	case modeHelp, modeResult:
 		wasResult := m.mode == modeResult
@@ -356,15 +372,13 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		}
 		return m, nil
 	}
+	if m.refused(msg) {
+		return m, nil
+	}
 	m.status = ""
 	switch {
 	case key.Matches(msg, k.Quit):
-		m.quitting = true
-		if m.saving || len(m.saves) > 0 {
-			m.setStatus("saving decisions…")
-			return m, nil
-		}
-		return m, tea.Quit
+		return m.quit()
 	case key.Matches(msg, k.Help):
 		m.mode = modeHelp
 	case key.Matches(msg, k.Focus):
@@ -427,6 +441,14 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		return m, m.editCmd()
 	case key.Matches(msg, k.ToggleView):
 		m.toggleView()
+	case key.Matches(msg, k.ScrollRight):
+		if m.focus == diffPane {
+			m.scrollX(1)
+		}
+	case key.Matches(msg, k.ScrollLeft):
+		if m.focus == diffPane {
+			m.scrollX(-1)
+		}
 	case key.Matches(msg, k.Expand):
 		if f := m.file(); f != nil && f.Ignored {
 			f.expanded = !f.expanded
@@ -450,6 +472,16 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		m.mode = modeConfirmRollback
 	}
 	return m, nil
+}
+
+// quit ends the review once the decisions made are saved.
+func (m Model) quit() (Model, tea.Cmd) {
+	m.quitting = true
+	if m.saving || len(m.saves) > 0 {
+		m.setStatus("saving decisions…")
+		return m, nil
+	}
+	return m, tea.Quit
 }
 
 // file is the selected file, or nil.
@@ -908,6 +940,7 @@ func (m *Model) find(dir int, skipCurrent bool) {
 				f.cursor = i
 				m.focus = diffPane
 				m.clampAll()
+				m.revealMatch(f, rows[i], needle)
 				m.setStatus("/" + Escape(m.search))
 				return
 			}
@@ -1001,7 +1034,7 @@ func (m *Model) applyCmd(rollback bool) tea.Cmd {
 		}
 		for _, s := range batch {
 			if err := src.Decide(s.path, s.id, s.d); err != nil {
-				return appliedMsg{err: fmt.Errorf("save decision for %s: %w", Escape(s.path), err), rollback: rollback}
+				return appliedMsg{err: fmt.Errorf("%s: %w", Escape(s.path), err), rollback: rollback, unsaved: true}
 			}
 		}
 		var out Outcome
@@ -1021,6 +1054,9 @@ func (m Model) applied(msg appliedMsg) (Model, tea.Cmd) {
 	what := "apply"
 	if msg.rollback {
 		what = "rollback"
+	}
+	if msg.unsaved {
+		return m.unsaved(msg.err)
 	}
 	if msg.err != nil {
 		m.setError(fmt.Sprintf("%s: %v", what, msg.err))

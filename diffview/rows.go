@@ -43,6 +43,7 @@ type fileView struct {
 	selected map[string]map[int]bool // hunk id → selected line indexes
 	cursor   int
 	top      int
+	left     int // the first cell of each line's text on screen (scrolled right)
 	lex      chroma.Lexer
 	lexerSet bool
 	// cache holds rendered line contents (they do not depend on the
@@ -55,10 +56,10 @@ type fileView struct {
 }
 
 // contentKey names a rendered line content: the line, its partner for
-// word highlights and the width it was cut to.
+// word highlights, the width it was cut to and the cell it starts at.
 type contentKey struct {
 	hunk, line, partner int32
-	width               int
+	width, left         int
 }
 
 // maxCache bounds the rendered-content cache of one file.
@@ -115,6 +116,12 @@ func (fv *fileView) notes() []string {
 	if f.Binary {
 		n = append(n, fmt.Sprintf("binary file: %d → %d bytes (accept or reject it whole)", f.OldSize, f.NewSize))
 	}
+	if f.TooLarge {
+		n = append(n, noteRows(fmt.Sprintf("too large to show here (%s): accept or reject it as a whole", f.sizes()))...)
+		if f.ShowCommand != "" {
+			n = append(n, noteRows("see its diff with: "+Escape(f.ShowCommand))...)
+		}
+	}
 	if f.Special != "" {
 		n = append(n, fmt.Sprintf("special file (%s): listed, never applied", f.Special))
 	}
@@ -158,6 +165,21 @@ func whyNotes(why string) []string {
 		} else {
 			lines[i] = strings.Repeat(" ", len(lead)) + lines[i]
 		}
+	}
+	return lines
+}
+
+// noteRows is a note as rows that fit the diff pane at 80 columns (see
+// whyWidth), the rows after the first indented; a long word (a path) is
+// broken rather than cut.
+func noteRows(note string) []string {
+	lines := strings.Split(ansi.Wrap(note, whyWidth, ""), "\n")
+	if len(lines) > 1 {
+		rest := strings.Split(ansi.Wrap(strings.Join(lines[1:], " "), whyWidth-2, ""), "\n")
+		for i := range rest {
+			rest[i] = "  " + rest[i]
+		}
+		lines = append(lines[:1], rest...)
 	}
 	return lines
 }

@@ -36,6 +36,11 @@ type File struct {
 	Conflict         string
 	Findings         []string // audit rules the staged file fails
 	Note             string   // what the diff does not show: a sparse or unreadable file
+	// TooLarge marks a text file too large to diff here (its sizes are
+	// OldSize and NewSize): it shows no hunks and is decided as a whole.
+	// ShowCommand is the command that shows its diff instead.
+	TooLarge    bool
+	ShowCommand string
 	// Diff holds the hunks; for a symlink, the diff of its target.
 	Diff      FileDiff
 	Decisions map[string]Decision

@@ -33,10 +33,12 @@ type Styles struct {
 	RemovedWord   lipgloss.Style
 	Escaped       lipgloss.Style // visibly escaped bytes: control, bidi, invalid UTF-8
 	Match         lipgloss.Style
+	More          lipgloss.Style // the ‹ and › of a line that goes on past the pane's edge
 
 	Keyword, String, Comment, Number, Function, Type lipgloss.Style
 
 	StatusBar   lipgloss.Style
+	ReadOnly    lipgloss.Style // the status bar's label of a review that takes no change
 	Error       lipgloss.Style
 	Dialog      lipgloss.Style
 	DialogTitle lipgloss.Style
@@ -87,6 +89,7 @@ func DefaultStyles(dark bool) Styles {
 		RemovedWord:   bg(plain, "#ffc0c0", "#8e2a2f").Bold(true),
 		Escaped:       bg(fg("#ffffff", "#000000"), "#af00af", "#ff87ff").Bold(true),
 		Match:         plain.Underline(true).Bold(true),
+		More:          fg("#875f00", "#d7af5f").Bold(true),
 
 		Keyword:  fg("#8700af", "#d787ff"),
 		String:   fg("#005f00", "#afd787"),
@@ -96,6 +99,7 @@ func DefaultStyles(dark bool) Styles {
 		Type:     fg("#5f5f00", "#d7d787"),
 
 		StatusBar:   bg(fg("#000000", "#d0d0d0"), "#e4e4e4", "#262626"),
+		ReadOnly:    bg(fg("#000000", "#000000"), "#ffd75f", "#d7af00").Bold(true),
 		Error:       fg("#af0000", "#ff5f5f").Bold(true),
 		Dialog:      lipgloss.NewStyle().Padding(0, 1),
 		DialogTitle: fg("#000000", "#ffffff").Bold(true).Underline(true),

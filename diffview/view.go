@@ -43,43 +43,41 @@ func (m Model) View() string {
 	if m.width <= 0 || m.height <= 0 {
 		return ""
 	}
-	if m.height < 2 {
-		return m.viewStatus()
+	if m.tooSmall() {
+		lines := m.viewTooSmall()
+		var b strings.Builder
+		for i := 0; i < m.height; i++ {
+			if i > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(fit(line(lines, i), m.width))
+		}
+		return b.String()
 	}
 	h := m.bodyHeight()
+	// On a screen too narrow for two panes a dialog takes the whole width,
+	// whichever pane has the focus.
+	narrow := m.width < minSplitWidth
 	var left, right []string
 	switch {
 	case !m.loaded:
 		right = []string{m.styles.Note.Render("loading changes…")}
 	case m.mode == modeHelp:
 		right = m.viewHelp()
-	case len(m.files) == 0:
-		right = []string{m.styles.Note.Render("no staged changes")}
-	}
-	if right == nil || m.mode == modeHelp {
-		if m.showTree() && m.mode != modeHelp && len(m.files) > 0 {
-			left = m.viewTree(h)
+	default:
+		d, isDialog := m.dialog()
+		switch {
+		case isDialog && narrow:
+			right = d.lines(&m, m.width, h)
+		case isDialog:
+			right = d.lines(&m, m.diffWidth(), h)
+		case len(m.files) == 0:
+			right = []string{m.styles.Note.Render("no staged changes")}
+		case m.showDiff():
+			right = m.viewDiff(h)
 		}
-		if right == nil {
-			switch m.mode {
-			case modeConfirmApply:
-				right = m.viewPlan(m.diffWidth())
-			case modeResult:
-				right = m.viewResult(m.diffWidth())
-			case modeConfirmRollback:
-				right = []string{
-					m.styles.DialogTitle.Render("Roll back the last apply?"),
-					"",
-					"Every path it wrote gets its prior content, mode and existence back;",
-					"paths changed again since are refused and named.",
-					"",
-					"y roll back · n/esc cancel",
-				}
-			default:
-				if m.showDiff() {
-					right = m.viewDiff(h)
-				}
-			}
+		if len(m.files) > 0 && m.showTree() && !(isDialog && narrow) {
+			left = m.viewTree(h)
 		}
 	}
 	var b strings.Builder
@@ -204,7 +202,11 @@ func (m *Model) viewDiff(h int) []string {
 	if m.sideBySide {
 		view = "side-by-side"
 	}
-	stats := fmt.Sprintf(" +%d -%d  %d✓ %d✗ %d· %s", f.Diff.Added, f.Diff.Deleted, acc, rej, und, view)
+	size := fmt.Sprintf("+%d -%d", f.Diff.Added, f.Diff.Deleted)
+	if f.TooLarge {
+		size = humanSize(max(f.OldSize, f.NewSize))
+	}
+	stats := fmt.Sprintf(" %s  %d✓ %d✗ %d· %s", size, acc, rej, und, view)
 	out := []string{st.FileHeader.Render(fit(title, max(1, dw-ansi.StringWidth(stats)))) + st.Count.Render(stats)}
 	rows := f.rows(m.sideBySide)
 	ctx := &renderCtx{m: m, f: f, width: dw}
@@ -217,37 +219,12 @@ func (m *Model) viewDiff(h int) []string {
 // diffHeight is the number of diff rows under the pane's header.
 func (m *Model) diffHeight() int { return max(1, m.bodyHeight()-1) }
 
-// viewPlan draws the apply confirmation: what is written, what is left out.
-func (m *Model) viewPlan(w int) []string {
-	st := m.styles
-	p := m.plan
-	out := []string{st.DialogTitle.Render("Apply to the project?"), ""}
-	if len(p.Write) == 0 {
-		out = append(out, "Nothing to write: no accepted hunk in a file that can be applied.")
-	} else {
-		out = append(out, fmt.Sprintf("Will write %s (✓ accepted, ✗ rejected, · undecided: left as in the project):", english.Count(len(p.Write), "file")))
-		for _, f := range p.Write {
-			out = append(out, fmt.Sprintf("  %s  %d✓ %d✗ %d·", Escape(f.Path), f.Accepted, f.Rejected, f.Undecided))
-		}
-	}
-	if len(p.LeftOut) > 0 {
-		out = append(out, "", fmt.Sprintf("Left out (%d):", len(p.LeftOut)))
-		for _, f := range p.LeftOut {
-			out = append(out, "  "+st.BadgeAlert.Render(Escape(f.Path))+"  "+Escape(f.Reason))
-		}
-	}
-	out = append(out, "", "y apply · n/esc cancel")
-	for i := range out {
-		out[i] = fit(out[i], w)
-	}
-	return out
-}
-
 // viewHelp lists every key binding with its help, in as many columns as
 // fit the screen.
 func (m *Model) viewHelp() []string {
 	var entries []string
-	for _, group := range m.keys.FullHelp() {
+	keys := m.helpKeys()
+	for _, group := range keys.FullHelp() {
 		for _, b := range group {
 			if !b.Enabled() {
 				continue
@@ -277,37 +254,6 @@ func (m *Model) viewHelp() []string {
 		"      hunks: ✓ accepted  ✗ rejected  · undecided")
 }
 
-// viewResult lists what the last apply or rollback wrote and left out.
-func (m *Model) viewResult(w int) []string {
-	st := m.styles
-	out := []string{st.DialogTitle.Render(m.resultTitle), ""}
-	o := m.lastOutcome
-	if o == nil {
-		return out
-	}
-	if o.ApplyID != "" {
-		out = append(out, "apply id: "+Escape(o.ApplyID), "")
-	}
-	out = append(out, fmt.Sprintf("Written (%d):", len(o.Written)))
-	for _, p := range o.Written {
-		out = append(out, "  "+Escape(p))
-	}
-	if len(o.LeftOut) > 0 {
-		out = append(out, "", fmt.Sprintf("Left out (%d):", len(o.LeftOut)))
-		for _, p := range o.LeftOut {
-			out = append(out, "  "+st.BadgeAlert.Render(Escape(p)))
-		}
-	}
-	if o.Message != "" {
-		out = append(out, "", Escape(o.Message))
-	}
-	out = append(out, "", "any key continues · b rolls back the last apply")
-	for i := range out {
-		out[i] = fit(out[i], w)
-	}
-	return out
-}
-
 // viewStatus draws the bottom line: search input, a message, or counts.
 func (m *Model) viewStatus() string {
 	st := m.styles
@@ -328,13 +274,14 @@ func (m *Model) viewStatus() string {
 			acc, rej, und = acc+a, rej+r, und+u
 		}
 		left = fmt.Sprintf("file %d/%d · %d✓ %d✗ %d· undecided", min(m.cur+1, len(m.files)), len(m.files), acc, rej, und)
-		if m.readOnly {
-			left = "read-only · " + left
-		}
 	}
-	right := m.help.ShortHelpView(m.keys.ShortHelp())
+	if m.readOnly {
+		left = st.ReadOnly.Render(" READ-ONLY ") + " " + left
+	}
+	keys := m.helpKeys()
+	right := m.help.ShortHelpView(keys.ShortHelp())
 	if ansi.StringWidth(left)+2+ansi.StringWidth(right) > m.width {
-		right = m.help.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit})
+		right = m.help.ShortHelpView([]key.Binding{keys.Help, keys.Quit})
 	}
 	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
 	if gap < 1 {
@@ -410,7 +357,7 @@ func (c *renderCtx) cached(hunk, li, partner int32, w int) string {
 	if f.cache == nil || f.cacheGen != c.m.renderGen || len(f.cache) > maxCache {
 		f.cache, f.cacheGen = map[contentKey]string{}, c.m.renderGen
 	}
-	k := contentKey{hunk, li, partner, w}
+	k := contentKey{hunk, li, partner, w, f.left}
 	if s, ok := f.cache[k]; ok {
 		return s
 	}
@@ -481,13 +428,14 @@ func (c *renderCtx) content(l Line, partner *Line, w int) string {
 	case Delete:
 		base, word = st.Removed, st.RemovedWord
 	}
-	// Only the start of a long line can be on screen; highlighting and
-	// syntax work on that much (a minified file's megabyte line would
-	// otherwise stall the frame).
-	text := clip(l.Content())
+	// Only part of a long line can be on screen; highlighting and syntax
+	// work on that much (a minified file's megabyte line would otherwise
+	// stall the frame).
+	off := c.f.left
+	text, col, skip, more := window(l.Content(), off)
 	var changed []bool // per byte: part of a word-level change
 	if partner != nil {
-		other := clip(partner.Content())
+		other, _, _, _ := window(partner.Content(), off)
 		_, segs := WordDiff(other, text)
 		if l.Op == Delete {
 			segs, _ = WordDiff(text, other)
@@ -504,7 +452,15 @@ func (c *renderCtx) content(l Line, partner *Line, w int) string {
 	match := searchMatches(text, c.m.search)
 	lb := lineBuilder{left: w}
 	lb.add(string(l.Op), base)
-	col := 0
+	if off > 0 {
+		lb.add("‹", st.More.Inherit(base))
+	}
+	// A line that goes on past the pane's edge keeps its last cell for a "›".
+	cut := more || cellsFrom(text, col, skip+lb.left)-skip > lb.left
+	if cut {
+		lb.left--
+	}
+	lb.skip = skip
 	for _, tok := range c.tokens(text) {
 		// Split the token where a word-level change or a search match
 		// starts or stops.
@@ -540,8 +496,13 @@ func (c *renderCtx) content(l Line, partner *Line, w int) string {
 			tok.text, tok.at = tok.text[n:], tok.at+n
 		}
 	}
+	lb.skip = 0
 	if lb.left > 0 {
 		lb.add(strings.Repeat(" ", lb.left), base)
+	}
+	if cut {
+		lb.left = 1
+		lb.add("›", st.More.Inherit(base))
 	}
 	return lb.b.String()
 }
@@ -662,14 +623,24 @@ func (fv *fileView) lexer() chroma.Lexer {
 	return fv.lex
 }
 
-// lineBuilder writes styled text up to a width.
+// lineBuilder writes styled text up to a width, leaving out the first skip
+// cells (the part of a line scrolled off to the left).
 type lineBuilder struct {
-	b    strings.Builder
-	left int
+	b          strings.Builder
+	left, skip int
 }
 
 // add writes text in style, cut to the width left.
 func (lb *lineBuilder) add(text string, s lipgloss.Style) {
+	if lb.skip > 0 && text != "" {
+		w := ansi.StringWidth(text)
+		if w <= lb.skip {
+			lb.skip -= w
+			return
+		}
+		text = ansi.TruncateLeft(text, lb.skip, "")
+		lb.skip = 0
+	}
 	if lb.left <= 0 || text == "" {
 		return
 	}

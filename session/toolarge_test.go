@@ -25,6 +25,9 @@ func TestTooLargeToDiffDecidedWhole(t *testing.T) {
 	if !f.s.TooLargeToDiff(c) {
 		t.Fatalf("a 200-byte file is not too large under a 100-byte limit")
 	}
+	if got, want := f.s.ShowCommand(c), "shadow diff -- "+filepath.Join(f.project, "big.txt")+" | less"; got != want {
+		t.Errorf("ShowCommand = %q, want %q", got, want)
+	}
 	d, err := f.s.Diff(c)
 	if err != nil {
 		t.Fatal(err)

@@ -411,6 +411,10 @@ func (m Model) agentKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	}
 	if m.menu {
 		m.menu = false
+		if !m.fits(m.menuBox()) && !key.Matches(msg, m.keys.Prefix) {
+			// The menu is not on screen: no key of it stops or detaches.
+			return m, nil
+		}
 		switch {
 		case key.Matches(msg, m.keys.Prefix):
 			m.pane.SendKey(msg)
@@ -530,11 +534,11 @@ func (m Model) agentView() string {
 	body := m.pane.View()
 	switch {
 	case m.helpOpen:
-		body = overlay(body, m.helpBox(), w, h)
+		body = overlay(body, m.shown(m.helpBox()), w, h)
 	case m.menu:
-		body = overlay(body, m.menuBox(), w, h)
+		body = overlay(body, m.shown(m.menuBox()), w, h)
 	case m.result != nil:
-		body = overlay(body, m.endBox(), w, h)
+		body = overlay(body, m.shown(m.endBox()), w, h)
 	}
 	return body + "\n" + m.statusBar()
 }
@@ -547,14 +551,14 @@ func (m Model) menuBox() string {
 		fmt.Fprintf(&b, "%s  %s\n", m.styles.Key.Render(fmt.Sprintf("%-5s", k.Help().Key)), k.Help().Desc)
 	}
 	fmt.Fprintf(&b, "%s  %s", m.styles.Key.Render(fmt.Sprintf("%-5s", m.keys.Prefix.Help().Key)), "send "+m.keys.Prefix.Help().Key+" to the agent")
-	return m.styles.Dialog.Render(b.String())
+	return m.dialogBox(b.String())
 }
 
 // helpBox lists the keys of the agent phase.
 func (m Model) helpBox() string {
 	k := m.keys
 	agentKeys := [][]key.Binding{{k.Prefix, k.Review, k.Stop, k.Detach, k.Help, k.Close, k.Continue}}
-	return m.styles.Dialog.Render(m.styles.Title.Render("keys while the agent runs") + "\n" + m.help.FullHelpView(agentKeys) +
+	return m.dialogBox(m.styles.Title.Render("keys while the agent runs") + "\n" + m.help.FullHelpView(agentKeys) +
 		"\n" + m.styles.Subtle.Render("every other key goes to the agent"))
 }
 
@@ -574,7 +578,7 @@ func (m Model) endBox() string {
 	}
 	s += fmt.Sprintf("\n%s staged · %s\n", english.Count(m.stats.Files, "file"), english.Count(m.stats.Requests, "network request"))
 	s += m.styles.Key.Render(m.keys.Continue.Help().Key) + " review the changes   " + m.styles.Key.Render(m.keys.Quit.Help().Key) + " quit (the session stays open)"
-	return m.styles.Dialog.Render(lipgloss.NewStyle().MaxWidth(max(10, m.width-4)).Render(s))
+	return m.dialogBox(s)
 }
 
 // statusBar is the agent phase's bottom line: session, layers, elapsed

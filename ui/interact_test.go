@@ -174,11 +174,13 @@ func TestAppPrefixMenu(t *testing.T) {
 	tm.Send(press("ctrl+]"))
 	tm.Send(press("r"))
 	waitScreen(t, tm, obs, 5*time.Second, "the read-only review", contains("read-only: the agent is still running"))
-	waitScreen(t, tm, obs, 5*time.Second, "the review's files", contains("file 1/"))
+	waitScreen(t, tm, obs, 5*time.Second, "the review's files", contains("a.txt"))
+	tm.Send(press("j"))
+	waitScreen(t, tm, obs, 5*time.Second, "the counts", contains("READ-ONLY  file 1/"))
 	tm.Send(press("a"))
 	tm.Send(press("w"))
 	time.Sleep(300 * time.Millisecond)
-	if s := waitScreen(t, tm, obs, 5*time.Second, "the read-only status", contains("read-only · file 1/")); !strings.Contains(s, "0✓ 0✗") || strings.Contains(s, "y apply") {
+	if s := waitScreen(t, tm, obs, 5*time.Second, "the refusal", contains("READ-ONLY  the agent is still running: decide once it ends")); !strings.Contains(s, "0✓ 0✗") || strings.Contains(s, "y apply") {
 		t.Errorf("a read-only review decided or offered to apply:\n%s", s)
 	}
 	tm.Send(press("q"))

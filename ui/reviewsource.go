@@ -49,7 +49,7 @@ func WithFindings(f func(path string) []string) ReviewOption {
 
 // NewReviewSource returns the review source of a session. lock is the
 // project's writer lock the session was obtained through; without it (nil)
-// the source can still load and decide but not roll back.
+// the source only loads: it is read-only (see ReadOnly) until rebound.
 func NewReviewSource(lock *session.ProjectLock, s *session.Session, opts ...ReviewOption) *ReviewSource {
 	r := &ReviewSource{lock: lock, sess: s}
 	for _, o := range opts {
@@ -64,6 +64,21 @@ func (r *ReviewSource) rebind(lock *session.ProjectLock, s *session.Session) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lock, r.sess = lock, s
+}
+
+// noLock is why a source without the project's writer lock takes no change.
+const noLock = "another shadow holds the project: decide there, or here once it ends"
+
+// ReadOnly says why the source takes no decision, apply or rollback: it
+// holds no writer lock on the project (a second `shadow tui --attach`
+// finds the agent, and the project, taken). It is "" otherwise.
+func (r *ReviewSource) ReadOnly() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lock == nil {
+		return noLock
+	}
+	return ""
 }
 
 // Session is the session the source reads and writes.
@@ -117,6 +132,9 @@ func (r *ReviewSource) file(c *session.Change, decs *session.Decisions) (diffvie
 		ProtectedWhy: c.ProtectedWhy,
 		Note:         c.Note(),
 	}
+	if r.sess.TooLargeToDiff(c) {
+		f.TooLarge, f.ShowCommand = true, r.sess.ShowCommand(c)
+	}
 	if c.Special {
 		f.Special = "FIFO, socket or device"
 	}
@@ -165,6 +183,9 @@ func (r *ReviewSource) file(c *session.Change, decs *session.Decisions) (diffvie
 // verdict; a hunk decision on a file that carried a whole-file verdict turns
 // that verdict into per-hunk decisions first, so the others keep it.
 func (r *ReviewSource) Decide(path, hunkID string, d diffview.Decision) error {
+	if why := r.ReadOnly(); why != "" {
+		return errors.New(why)
+	}
 	c, hs, hunked, err := r.lookup(path)
 	if err != nil {
 		return err
@@ -224,6 +245,9 @@ func (r *ReviewSource) lookup(path string) (*session.Change, []diffview.Hunk, bo
 // the apply from the saved decisions; it must write only files the review's
 // plan lists, or nothing is written.
 func (r *ReviewSource) Apply(plan diffview.Plan) (diffview.Outcome, error) {
+	if why := r.ReadOnly(); why != "" {
+		return diffview.Outcome{}, errors.New(why)
+	}
 	want := map[string]bool{}
 	for _, f := range plan.Write {
 		want[f.Path] = true
@@ -295,12 +319,15 @@ func (r *ReviewSource) renameSources() map[string]string {
 
 // Rollback undoes the project's last apply.
 func (r *ReviewSource) Rollback() (diffview.Outcome, error) {
-	if r.lock == nil {
-		return diffview.Outcome{}, errors.New("rollback: the review holds no writer lock on the project; run shadow apply --rollback")
+	r.mu.Lock()
+	lock := r.lock
+	r.mu.Unlock()
+	if lock == nil {
+		return diffview.Outcome{}, errors.New(noLock)
 	}
-	res, err := r.lock.Rollback("")
+	res, err := lock.Rollback("")
 	if err != nil {
-		return diffview.Outcome{}, fmt.Errorf("roll back the last apply of %s: %w", r.lock.Project(), err)
+		return diffview.Outcome{}, fmt.Errorf("roll back the last apply of %s: %w", lock.Project(), err)
 	}
 	return diffview.Outcome{
 		ApplyID: strings.Join(res.Applies, ", "),
@@ -309,25 +336,43 @@ func (r *ReviewSource) Rollback() (diffview.Outcome, error) {
 }
 
 // ReadOnlySource shows a source's changes but refuses every decision,
-// apply and rollback: the review of a session whose agent is still running.
-type ReadOnlySource struct{ Source diffview.Source }
+// apply and rollback: the review of a session whose agent is still running,
+// or of a project another shadow holds.
+type ReadOnlySource struct {
+	Source diffview.Source
+	// Why is the one-line reason the review gives when it refuses a key
+	// (default: the agent is still running).
+	Why string
+}
 
-// errReadOnly is what a read-only review answers to a change.
-var errReadOnly = errors.New("read-only while the agent runs: decide after it ends")
+// agentRunning is why the review of a running agent takes no change.
+const agentRunning = "the agent is still running: decide once it ends"
+
+// ReadOnly says why the source takes no change.
+func (r ReadOnlySource) ReadOnly() string {
+	if r.Why == "" {
+		return agentRunning
+	}
+	return r.Why
+}
 
 // Load returns the source's changes.
 func (r ReadOnlySource) Load() ([]diffview.File, error) { return r.Source.Load() }
 
 // Decide refuses.
-func (ReadOnlySource) Decide(string, string, diffview.Decision) error { return errReadOnly }
+func (r ReadOnlySource) Decide(string, string, diffview.Decision) error {
+	return errors.New(r.ReadOnly())
+}
 
 // Apply refuses.
-func (ReadOnlySource) Apply(diffview.Plan) (diffview.Outcome, error) {
-	return diffview.Outcome{}, errReadOnly
+func (r ReadOnlySource) Apply(diffview.Plan) (diffview.Outcome, error) {
+	return diffview.Outcome{}, errors.New(r.ReadOnly())
 }
 
 // Rollback refuses.
-func (ReadOnlySource) Rollback() (diffview.Outcome, error) { return diffview.Outcome{}, errReadOnly }
+func (r ReadOnlySource) Rollback() (diffview.Outcome, error) {
+	return diffview.Outcome{}, errors.New(r.ReadOnly())
+}
 
 // status maps a session change's letter to the browser's.
 func status(c *session.Change) diffview.Status {

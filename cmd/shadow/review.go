@@ -78,7 +78,12 @@ func openReview(f *sessionFlags, cmd *cobra.Command) (diffview.Source, *session.
 		return nil, nil, nil, rerr
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), "shadow: another shadow is writing to the project; the review is read-only")
-	return ui.ReadOnlySource{Source: ui.NewReviewSource(nil, s)}, s, func() {}, nil
+	why := "another shadow holds the project: decide once it ends"
+	var busy *session.BusyError
+	if errors.As(err, &busy) && busy.Holder != "" {
+		why = fmt.Sprintf("shadow %s holds the project: decide once it ends", busy.Holder)
+	}
+	return ui.ReadOnlySource{Source: ui.NewReviewSource(nil, s), Why: why}, s, func() {}, nil
 }
 
 // editor is the command the review's `e` key runs.

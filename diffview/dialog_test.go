@@ -1,0 +1,123 @@
+package diffview
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
+)
+
+// The confirmations show their title and their keys at every size the
+// review accepts, whichever pane has the focus.
+func TestConfirmGolden(t *testing.T) {
+	for _, size := range []struct{ w, h int }{{40, 12}, {60, 15}, {80, 24}} {
+		t.Run(fmt.Sprintf("%dx%d", size.w, size.h), func(t *testing.T) {
+			for _, c := range []struct {
+				name, title, prompt string
+				keys                []string
+			}{
+				{"apply", "Apply to the project?", "y apply · n/esc cancel", []string{"ctrl+a", "w"}},
+				{"apply-from-tree", "Apply to the project?", "y apply · n/esc cancel", []string{"ctrl+a", "tab", "w"}},
+				{"rollback", "Roll back the last apply?", "y roll back · n/esc cancel", []string{"b"}},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					m := open(t, fixture(), size.w, size.h)
+					m = press(t, m, c.keys...)
+					v := m.View()
+					checkScreen(t, v, size.w, size.h)
+					plain := ansi.Strip(v)
+					if !strings.Contains(plain, c.title) || !strings.Contains(plain, c.prompt) {
+						t.Errorf("the dialog's title or keys are not on screen:\n%s", plain)
+					}
+					golden.RequireEqual(t, v)
+				})
+			}
+		})
+	}
+}
+
+// Down to MinWidth×MinHeight a long plan keeps its title, says how many
+// files it leaves unlisted, and ends with its keys.
+func TestConfirmAtMinimumSize(t *testing.T) {
+	src := fixture()
+	for i := 0; i < 30; i++ {
+		p := fmt.Sprintf("gen/file%02d.txt", i)
+		src.base[p], src.staged[p] = "a\n", "b\n"
+		src.meta[p] = File{Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile}
+	}
+	m := open(t, src, MinWidth, MinHeight)
+	m = press(t, m, "ctrl+a", "w")
+	v := m.View()
+	checkScreen(t, v, MinWidth, MinHeight)
+	plain := ansi.Strip(v)
+	for _, want := range []string{"Apply to the project?", "more", "y apply · n/esc cancel"} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("%q is not on screen at %dx%d:\n%s", want, MinWidth, MinHeight, plain)
+		}
+	}
+}
+
+// Below MinWidth×MinHeight the screen says it is too small and no key but
+// quit does anything: y never confirms a dialog that cannot be seen, and a
+// dialog opened before the screen shrank waits for it to grow.
+func TestNoConfirmWithoutVisibleDialog(t *testing.T) {
+	src := fixture()
+	m := open(t, src, 20, 5)
+	v := ansi.Strip(m.View())
+	checkScreen(t, m.View(), 20, 5)
+	if !strings.Contains(strings.ReplaceAll(v, "\n", " "), "too small") {
+		t.Errorf("a screen below the minimum does not say it is too small:\n%s", v)
+	}
+	m = press(t, m, "ctrl+a", "w", "y", "b", "y")
+	if len(src.saved) != 0 || m.mode != modeNormal || src.project[mainGo] != src.base[mainGo] {
+		t.Fatalf("keys acted on a screen too small to show them: saved %v, mode %d", src.saved, m.mode)
+	}
+
+	m = open(t, src, 80, 24)
+	m = press(t, m, "ctrl+a", "w")
+	if m.mode != modeConfirmApply {
+		t.Fatalf("w did not ask")
+	}
+	m, _ = m.Update(tea.WindowSizeMsg{Width: 40, Height: 6})
+	m = press(t, m, "y")
+	if src.project[mainGo] != src.base[mainGo] || m.mode != modeConfirmApply {
+		t.Fatalf("y applied while the dialog was not on screen (mode %d)", m.mode)
+	}
+	m, _ = m.Update(tea.WindowSizeMsg{Width: 40, Height: 12})
+	if !strings.Contains(ansi.Strip(m.View()), "y apply · n/esc cancel") {
+		t.Fatalf("the dialog did not come back with the screen:\n%s", ansi.Strip(m.View()))
+	}
+	m = press(t, m, "y")
+	if src.project[mainGo] != src.staged[mainGo] {
+		t.Errorf("y on the visible dialog did not apply: main.go = %q", src.project[mainGo])
+	}
+}
+
+// A dialog's text wraps instead of being cut, and a list is shortened with
+// a count of what it leaves out.
+func TestDialogLayout(t *testing.T) {
+	m := New()
+	d := dialog{
+		title:  "Title",
+		blocks: []dialogBlock{{text: "one two three four five six seven eight nine ten"}, {head: "List:", items: []string{"  a", "  b", "  c", "  d", "  e"}}},
+		prompt: "y yes · n no",
+	}
+	for _, c := range []struct {
+		w, h int
+		want string
+	}{
+		{20, 20, "Title||one two three four|five six seven eight|nine ten||List:|  a|  b|  c|  d|  e||y yes · n no"},
+		{20, 10, "Title|one two three four|five six seven eight|nine ten|List:|  a|  b|  c|  … and 2 more|y yes · n no"},
+		{20, 5, "Title|one two three four|five six seven eight|…|y yes · n no"},
+		{12, 2, "Title|y yes · n no"},
+		{12, 1, "y yes · n no"},
+	} {
+		got := strings.Join(d.lines(&m, c.w, c.h), "|")
+		if ansi.Strip(got) != c.want {
+			t.Errorf("%dx%d:\n got %q\nwant %q", c.w, c.h, ansi.Strip(got), c.want)
+		}
+	}
+}
