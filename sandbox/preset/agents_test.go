@@ -3,8 +3,6 @@ package preset
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,8 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/shadow-sandbox/shadow/internal/agenttest"
 	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/sandbox/proxy"
 	"github.com/shadow-sandbox/shadow/session"
@@ -34,70 +30,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// agentPackages are the agent CLIs the tests install from npm, pinned: a
-// new release may change how a CLI talks to its model server.
-var agentPackages = map[string]string{
-	"claude":   "@anthropic-ai/claude-code@2.1.197",
-	"codex":    "@openai/codex@0.171.0",
-	"gemini":   "@google/gemini-cli@0.61.0",
-	"opencode": "opencode-ai@1.18.33",
-}
-
-// agentPrefix installs the agent CLIs with npm into a cache directory kept
-// between runs ($XDG_CACHE_HOME/shadow-test/agents-HASH, named for the
-// pinned versions) and returns it. Their install scripts must run: Claude
-// Code's and opencode's put the platform binary in place. npm is what every
-// one of these CLIs is distributed with; without it the tests are skipped
-// and say so.
-func agentPrefix(t *testing.T) string {
-	t.Helper()
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Skip("npm is not installed (Debian: apt install nodejs npm): the agent CLIs are installed with it")
-	}
-	if os.Getenv("SHADOW_TEST_NO_NPM") != "" {
-		t.Skip("SHADOW_TEST_NO_NPM is set")
-	}
-	var pkgs []string
-	for _, p := range agentPackages {
-		pkgs = append(pkgs, p)
-	}
-	slices.Sort(pkgs)
-	sum := sha256.Sum256([]byte(strings.Join(pkgs, " ")))
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = "/var/cache"
-	}
-	prefix := filepath.Join(cache, "shadow-test", "agents-"+hex.EncodeToString(sum[:6]))
-	if err := os.MkdirAll(prefix, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// One installer at a time (package tests run in parallel processes).
-	lock, err := os.OpenFile(filepath.Join(prefix, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	done := filepath.Join(prefix, ".installed")
-	if _, err := os.Stat(done); err == nil {
-		return prefix
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, append([]string{"install", "--no-audit", "--no-fund", "--prefix", prefix}, pkgs...)...)
-	cmd.Dir = prefix
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("npm install %s: %v\n%s", strings.Join(pkgs, " "), err, out)
-	}
-	if err := os.WriteFile(done, []byte(strings.Join(pkgs, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return prefix
-}
+// agentPrefix is where the pinned agent CLIs are installed (agenttest).
+func agentPrefix(t *testing.T) string { return agenttest.Prefix(t) }
 
 // agentJail is one test's host side: a home with the agent's host config, a
 // project under git, a session store.

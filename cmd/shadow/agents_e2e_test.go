@@ -1,0 +1,349 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shadow-sandbox/shadow/internal/agenttest"
+	"github.com/shadow-sandbox/shadow/sandbox/preset"
+	"github.com/shadow-sandbox/shadow/sandbox/proxy"
+)
+
+// The real agent CLIs (pinned, from npm) edit a file through their own edit
+// tool under shadow, against a scripted model server on the host's loopback.
+// The jail reaches the server through --allow-domain localhost:PORT: the
+// jail's localhost:PORT is relayed to the host's, checked and logged, and
+// every other request an agent makes is refused and logged too, so the
+// network log shows whether anything left for a domain off the list.
+
+// agentCase is one agent: its host config pointing at the model server, its
+// one-shot command line, and the tool calls that make it edit notes.txt.
+type agentCase struct {
+	name string
+	// calls are the scripted model's tool calls, for the project at path.
+	calls func(project string) []agenttest.Call
+	// setup writes the agent's host config into home and returns the
+	// host variables the agent needs (its preset passes them in).
+	setup func(t *testing.T, home string, m *agenttest.ModelServer) []string
+	// oneShot is the agent's one-shot command line, given its binary.
+	oneShot func(bin, prompt string) []string
+	// pass are host variables the test passes in with --env.
+	pass []string
+	// refused are the hosts off the allow-list the agent reaches for (and
+	// is refused) in a run, as it does outside the jail.
+	refused []string
+	// never are hosts of the preset's list the run must not need.
+	never []string
+}
+
+const (
+	notesBefore = "old line\n"
+	editPrompt  = "replace old by new in notes.txt"
+)
+
+func notesAfter(agent string) string { return "new line by " + agent + "\n" }
+
+var agentCases = map[string]agentCase{
+	"codex": {
+		name: "codex",
+		// Codex offers its patch tool to models it knows; to others it
+		// offers exec_command, through which it takes apply_patch as its
+		// own edit (applied by codex, not by a program).
+		calls: func(string) []agenttest.Call {
+			return []agenttest.Call{{Tool: "exec_command", Args: map[string]any{"cmd": "apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: notes.txt\n@@\n-old line\n+" +
+				strings.TrimSuffix(notesAfter("codex"), "\n") + "\n*** End Patch\nPATCH\n"}}}
+		},
+		setup: func(t *testing.T, home string, m *agenttest.ModelServer) []string {
+			writeHostFile(t, filepath.Join(home, ".codex", "config.toml"), fmt.Sprintf(`model = "gpt-5-codex"
+model_provider = "scripted"
+[model_providers.scripted]
+name = "scripted"
+base_url = "http://localhost:%s/v1"
+wire_api = "responses"
+env_key = "OPENAI_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+`, m.Port))
+			return []string{"OPENAI_API_KEY=sk-test"}
+		},
+		oneShot: func(bin, prompt string) []string {
+			return []string{bin, "exec", "--skip-git-repo-check", prompt}
+		},
+		// Its plugin marketplace (GitHub) and its experiment flags.
+		refused: []string{"github.com", "api.github.com", "ab.chatgpt.com"},
+	},
+}
+
+func init() {
+	// Claude Code edits a file it has read in the session: Read, then Edit.
+	agentCases["claude"] = agentCase{
+		name: "claude",
+		calls: func(project string) []agenttest.Call {
+			f := filepath.Join(project, "notes.txt")
+			return []agenttest.Call{
+				{Tool: "Read", Args: map[string]any{"file_path": f}},
+				{Tool: "Edit", Args: map[string]any{"file_path": f, "old_string": "old line",
+					"new_string": strings.TrimSuffix(notesAfter("claude"), "\n")}},
+			}
+		},
+		setup: func(t *testing.T, home string, m *agenttest.ModelServer) []string {
+			return []string{"ANTHROPIC_API_KEY=sk-ant-test", "ANTHROPIC_BASE_URL=http://localhost:" + m.Port,
+				"ANTHROPIC_MODEL=claude-sonnet-4-5", "ANTHROPIC_SMALL_FAST_MODEL=claude-haiku-4-5"}
+		},
+		oneShot: func(bin, prompt string) []string {
+			return []string{bin, "-p", "--permission-mode", "acceptEdits", prompt}
+		},
+	}
+	// Gemini CLI's edit tool is replace.
+	agentCases["gemini"] = agentCase{
+		name: "gemini",
+		calls: func(project string) []agenttest.Call {
+			return []agenttest.Call{{Tool: "replace", Args: map[string]any{"file_path": filepath.Join(project, "notes.txt"),
+				"instruction": "replace old by new", "old_string": "old line",
+				"new_string": strings.TrimSuffix(notesAfter("gemini"), "\n")}}}
+		},
+		setup: func(t *testing.T, home string, m *agenttest.ModelServer) []string {
+			writeHostFile(t, filepath.Join(home, ".gemini", "settings.json"),
+				`{"security": {"auth": {"selectedType": "gemini-api-key"}}, "model": {"name": "gemini-2.5-pro"}}`)
+			return []string{"GEMINI_API_KEY=test-key", "GOOGLE_GEMINI_BASE_URL=http://localhost:" + m.Port}
+		},
+		oneShot: func(bin, prompt string) []string {
+			return []string{bin, "--approval-mode", "auto_edit", "-p", prompt}
+		},
+	}
+	// opencode reads, then edits; its provider is an OpenAI-compatible one
+	// (Chat Completions).
+	agentCases["opencode"] = agentCase{
+		name: "opencode",
+		calls: func(project string) []agenttest.Call {
+			f := filepath.Join(project, "notes.txt")
+			return []agenttest.Call{
+				{Tool: "read", Args: map[string]any{"filePath": f}},
+				{Tool: "edit", Args: map[string]any{"filePath": f, "oldString": "old line",
+					"newString": strings.TrimSuffix(notesAfter("opencode"), "\n")}},
+			}
+		},
+		setup: func(t *testing.T, home string, m *agenttest.ModelServer) []string {
+			writeHostFile(t, filepath.Join(home, ".config", "opencode", "opencode.json"), fmt.Sprintf(`{
+  "$schema": "https://opencode.ai/config.json",
+  "model": "scripted/scripted-model",
+  "small_model": "scripted/scripted-model",
+  "provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "scripted",
+    "options": {"baseURL": "http://localhost:%s/v1", "apiKey": "sk-test"},
+    "models": {"scripted-model": {"name": "scripted-model", "tool_call": true}}}}
+}
+`, m.Port))
+			// The plugin package opencode installs in its config directory
+			// on first start, as a host that ran opencode once has it: read
+			// through by the preset, it is not downloaded (the network log
+			// would show the package registry).
+			plugin := agenttest.OpencodePlugin(t)
+			for _, f := range []string{"package.json", "package-lock.json", "node_modules"} {
+				if out, err := exec.Command("cp", "-a", filepath.Join(plugin, f), filepath.Join(home, ".config", "opencode", f)).CombinedOutput(); err != nil {
+					t.Fatalf("copy the plugin package: %v: %s", err, out)
+				}
+			}
+			// The model list comes from models.dev, which the test does
+			// not reach; the configured provider is enough.
+			return []string{"OPENCODE_DISABLE_MODELS_FETCH=1"}
+		},
+		pass:  []string{"OPENCODE_DISABLE_MODELS_FETCH"},
+		never: []string{"registry.npmjs.org"},
+		oneShot: func(bin, prompt string) []string {
+			return []string{bin, "run", prompt}
+		},
+	}
+}
+
+func writeHostFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// agentRig is one agent test's host: a home with the agent's config, a
+// project holding notes.txt, shadow's state, the model server.
+type agentRig struct {
+	c       *cli
+	ac      agentCase
+	bin     string
+	prefix  string
+	home    string
+	project string
+	model   *agenttest.ModelServer
+	env     []string // for tmux: what the user's shell would have
+}
+
+func newAgentRig(t *testing.T, name string) *agentRig {
+	t.Helper()
+	prefix := agenttest.Prefix(t)
+	ac := agentCases[name]
+	r := &agentRig{c: newCLI(t), ac: ac, prefix: prefix, bin: filepath.Join(prefix, "node_modules", ".bin", name)}
+	r.home = filepath.Join(t.TempDir(), "home")
+	r.project = fixture(t, map[string]string{"notes.txt": notesBefore})
+	r.model = agenttest.NewModelServer(t, "DONE-"+name+"-FINAL", ac.calls(r.project)...)
+	extra := ac.setup(t, r.home, r.model)
+	r.env = []string{"SHADOW_TEST_CLI=1", "TERM=xterm-256color", "HOME=" + r.home, "LANG=C.UTF-8",
+		"PATH=/usr/local/bin:/usr/bin:/bin"}
+	for _, e := range r.c.env {
+		if strings.HasPrefix(e, "XDG_") {
+			r.env = append(r.env, e)
+		}
+	}
+	r.env = append(r.env, extra...)
+	r.c.env = append(append(r.c.env, "HOME="+r.home), extra...)
+	return r
+}
+
+// shadowArgs are the flags every agent run gets: the CLIs' install tree,
+// and the model server as the only allowed destination.
+func (r *agentRig) shadowArgs() []string {
+	args := []string{"--ro", r.prefix, "--allow-domain", "localhost:" + r.model.Port}
+	for _, v := range r.ac.pass {
+		args = append(args, "--env", v)
+	}
+	return args
+}
+
+// checkEdit applies the session and checks the host file.
+func (r *agentRig) checkApplied(t *testing.T) {
+	t.Helper()
+	if got := readFile(t, filepath.Join(r.project, "notes.txt")); got != notesAfter(r.ac.name) {
+		t.Fatalf("host notes.txt = %q, want %q", got, notesAfter(r.ac.name))
+	}
+}
+
+// checkNetLog: the model server was reached through the proxy; every
+// request that went out was for a host on the run's allow-list (the preset's
+// domains and the model server), and every refused one is a host the agent
+// is known to reach for outside the jail too (r.ac.refused): anything else
+// fails the test, so a preset that lets an agent stall on a refused domain
+// (as Gemini's statistics did) shows here.
+func (r *agentRig) checkNetLog(t *testing.T) {
+	t.Helper()
+	pr, err := preset.Lookup(r.ac.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{"localhost:" + r.model.Port: true}
+	for _, d := range pr.Domains {
+		listed[d+":443"], listed[d+":80"] = true, true
+	}
+	logs, _ := filepath.Glob(filepath.Join(r.c.state, "shadow", "sessions", "*", "net.log"))
+	model := 0
+	for _, l := range logs {
+		f, err := os.Open(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := proxy.ReadLog(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			hp := fmt.Sprintf("%s:%d", e.Host, e.Port)
+			switch {
+			case e.Allowed && hp == "localhost:"+r.model.Port:
+				model++
+			case slices.Contains(r.ac.never, e.Host):
+				t.Errorf("%s reached for %s, which it needs only when its packages are not read through", r.ac.name, hp)
+			case e.Allowed && !listed[hp]:
+				t.Errorf("a request for %s left the jail, which is not on the allow-list", hp)
+			case e.Allowed:
+				t.Logf("%s reached for %s (on its preset's list)", r.ac.name, hp)
+			case !slices.Contains(r.ac.refused, e.Host):
+				t.Errorf("%s reached for %s, refused: not a host it is known to try", r.ac.name, hp)
+			}
+		}
+	}
+	if model == 0 {
+		t.Errorf("no request in the network log: the model server was not reached through the proxy")
+	}
+}
+
+// checkModel: the agent made the scripted calls and got the final answer.
+func (r *agentRig) checkModel(t *testing.T) {
+	t.Helper()
+	if !r.model.Called() {
+		t.Errorf("the agent did not make the scripted calls; requests: %+v", r.model.Requests())
+	}
+}
+
+// lastLineIntact: the screen shows the agent's final answer on a line of
+// its own, not written over, and shadow's summary after it.
+func lastLineIntact(t *testing.T, screen, final string) {
+	t.Helper()
+	lines := strings.Split(screen, "\n")
+	at := -1
+	for i, l := range lines {
+		if strings.Contains(l, final) {
+			at = i
+		}
+	}
+	if at < 0 {
+		t.Fatalf("the agent's last line %q is not on the screen:\n%s", final, screen)
+	}
+	if got := strings.TrimSpace(lines[at]); !strings.HasSuffix(got, final) || strings.Contains(got, "session ") {
+		t.Errorf("the agent's last line was written over: %q", got)
+	}
+	if !strings.Contains(strings.Join(lines[at+1:], "\n"), "session ") {
+		t.Errorf("shadow's summary does not follow the agent's last line:\n%s", screen)
+	}
+}
+
+// testOneShot runs the agent's one-shot mode under `shadow run` in tmux,
+// then applies the session.
+func testOneShot(t *testing.T, name string) {
+	r := newAgentRig(t, name)
+	argv := append([]string{r.c.bin, "run"}, r.shadowArgs()...)
+	argv = append(append(argv, "--"), r.ac.oneShot(r.bin, editPrompt)...)
+	script := ""
+	for _, a := range argv {
+		script += shellQuote(a) + " "
+	}
+	scr := newTmux(t, r.project, r.env, "sh", "-c", script+"; echo SHADOW-EXIT=$?")
+	screen := waitScreen(t, scr, 3*time.Minute, "SHADOW-EXIT=")
+	if !strings.Contains(screen, "SHADOW-EXIT=0") {
+		t.Fatalf("shadow run exited non-zero:\n%s\nmodel requests: %+v", screen, r.model.Requests())
+	}
+	r.checkModel(t)
+	lastLineIntact(t, screen, r.model.Final)
+	if got := readFile(t, filepath.Join(r.project, "notes.txt")); got != notesBefore {
+		t.Fatalf("the agent wrote the host project during the run: %q", got)
+	}
+	r.c.must(r.project, "apply", "--all", "--yes")
+	r.checkApplied(t)
+	r.checkNetLog(t)
+}
+
+// waitScreen polls the tmux screen until it shows want, for up to d.
+func waitScreen(t *testing.T, s *tmuxScreen, d time.Duration, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		scr := s.screen()
+		if strings.Contains(scr, want) {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("screen never showed %q; it shows:\n%s", want, scr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestAgentOneShotCodex(t *testing.T)    { testOneShot(t, "codex") }
+func TestAgentOneShotClaude(t *testing.T)   { testOneShot(t, "claude") }
+func TestAgentOneShotGemini(t *testing.T)   { testOneShot(t, "gemini") }
+func TestAgentOneShotOpencode(t *testing.T) { testOneShot(t, "opencode") }
