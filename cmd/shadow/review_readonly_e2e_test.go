@@ -1,7 +1,11 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -9,12 +13,21 @@ import (
 
 // TestReviewDuringRunInTmux opens `shadow review` while `shadow run -- sleep 5` holds the project:
 // the screen says it is read-only and which run holds the project, refuses to decide or apply
-// with that reason, shows no ✓, and saves nothing.
+// with that reason, shows no ✓, and saves nothing. As root, and as the ordinary user shadowtest.
 func TestReviewDuringRunInTmux(t *testing.T) {
-	c := newCLI(t)
-	p := fixture(t, map[string]string{"a.txt": "alpha\nbeta\n"})
-	c.must(p, "run", "--", "sh", "-c", "echo gamma >> a.txt")
+	files := map[string]string{"a.txt": "alpha\nbeta\n"}
+	t.Run("root", func(t *testing.T) {
+		c := newCLI(t)
+		reviewDuringRun(t, c, fixture(t, files))
+	})
+	t.Run("unprivileged", func(t *testing.T) {
+		c, p := unprivilegedCLI(t, files)
+		reviewDuringRun(t, c, p)
+	})
+}
 
+func reviewDuringRun(t *testing.T, c *cli, p string) {
+	c.must(p, "run", "--", "sh", "-c", "echo gamma >> a.txt")
 	run := exec.Command(c.bin, "run", "--", "sleep", "5")
 	run.Dir, run.Env = p, c.env
 	if err := run.Start(); err != nil {
@@ -33,7 +46,7 @@ func TestReviewDuringRunInTmux(t *testing.T) {
 
 	env := []string{"SHADOW_TEST_CLI=1", "TERM=xterm-256color"}
 	for _, e := range c.env {
-		if strings.HasPrefix(e, "XDG_") {
+		if strings.HasPrefix(e, "XDG_") || strings.HasPrefix(e, "HOME=") {
 			env = append(env, e)
 		}
 	}
@@ -59,4 +72,81 @@ func TestReviewDuringRunInTmux(t *testing.T) {
 		t.Errorf("a read-only review saved a decision:\n%s", out)
 	}
 	scr.keys("q", "")
+}
+
+// unprivilegedCLI is a cli whose commands run as the ordinary user shadowtest (through setpriv),
+// over a project of files that user owns; it skips unless the test runs as root with setpriv.
+func unprivilegedCLI(t *testing.T, files map[string]string) (*cli, string) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("not root: the unprivileged run is started by a root test run (it creates user shadowtest)")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("setpriv (util-linux) not installed")
+	}
+	u, err := user.Lookup("shadowtest")
+	if err != nil {
+		if out, err := exec.Command("useradd", "-m", "shadowtest").CombinedOutput(); err != nil {
+			t.Fatalf("useradd: %v: %s", err, out)
+		}
+		if u, err = user.Lookup("shadowtest"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	// Not under t.TempDir(), which only root may enter.
+	dir, err := os.MkdirTemp("", "shadow-review-unpriv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(dir, "shadow.real")
+	if err := os.WriteFile(real, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "shadow")
+	wrapper := "#!/bin/sh\nexec " + setpriv + " --reuid=shadowtest --regid=shadowtest --init-groups " + real + ` "$@"` + "\n"
+	if err := os.WriteFile(bin, []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "project")
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(p, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, p, "init", "-q")
+	git(t, p, "add", "-A")
+	git(t, p, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "base")
+	for _, d := range []string{"state", "config"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	filepath.Walk(dir, func(path string, _ os.FileInfo, _ error) error {
+		if path != dir && path != bin && path != real {
+			os.Lchown(path, uid, gid)
+		}
+		return nil
+	})
+	c := &cli{t: t, bin: bin, state: filepath.Join(dir, "state")}
+	c.env = []string{"PATH=/usr/bin:/bin", "HOME=" + u.HomeDir, "USER=shadowtest", "SHADOW_TEST_CLI=1",
+		"XDG_STATE_HOME=" + c.state, "XDG_CONFIG_HOME=" + filepath.Join(dir, "config")}
+	return c, p
 }
