@@ -42,15 +42,29 @@ func TestOverlayCheckpoints(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	var summary []string
+	seen := map[string]string{}
 	for _, c := range got {
 		summary = append(summary, c.ID+" "+c.Trigger+" "+strings.Join(c.Paths, ","))
+		for _, p := range c.Paths {
+			if seen[p] != "" {
+				t.Errorf("%s is in %s and %s", p, seen[p], c.ID)
+			}
+			seen[p] = c.ID
+		}
 	}
-	// The manual checkpoint is asked right after the quiet one, before m.txt exists: nothing
-	// changed, so none is written; m.txt then goes into a second quiet one or the end.
-	want1 := []string{"c4 quiet a.txt,del.txt", "c5 quiet m.txt", "c6 run end z.txt"}
-	want2 := []string{"c4 quiet a.txt,del.txt", "c5 run end m.txt,z.txt"}
-	if !slices.Equal(summary, want1) && !slices.Equal(summary, want2) {
-		t.Fatalf("checkpoints %q, want %q or %q", summary, want1, want2)
+	// The quiet checkpoint after a.txt comes first, the end's last with z.txt; m.txt is in a
+	// second quiet one or in the end's, as the timing of a loaded machine has it. The manual one,
+	// asked right after the quiet one, finds nothing new and writes nothing.
+	if len(got) < 2 || got[0].ID != "c4" || got[0].Trigger != CheckpointQuiet ||
+		seen["a.txt"] != "c4" || seen["del.txt"] != "c4" ||
+		got[len(got)-1].Trigger != CheckpointRunEnd || seen["z.txt"] != got[len(got)-1].ID ||
+		seen["m.txt"] == "" || len(seen) != 4 {
+		t.Fatalf("checkpoints %q", summary)
+	}
+	for i, c := range got {
+		if c.N != 4+i {
+			t.Errorf("checkpoint %d is %s, want c%d", i, c.ID, 4+i)
+		}
 	}
 	last := got[len(got)-1]
 	for _, c := range got {

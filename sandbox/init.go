@@ -213,8 +213,8 @@ func initMain() {
 		_ = status.Encode(message{Merging: true})
 		signal.Ignore(unix.SIGTERM, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT)
 		end.LayerBytes, end.LayerFull = layer.usage()
-		cps.take(CheckpointRunEnd)
-		if err := layer.finish(); err != nil {
+		cpErr := cps.take(CheckpointRunEnd)
+		if err := layer.finish(s.Checkpoints.Next, errors.Join(cpErr, cps.failed)); err != nil {
 			end.StagingError = err.Error()
 		}
 	}
@@ -452,7 +452,7 @@ func supervise(cmdPid int, sigs chan os.Signal, master *os.File, cps *checkpoint
 			escalate = nil
 			continue
 		case trigger := <-cps.requests:
-			cps.take(trigger)
+			_ = cps.take(trigger)
 			continue
 		case <-cps.tick:
 			cps.poll()
@@ -501,6 +501,7 @@ type checkpointer struct {
 	sig      [2]uint64 // the layer's use at the last poll
 	dirty    time.Time // when a write was first seen since the last checkpoint
 	last     time.Time // when the layer last changed
+	failed   error     // a checkpoint that could not be written
 }
 
 func newCheckpointer(layer *runLayer, cp checkpointSpec, control *json.Decoder, status *json.Encoder) *checkpointer {
@@ -530,20 +531,24 @@ func newCheckpointer(layer *runLayer, cp checkpointSpec, control *json.Decoder, 
 	return c
 }
 
-// take writes a checkpoint and tells the host what it wrote.
-func (c *checkpointer) take(trigger string) {
+// take writes a checkpoint and tells the host what it wrote. A failure is
+// reported, and remembered: the run's end then merges the run's layer
+// itself rather than its checkpoints.
+func (c *checkpointer) take(trigger string) error {
 	if c.layer == nil {
-		return
+		return nil
 	}
 	cp, err := c.layer.checkpoint(trigger)
 	c.dirty = time.Time{}
 	if err != nil {
+		c.failed = err
 		_ = c.status.Encode(message{CheckpointError: err.Error()})
-		return
+		return err
 	}
 	if cp != nil {
 		_ = c.status.Encode(message{Checkpointed: cp})
 	}
+	return nil
 }
 
 // poll takes a quiet checkpoint once the layer changed and then stayed

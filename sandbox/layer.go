@@ -215,9 +215,17 @@ func (l *runLayer) checkpoint(trigger string) (*Checkpoint, error) {
 }
 
 // finish merges the run's layer into the staging layer, makes it durable,
-// and records the last checkpoint as merged.
-func (l *runLayer) finish() error {
-	if err := l.merge(); err != nil {
+// and records the last checkpoint as merged. With checkpoints, what the run
+// wrote is on disk already, in the run's checkpoints: they are merged in
+// order, their files linked rather than copied again.
+func (l *runLayer) finish(first int, cpErr error) error {
+	if l.checkpoints >= 0 && cpErr == nil {
+		for n := first; n < l.next; n++ {
+			if err := l.mergeCheckpoint(n); err != nil {
+				return err
+			}
+		}
+	} else if err := l.merge(); err != nil {
 		return err
 	}
 	if err := unix.Syncfs(l.staging); err != nil {
@@ -233,6 +241,19 @@ func (l *runLayer) finish() error {
 		return fmt.Errorf("record the merge: %w", err)
 	}
 	return unix.Fsync(l.checkpoints)
+}
+
+// mergeCheckpoint merges checkpoint n's layer into the staging layer.
+func (l *runLayer) mergeCheckpoint(n int) error {
+	layer, err := unix.Openat(l.checkpoints, "c"+strconv.Itoa(n)+"/layer", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("merge checkpoint c%d: %w", n, err)
+	}
+	defer unix.Close(layer)
+	if err := layers.MergeLinked(layer, l.staging, l.project); err != nil {
+		return fmt.Errorf("merge checkpoint c%d: %w", n, err)
+	}
+	return nil
 }
 
 // changed reports whether the run's layer holds more blocks or inodes than

@@ -197,7 +197,8 @@ func mergeLayerInto(src, dst, project string) error {
 		return fmt.Errorf("open %s: %w", project, err)
 	}
 	defer unix.Close(p)
-	return withDirs(src, dst, func(s, d int) error { return layers.Merge(s, d, p) })
+	// A checkpoint stays as it is: the staging layer links its files.
+	return withDirs(src, dst, func(s, d int) error { return layers.MergeLinked(s, d, p) })
 }
 
 // withDirs runs f with the directories src and dst open.

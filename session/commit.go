@@ -229,13 +229,21 @@ func (s *Session) commitMessage(res *ApplyResult) (string, error) {
 	return b.String(), nil
 }
 
-// checkpointLines names the session's checkpoints in a commit message, one line each.
-//
-// CHECKPOINTS HOOK: sessions do not keep checkpoints yet (SPEC §12); until they do, each run
-// stands in for one (what ran, when it started, how it ended). Once Session has its list of
-// checkpoints, name them here (id, time, what took it) instead.
+// checkpointLines names the session's checkpoints in a commit message, one line each: id, time,
+// what took it, the command. A session whose runs took none (every run of a session made before
+// checkpoints existed) names its runs instead.
 func (s *Session) checkpointLines(runs []Run) ([]string, error) {
+	cps, err := s.Checkpoints()
+	if err != nil {
+		return nil, err
+	}
 	var out []string
+	for _, c := range cps {
+		out = append(out, fmt.Sprintf("%s  %s  %s  %s", c.ID, c.Time.UTC().Format(time.DateTime+" MST"), c.Trigger, argvText(c.Argv)))
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
 	for i, r := range runs {
 		end := fmt.Sprintf("exit %d", r.ExitCode)
 		if r.End.IsZero() {

@@ -142,3 +142,18 @@ func childrenOf(pid int) []int {
 	}
 	return out
 }
+
+// An apply's commit names the session's checkpoints.
+func TestCommitMessageNamesCheckpoints(t *testing.T) {
+	c := newCLI(t)
+	p := fixture(t, map[string]string{"a.txt": "1\n"})
+	c.must(p, "run", "--", "sh", "-c", "echo 2 >> a.txt")
+	c.must(p, "run", "--", "sh", "-c", "echo b > b.txt")
+	c.must(p, "apply", "--all", "--yes", "--commit")
+	msg := git(t, p, "log", "-1", "--format=%B")
+	for _, want := range []string{"Checkpoints:", "c1  ", "c2  ", "run end", "echo b > b.txt"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("commit message lacks %q:\n%s", want, msg)
+		}
+	}
+}

@@ -24,15 +24,29 @@ const OpaqueXattr = "user.overlay.opaque"
 // (sparse files keep their holes). project is the lowest layer, under dst:
 // a deletion of a path it holds is kept in dst as a whiteout.
 func Merge(src, dst, project int) error {
-	return mergeDir(src, dst, project, "", false)
+	return merger{project: project}.dir(src, dst, "", false)
 }
 
-// mergeDir merges the directory src (of the run's layer) into dst (of the
+// MergeLinked is Merge for a src on dst's filesystem that stays as it is
+// (a checkpoint): files and symlinks are hard links to src's rather than
+// copies, so merging costs a link, not a write, per file. Nothing writes
+// to a file of either layer in place: a change replaces the entry.
+func MergeLinked(src, dst, project int) error {
+	return merger{project: project, link: true}.dir(src, dst, "", false)
+}
+
+// merger is one Merge: the project below, and whether files are linked.
+type merger struct {
+	project int
+	link    bool
+}
+
+// dir merges the directory src (of the run's layer) into dst (of the
 // staging layer). rel is its path in the project ("" at the top); hidden is
 // set when nothing of the project shows below dst (an opaque directory of
 // the staging layer, or one made here), so that a deletion needs no
 // whiteout.
-func mergeDir(src, dst, project int, rel string, hidden bool) error {
+func (m merger) dir(src, dst int, rel string, hidden bool) error {
 	names, err := readDirNames(src)
 	if err != nil {
 		return fmt.Errorf("read the run's layer at %s: %w", visiblePath(rel), err)
@@ -43,15 +57,15 @@ func mergeDir(src, dst, project int, rel string, hidden bool) error {
 		if err := unix.Fstatat(src, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return fmt.Errorf("stat %s in the run's layer: %w", visiblePath(p), err)
 		}
-		if err := mergeEntry(src, dst, project, name, p, &st, hidden); err != nil {
+		if err := m.entry(src, dst, name, p, &st, hidden); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// mergeEntry merges one entry of the run's layer into the staging layer.
-func mergeEntry(src, dst, project int, name, p string, st *unix.Stat_t, hidden bool) error {
+// entry merges one entry of the run's layer into the staging layer.
+func (m merger) entry(src, dst int, name, p string, st *unix.Stat_t, hidden bool) error {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFCHR:
 		if st.Rdev != 0 {
@@ -61,7 +75,7 @@ func mergeEntry(src, dst, project int, name, p string, st *unix.Stat_t, hidden b
 		if err := RemoveAt(dst, name); err != nil {
 			return fmt.Errorf("delete %s from the staging layer: %w", visiblePath(p), err)
 		}
-		if hidden || !existsAt(project, p) {
+		if hidden || !existsAt(m.project, p) {
 			return nil
 		}
 		if err := unix.Mknodat(dst, name, unix.S_IFCHR, 0); err != nil {
@@ -69,20 +83,26 @@ func mergeEntry(src, dst, project int, name, p string, st *unix.Stat_t, hidden b
 		}
 		return nil
 	case unix.S_IFDIR:
-		return mergeSubdir(src, dst, project, name, p, st, hidden)
+		return m.subdir(src, dst, name, p, st, hidden)
 	}
 	if err := RemoveAt(dst, name); err != nil {
 		return fmt.Errorf("replace %s in the staging layer: %w", visiblePath(p), err)
 	}
-	if err := copyEntry(src, dst, name, st); err != nil {
+	var err error
+	if m.link && (st.Mode&unix.S_IFMT == unix.S_IFREG || st.Mode&unix.S_IFMT == unix.S_IFLNK) {
+		err = unix.Linkat(src, name, dst, name, 0)
+	} else {
+		err = copyEntry(src, dst, name, st)
+	}
+	if err != nil {
 		return fmt.Errorf("stage %s: %w", visiblePath(p), err)
 	}
 	return nil
 }
 
-// mergeSubdir merges directory name: an opaque one replaces what the staging
+// subdir merges directory name: an opaque one replaces what the staging
 // layer has; another merges into it.
-func mergeSubdir(src, dst, project int, name, p string, st *unix.Stat_t, hidden bool) error {
+func (m merger) subdir(src, dst int, name, p string, st *unix.Stat_t, hidden bool) error {
 	sfd, err := unix.Openat(src, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open %s in the run's layer: %w", visiblePath(p), err)
@@ -112,7 +132,7 @@ func mergeSubdir(src, dst, project int, name, p string, st *unix.Stat_t, hidden 
 			return fmt.Errorf("mark %s replaced: %w", visiblePath(p), err)
 		}
 	}
-	if err := mergeDir(sfd, dfd, project, p, hidden || opaque || isOpaque(dfd)); err != nil {
+	if err := m.dir(sfd, dfd, p, hidden || opaque || isOpaque(dfd)); err != nil {
 		return err
 	}
 	return setMeta(dfd, st)
