@@ -32,6 +32,7 @@ const (
 const (
 	controlFD = 3
 	statusFD  = 4
+	layerFD   = 5 // PID 1 only: a socket to send the host the run's layer on
 )
 
 // IsReexec reports whether this process is the jail's PID 1 stage (the exec
@@ -84,9 +85,10 @@ func initMain() {
 	// thread must send every later signal: this goroutine, locked to it.
 	runtime.LockOSThread()
 	// Nothing but stdio and our two pipes may survive into the command.
-	closeExtraFDs(statusFD + 1)
+	closeExtraFDs(layerFD + 1)
 	unix.CloseOnExec(controlFD)
 	unix.CloseOnExec(statusFD)
+	unix.CloseOnExec(layerFD)
 	control := json.NewDecoder(os.NewFile(controlFD, "control"))
 	status := json.NewEncoder(os.NewFile(statusFD, "status"))
 	fail := func(step string, err error) {
@@ -113,6 +115,11 @@ func initMain() {
 	if err != nil {
 		fail("", err)
 	}
+	if layer != nil {
+		// The host watches the run's layer while the run goes (the session's precapture).
+		_ = unix.Sendmsg(layerFD, []byte{'L'}, unix.UnixRights(layer.upper), nil, 0)
+	}
+	unix.Close(layerFD)
 	if err := unix.Sethostname([]byte("shadow")); err != nil {
 		fail("hostname", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -91,6 +92,10 @@ type Policy struct {
 	// Checkpointed, when set, is told of every checkpoint PID 1 wrote, the
 	// end of the run's included, before Ended.
 	Checkpointed func(Checkpoint) `json:"-"`
+	// RunLayer, when set, is given the run's layer (open, read-only use)
+	// once the jail is built and before the command starts: where what the
+	// run writes appears while it goes. Run closes it when RunLayer returns.
+	RunLayer func(dir *os.File) `json:"-"`
 	// QuietCheckpoint is how long the run's layer must stay unchanged after
 	// a write for a quiet checkpoint. Zero: 3 seconds; negative: none.
 	QuietCheckpoint time.Duration

@@ -95,6 +95,13 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 	if !m.Ready {
 		return res, reported("build", m)
 	}
+	// PID 1 sent the run's layer before it said it is ready.
+	if p.RunLayer != nil {
+		if layer := j.receiveLayer(); layer != nil {
+			p.RunLayer(layer)
+			layer.Close()
+		}
+	}
 	if helper != "" {
 		h, err := startNetHelper(ctx, helper, j.cmd.Process.Pid, runtimeDir)
 		if err != nil {
@@ -257,11 +264,13 @@ type jail struct {
 	ctrlW   *os.File
 	status  *json.Decoder
 	statR   *os.File
-	helper  *netHelper
-	pub     *publisher
-	ws      unix.WaitStatus
-	waited  bool
-	killer  *time.Timer
+	// layerSock receives the run's layer from PID 1 (see Policy.RunLayer).
+	layerSock *os.File
+	helper    *netHelper
+	pub       *publisher
+	ws        unix.WaitStatus
+	waited    bool
+	killer    *time.Timer
 }
 
 // startJail re-executes this binary as PID 1 of new user, mount, PID,
@@ -278,6 +287,14 @@ func startJail(s *jailSpec, p Policy) (*jail, error) {
 		ctrlW.Close()
 		return nil, &JailError{Step: "pipe", Err: err}
 	}
+	layerR, layerW, err := socketPair()
+	if err != nil {
+		ctrlR.Close()
+		ctrlW.Close()
+		statR.Close()
+		statW.Close()
+		return nil, &JailError{Step: "socket pair", Err: err}
+	}
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
 	if s.NewNet {
 		flags |= unix.CLONE_NEWNET
@@ -289,7 +306,7 @@ func startJail(s *jailSpec, p Policy) (*jail, error) {
 		Stdin:      p.Stdin,
 		Stdout:     p.Stdout,
 		Stderr:     p.Stderr,
-		ExtraFiles: []*os.File{ctrlR, statW},
+		ExtraFiles: []*os.File{ctrlR, statW, layerW},
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:                 flags,
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
@@ -317,13 +334,16 @@ func startJail(s *jailSpec, p Policy) (*jail, error) {
 		ctrlW.Close()
 		statR.Close()
 		statW.Close()
+		layerR.Close()
+		layerW.Close()
 		return nil, &JailError{Step: "namespaces", Err: fmt.Errorf("start %s: %w", cmd.Path, err)}
 	}
 	ctrlR.Close()
 	statW.Close()
+	layerW.Close()
 	j := &jail{
 		cmd: cmd, control: json.NewEncoder(ctrlW), ctrlW: ctrlW,
-		status: json.NewDecoder(statR), statR: statR,
+		status: json.NewDecoder(statR), statR: statR, layerSock: layerR,
 	}
 	if err := j.send(*s); err != nil {
 		j.cleanup()
@@ -364,6 +384,38 @@ func (j *jail) terminate(grace time.Duration) {
 	j.killer = time.AfterFunc(grace, func() { _ = j.cmd.Process.Kill() })
 }
 
+// socketPair is a connected pair of unix stream sockets, close-on-exec.
+func socketPair() (*os.File, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "layer"), os.NewFile(uintptr(fds[1]), "layer"), nil
+}
+
+// receiveLayer takes the descriptor of the run's layer that PID 1 sent,
+// if it sent one: nil otherwise (no checkpoints' layer, an older stage).
+func (j *jail) receiveLayer() *os.File {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4))
+	_, oobn, _, _, err := unix.Recvmsg(int(j.layerSock.Fd()), buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+	if err != nil || oobn == 0 {
+		return nil
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil
+	}
+	return os.NewFile(uintptr(fds[0]), "run layer")
+}
+
 // stopKiller cancels the SIGKILL that terminate scheduled.
 func (j *jail) stopKiller() {
 	if j.killer != nil {
@@ -395,6 +447,7 @@ func (j *jail) cleanup() {
 		j.wait()
 	}
 	j.statR.Close()
+	j.layerSock.Close()
 	j.helper.stop()
 	j.pub.close()
 }

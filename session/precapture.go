@@ -2,6 +2,7 @@ package session
 
 import (
 	"os"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -26,9 +27,26 @@ func (s *Session) Precapture() {
 	}
 	p := &precapture{stop: make(chan struct{}), done: make(chan struct{}), upper: s.UpperDir(),
 		got: map[string]baseEntry{}, dirs: map[string]*upperDir{}, seen: map[string]bool{}}
+	p.layer.Store(-1)
 	s.pre = p
 	// The goroutine gets copies: the session's Meta changes under it (EndRun reloads it).
 	go p.run(s.Meta.Project, s.dir, s.Meta.ID)
+}
+
+// PrecaptureLayer points the running precapture at the run's own layer, where the jail writes
+// while the run goes (the staging layer on disk changes only when the run ends): dir is that
+// layer, open; the precapture keeps a descriptor of its own.
+func (s *Session) PrecaptureLayer(dir *os.File) {
+	if s.pre == nil {
+		return
+	}
+	fd, err := unix.FcntlInt(dir.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	if old := s.pre.layer.Swap(int64(fd)); old >= 0 {
+		unix.Close(int(old))
+	}
 }
 
 // StartRun is BeginRun followed by Precapture: how a run that a jail is about to run begins.
@@ -51,7 +69,10 @@ const (
 type precapture struct {
 	stop, done chan struct{}
 	upper      string
-	b          *bases // the bases as the run began; its pack holds what was taken
+	// layer is the descriptor of the run's layer once PrecaptureLayer gave it (-1 before): the
+	// precapture then looks there instead of in upper.
+	layer atomic.Int64
+	b     *bases // the bases as the run began; its pack holds what was taken
 	// got holds the pre-images taken, by path; seen the staged paths looked at; dirs what was
 	// read of each upper directory.
 	got  map[string]baseEntry
@@ -80,11 +101,17 @@ func (p *precapture) run(project, dir, id string) {
 		return
 	}
 	defer host.Close()
+	defer func() {
+		if fd := p.layer.Swap(-1); fd >= 0 {
+			unix.Close(int(fd))
+		}
+	}()
 	if p.b, err = loadBases(dir, id); err != nil {
 		p.err = err
 		return
 	}
 	pause := precaptureEvery
+	src := int64(-1)
 	for {
 		select {
 		case <-p.stop:
@@ -95,7 +122,17 @@ func (p *precapture) run(project, dir, id string) {
 		found := false
 		// The upper directory is the session's; what is beneath it the jail made, so that is
 		// opened by descriptor, never through a symlink.
-		if fd, err := unix.Open(p.upper, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+		var fd int
+		var err error
+		if l := p.layer.Load(); l >= 0 {
+			if src != l {
+				src, p.dirs = l, map[string]*upperDir{} // what was read of upper is not the layer's
+			}
+			fd, err = unix.Openat(int(l), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		} else {
+			fd, err = unix.Open(p.upper, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
+		if err == nil {
 			if found, err = p.walk(host, fd, ""); err != nil {
 				p.err = err
 				return

@@ -258,6 +258,7 @@ func startHost(spec hostSpec) (*agentHost, error) {
 	go func() {
 		p := sessionPolicy(spec.Policy, s)
 		p.Checkpoints, p.NextCheckpoint = cpDir, cpNext
+		p.RunLayer = s.PrecaptureLayer
 		p.Stdin, p.Stdout, p.Stderr, p.Warnings = tty, tty, tty, tty
 		res, err := sandbox.Run(ctx, p, spec.Argv)
 		tty.Close()

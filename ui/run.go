@@ -167,6 +167,7 @@ func JailAgent(j *Jail, argv []string) AgentFunc {
 			_ = j.Session.EndRun(sandbox.ExitNoJail)
 			return AgentResult{ExitCode: sandbox.ExitNoJail}, err
 		}
+		p.RunLayer = j.Session.PrecaptureLayer
 		p.Stdin, p.Stdout, p.Stderr, p.Warnings = tty, tty, tty, tty
 		res, err := sandbox.Run(ctx, p, argv)
 		code := sandbox.ExitStatus(res, err)

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A run that fills its staging layer says so in its summary, and what fit is staged.
@@ -40,5 +44,40 @@ func TestRunThatStagesNothing(t *testing.T) {
 	}
 	if _, errs, _ := c.run(p, "run", "--", "sh", "-c", "echo 3 >> a.txt"); strings.Contains(errs, "staged no change") {
 		t.Errorf("a run that writes says it staged nothing: %s", errs)
+	}
+}
+
+// While a run goes, the pre-images of what it stages are taken from its own layer: a host edit
+// made after the agent wrote the file has a known base, so the two changes merge.
+func TestPrecaptureWatchesTheRunsLayer(t *testing.T) {
+	c := newCLI(t)
+	lines := "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n"
+	p := fixture(t, map[string]string{"a.txt": lines})
+	marks := t.TempDir()
+	script := `echo agent >> a.txt; touch ` + marks + `/wrote; while [ ! -e ` + marks + `/go ]; do sleep 0.05; done`
+	done := make(chan string, 1)
+	go func() {
+		_, errs, code := c.run(p, "run", "--rw", marks, "--", "sh", "-c", script)
+		done <- fmt.Sprintf("exit %d: %s", code, errs)
+	}()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(marks, "wrote")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent did not write")
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the precapture looks every 20 ms at first
+	if err := os.WriteFile(filepath.Join(p, "a.txt"), []byte("ONE\n"+strings.TrimPrefix(lines, "one\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(marks, "go"), nil, 0o644)
+	if r := <-done; !strings.HasPrefix(r, "exit 0") {
+		t.Fatal(r)
+	}
+	c.must(p, "apply", "--all", "--yes")
+	if got := readFile(t, filepath.Join(p, "a.txt")); got != "ONE\n"+strings.TrimPrefix(lines, "one\n")+"agent\n" {
+		t.Errorf("a.txt after the apply:\n%s\nwant the host's edit and the agent's line", got)
 	}
 }

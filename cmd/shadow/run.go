@@ -101,6 +101,7 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 		_ = s.EndRun(sandbox.ExitNoJail)
 		return err
 	}
+	p.RunLayer = s.PrecaptureLayer
 	// SIGTERM or SIGHUP stops the jail; Ctrl+C (SIGINT) is the command's own.
 	in := catchInterrupts(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer in.stop()
