@@ -51,6 +51,7 @@ func buildRoot(s *jailSpec) (*runLayer, error) {
 		{"private mount propagation", makePrivate},
 		{"root tmpfs", func() error { return mountTmpfs(s.Root, 0o755, rootTmpfsSize) }},
 		{"system binds", func() error { return bindSystem(s.Root, s.SystemDirs, s.ResolvConf) }},
+		{"hide what others may not read", func() error { return hideUnreadable(s.Root, s.Masked, s.Home, s.Mounts) }},
 		{"/dev", func() error { return mountDev(s.Root) }},
 		{"/proc", func() error { return mountProc(s.Root) }},
 		{"/tmp", func() error { return mountTmpfs(s.Root+"/tmp", 0o1777, s.TmpSize) }},

@@ -23,6 +23,7 @@ type jailSpec struct {
 	HostUID     int         // invoking uid and gid, as the host sees them
 	HostGID     int         //
 	SystemDirs  []string    // bound read-only
+	Masked      []string    // paths under SystemDirs others may not read: hidden (mask.go)
 	ResolvConf  string      // /etc/resolv.conf's target when under /run
 	Mounts      []mountSpec // project overlay, .git, caches, install trees, extras
 	RuntimeDir  string      // host dir bound at /run/shadow
