@@ -1,0 +1,437 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Masking, the host side. Run by root, the command is root of the jail
+// mapped to host uid 0: owner bits need no capability, so /etc/shadow, a
+// host key or any root-only file of the bound system trees would be
+// readable. And an ordinary user's command keeps the user's groups, which
+// may open a 0640 root:adm file. So the host finds every path under the
+// system trees that others may not read, and PID 1 hides each one
+// (hideUnreadable, in mask_mount.go). Masking was chosen over the other
+// ways: running the command as another uid would stop it writing a project
+// owned by the invoker (root), and Landlock cannot deny a path below one it
+// allows.
+//
+// Walking /etc (about 2,000 entries) takes a few milliseconds and is done on
+// every run: that is where administrators keep secrets outside any package.
+// Walking /usr (about 150,000 entries) takes half a second warm and seconds
+// cold, far more than a jail's start-up; the kernel keeps no index of
+// modes, a chmod changes no directory's mtime, and package databases do not
+// record modes, so there is no cheaper way to know. Large trees are therefore
+// kept in a cache (Policy.MaskCache), trusted for maskCacheMaxAge unless a
+// top directory of the tree or a package database changed; a stale entry is
+// still used for the run at hand and rescanned while the command runs.
+
+// maskCacheName is the cache's file in Policy.MaskCache.
+const maskCacheName = "system-masks.json"
+
+// maskCacheVersion changes when the file's meaning does.
+const maskCacheVersion = 1
+
+// maskCacheMaxAge is how long a cached scan is trusted. A file made
+// unreadable to others after a scan stays readable in the jail for runs
+// that start before the next scan finishes.
+var maskCacheMaxAge = time.Hour
+
+// smallTree is the size (entries) under which a tree is walked on every
+// run rather than cached: it costs about as much as checking the cache.
+var smallTree = 4096
+
+// alwaysWalked are the trees walked on every run whatever their size.
+var alwaysWalked = []string{"/etc"}
+
+// packageDatabases change when a package is installed, upgraded or
+// removed, which is when the package-managed trees change; a change
+// makes a cached scan stale.
+var packageDatabases = []string{
+	"/var/lib/dpkg/status", "/var/lib/rpm", "/var/lib/rpm/rpmdb.sqlite", "/usr/lib/sysimage/rpm",
+	"/usr/lib/sysimage/rpm/rpmdb.sqlite", "/var/lib/pacman/local", "/lib/apk/db/installed",
+}
+
+// maskCache is what the cache file holds: one scan per system tree.
+type maskCache struct {
+	Version int                 `json:"version"`
+	Trees   map[string]treeScan `json:"trees"`
+}
+
+// treeScan is one walk of a system tree.
+type treeScan struct {
+	Scanned time.Time `json:"scanned"` // when the walk started
+	// Stamp holds the mtimes (ns; 0 when missing) of the tree, its top
+	// directories and the package databases, taken before the walk.
+	Stamp   map[string]int64 `json:"stamp"`
+	Entries int              `json:"entries"` // entries the walk looked at
+	Masked  []string         `json:"masked"`
+}
+
+// systemMasks returns the paths under the system trees among dirs that
+// others may not read, for PID 1 to hide, and, when part of the answer came
+// from a stale cache, the rescan to run while the command runs (nil when
+// none is due). cacheDir is Policy.MaskCache.
+func systemMasks(dirs []string, cacheDir string) (masked []string, rescan func()) {
+	cache := loadMaskCache(cacheDir)
+	now := time.Now()
+	dirty := false
+	var stale []string
+	for _, tree := range systemTrees(dirs) {
+		if slices.Contains(alwaysWalked, tree) {
+			m, _ := walkUnreadable(tree)
+			masked = append(masked, m...)
+			continue
+		}
+		c, ok := cache.Trees[tree]
+		switch {
+		case !ok || c.Entries < smallTree:
+			ts := scanTree(tree)
+			masked = append(masked, ts.Masked...)
+			// A small tree is only recorded as small, once: it is
+			// walked again on every run anyway.
+			if !ok || ts.Entries >= smallTree {
+				cache.Trees[tree] = ts
+				dirty = true
+			}
+		case c.fresh(tree, now):
+			masked = append(masked, c.Masked...)
+		default:
+			masked = append(masked, c.Masked...)
+			stale = append(stale, tree)
+		}
+	}
+	if dirty {
+		saveMaskCache(cacheDir, cache)
+	}
+	if len(stale) > 0 {
+		rescan = func() { rescanTrees(cacheDir, stale) }
+	}
+	return masked, rescan
+}
+
+// maskScan is systemMasks running in the background: Run starts it
+// before the jail's PID 1 and waits for it only to send PID 1 its spec, so
+// that the walk of /etc overlaps PID 1's start.
+type maskScan struct {
+	done   chan struct{}
+	masked []string
+	rescan func()
+}
+
+func startSystemMasks(dirs []string, cacheDir string) *maskScan {
+	m := &maskScan{done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		m.masked, m.rescan = systemMasks(dirs, cacheDir)
+	}()
+	return m
+}
+
+// wait returns the paths to mask.
+func (m *maskScan) wait() []string {
+	<-m.done
+	return m.masked
+}
+
+// startRescan starts the rescan the scan found due, if any, and returns
+// the function that waits for it: the process must not exit halfway
+// through.
+func (m *maskScan) startRescan() (wait func()) {
+	<-m.done
+	if m.rescan == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.rescan()
+	}()
+	return func() { <-done }
+}
+
+// rescanTrees walks trees again and records them in the cache.
+func rescanTrees(cacheDir string, trees []string) {
+	scans := make(map[string]treeScan, len(trees))
+	for _, t := range trees {
+		scans[t] = scanTree(t)
+	}
+	// Another run may have written the cache meanwhile: merge into it.
+	cache := loadMaskCache(cacheDir)
+	for t, s := range scans {
+		cache.Trees[t] = s
+	}
+	saveMaskCache(cacheDir, cache)
+}
+
+// systemTrees are the directories among dirs that are walked: those that
+// are directories, not symlinks (a symlink is recreated in the jail and its
+// target lies in another tree).
+func systemTrees(dirs []string) []string {
+	var trees []string
+	for _, d := range dirs {
+		var st unix.Stat_t
+		if unix.Lstat(d, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			trees = append(trees, d)
+		}
+	}
+	return trees
+}
+
+// scanTree walks tree, stamped first so that a change during the walk
+// makes the scan stale.
+func scanTree(tree string) treeScan {
+	ts := treeScan{Scanned: time.Now(), Stamp: map[string]int64{}}
+	for _, p := range append(topDirs(tree), packageDatabases...) {
+		ts.Stamp[p] = mtime(p)
+	}
+	ts.Masked, ts.Entries = walkUnreadable(tree)
+	return ts
+}
+
+// fresh reports whether the scan of tree may be used at now: younger than
+// maskCacheMaxAge and no stamped mtime changed.
+func (ts treeScan) fresh(tree string, now time.Time) bool {
+	age := now.Sub(ts.Scanned)
+	if age < 0 || age > maskCacheMaxAge || len(ts.Stamp) == 0 {
+		return false
+	}
+	if _, ok := ts.Stamp[tree]; !ok {
+		return false
+	}
+	for p, m := range ts.Stamp {
+		if mtime(p) != m {
+			return false
+		}
+	}
+	return true
+}
+
+// topDirs are tree and the directories directly in it: a file added or
+// removed there, or a new directory in tree, changes one of their mtimes.
+func topDirs(tree string) []string {
+	dirs := []string{tree}
+	f, err := os.Open(tree)
+	if err != nil {
+		return dirs
+	}
+	defer f.Close()
+	entries, _ := f.ReadDir(-1)
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, filepath.Join(tree, e.Name()))
+		}
+	}
+	return dirs
+}
+
+// mtime is path's modification time in nanoseconds, 0 when it is missing.
+func mtime(path string) int64 {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil {
+		return 0
+	}
+	return st.Mtim.Nano()
+}
+
+// hiddenFromOthers reports whether mode keeps a file from others: a file
+// without o+r, a directory without o+r or o+x (without o+x its entries
+// cannot be reached, without o+r not listed). A symlink's mode means nothing.
+func hiddenFromOthers(mode uint32) bool {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return false
+	case unix.S_IFDIR:
+		return mode&0o005 != 0o005
+	}
+	return mode&0o004 == 0
+}
+
+// walkUnreadable walks tree without following symlinks, into the
+// filesystems mounted below it (a bind with MS_REC shows them too), and
+// returns, sorted, the paths others may not read (tree itself included)
+// and the number of entries it looked at. It does not descend into a
+// directory it returns: the mask hides it whole.
+func walkUnreadable(tree string) ([]string, int) {
+	var st unix.Stat_t
+	if err := unix.Lstat(tree, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil, 0
+	}
+	if hiddenFromOthers(st.Mode) {
+		return []string{tree}, 1
+	}
+	// A walk is about one stat per entry; directories are read in
+	// parallel, as many at once as there are CPUs.
+	w := &unreadableWalk{sem: make(chan struct{}, max(runtime.GOMAXPROCS(0)-1, 1))}
+	w.dir(tree)
+	w.wg.Wait()
+	slices.Sort(w.masked)
+	return w.masked, int(w.entries.Load())
+}
+
+type unreadableWalk struct {
+	sem     chan struct{} // a token per extra goroutine
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	masked  []string
+	entries atomic.Int64
+}
+
+func (w *unreadableWalk) mask(path string) {
+	w.mu.Lock()
+	w.masked = append(w.masked, path)
+	w.mu.Unlock()
+}
+
+// dir walks one directory, which others may list and enter.
+func (w *unreadableWalk) dir(path string) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		// Gone, or no longer a directory, since its parent was read:
+		// PID 1 checks every path again. Anything else (the invoker
+		// may not read it, though others may): hide it rather than
+		// vouch for what could not be seen.
+		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ELOOP) {
+			w.mask(path)
+		}
+		return
+	}
+	f := os.NewFile(uintptr(fd), path)
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		f.Close()
+		w.mask(path)
+		return
+	}
+	w.entries.Add(int64(len(entries)))
+	var subdirs []string
+	for _, e := range entries {
+		// The type comes with the entry: a symlink, more than half of
+		// /etc, needs no stat.
+		if e.Type()&fs.ModeSymlink != 0 {
+			continue
+		}
+		var st unix.Stat_t
+		name := e.Name()
+		p := path + "/" + name
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if !errors.Is(err, unix.ENOENT) {
+				w.mask(p)
+			}
+			continue
+		}
+		switch {
+		case hiddenFromOthers(st.Mode):
+			w.mask(p)
+		case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+			subdirs = append(subdirs, p)
+		}
+	}
+	f.Close()
+	for _, d := range subdirs {
+		select {
+		case w.sem <- struct{}{}:
+			w.wg.Add(1)
+			go func() {
+				defer w.wg.Done()
+				w.dir(d)
+				<-w.sem
+			}()
+		default:
+			w.dir(d)
+		}
+	}
+}
+
+// memoryMasks is the cache of a process given no cache directory.
+var memoryMasks struct {
+	sync.Mutex
+	cache maskCache
+}
+
+// loadMaskCache reads the cache of dir (the process's own when dir is
+// empty). A missing, corrupt or foreign file reads as empty: every tree is
+// then walked. The file must be the invoker's and writable by no one else,
+// or a user could hide nothing from a root-run jail by editing it.
+func loadMaskCache(dir string) maskCache {
+	empty := maskCache{Version: maskCacheVersion, Trees: map[string]treeScan{}}
+	if dir == "" {
+		memoryMasks.Lock()
+		defer memoryMasks.Unlock()
+		c := empty
+		for t, s := range memoryMasks.cache.Trees {
+			c.Trees[t] = s
+		}
+		return c
+	}
+	f, err := os.Open(filepath.Join(dir, maskCacheName))
+	if err != nil {
+		return empty
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		return empty
+	}
+	var c maskCache
+	if json.NewDecoder(f).Decode(&c) != nil || c.Version != maskCacheVersion || c.Trees == nil {
+		return empty
+	}
+	for t, s := range c.Trees {
+		if !validScan(t, s) {
+			delete(c.Trees, t)
+		}
+	}
+	return c
+}
+
+// validScan reports whether every masked path of s lies in tree.
+func validScan(tree string, s treeScan) bool {
+	if !filepath.IsAbs(tree) || filepath.Clean(tree) != tree {
+		return false
+	}
+	for _, p := range s.Masked {
+		if filepath.Clean(p) != p || !within(p, tree) {
+			return false
+		}
+	}
+	return true
+}
+
+// saveMaskCache writes c for the next runs, atomically. It is best
+// effort: without a cache, runs walk every tree.
+func saveMaskCache(dir string, c maskCache) {
+	if dir == "" {
+		memoryMasks.Lock()
+		memoryMasks.cache = c
+		memoryMasks.Unlock()
+		return
+	}
+	if os.MkdirAll(dir, 0o700) != nil {
+		return
+	}
+	f, err := os.CreateTemp(dir, "."+maskCacheName+"-*")
+	if err != nil {
+		return
+	}
+	err = json.NewEncoder(f).Encode(c)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, maskCacheName))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+}

@@ -1,0 +1,280 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// maskTree makes a tree under a temp dir and returns its root. Entries are
+// made before modes are set, so that a 0000 directory can hold files.
+func maskTree(t *testing.T) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "tree")
+	outside := filepath.Join(filepath.Dir(root), "outside")
+	for _, d := range []string{root, outside, outside + "/dir"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []struct {
+		path string
+		mode os.FileMode
+	}{
+		{"readable", 0o644},
+		{"owner-only", 0o600},
+		{"group-only", 0o640},
+		{"exec-only", 0o711},
+		{"open/readable", 0o644},
+		{"open/secret", 0o600},
+		{"open/deep/secret", 0o400},
+		{"closed/readable", 0o644},
+		{"listless/readable", 0o644},
+		{"unenterable/readable", 0o644},
+	} {
+		p := filepath.Join(root, f.path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x\n"), f.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, f.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(outside+"/secret", []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(outside+"/dir/secret", []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Symlinks are not followed, whatever they point to.
+	for name, target := range map[string]string{"link-file": outside + "/secret", "link-dir": outside + "/dir", "dangling": "nowhere"} {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for d, mode := range map[string]os.FileMode{"closed": 0o700, "listless": 0o711, "unenterable": 0o754} {
+		if err := os.Chmod(filepath.Join(root, d), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { openDirs(root) })
+	return root
+}
+
+func TestMaskWalk(t *testing.T) {
+	root := maskTree(t)
+	got, entries := walkUnreadable(root)
+	var want []string
+	for _, p := range []string{"closed", "exec-only", "fifo", "group-only", "listless", "open/deep/secret",
+		"open/secret", "owner-only", "unenterable"} {
+		want = append(want, filepath.Join(root, p))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("masked:\n%q\nwant\n%q", got, want)
+	}
+	// Everything but what lies in the three hidden directories: 12 at the top, 3 in open, 1 in open/deep.
+	if entries != 16 {
+		t.Errorf("walked %d entries, want 16", entries)
+	}
+	// A tree others may not enter is hidden whole.
+	if err := os.Chmod(root, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := walkUnreadable(root); !slices.Equal(got, []string{root}) {
+		t.Errorf("tree 0750: masked %q, want only the tree", got)
+	}
+}
+
+func TestMaskHiddenFromOthers(t *testing.T) {
+	for _, tc := range []struct {
+		mode uint32
+		want bool
+	}{
+		{syscall.S_IFREG | 0o644, false},
+		{syscall.S_IFREG | 0o604, false},
+		{syscall.S_IFREG | 0o640, true},
+		{syscall.S_IFREG | 0o4711, true},
+		{syscall.S_IFDIR | 0o755, false},
+		{syscall.S_IFDIR | 0o1777, false},
+		{syscall.S_IFDIR | 0o751, true},
+		{syscall.S_IFDIR | 0o754, true},
+		{syscall.S_IFLNK | 0o777, false},
+		{syscall.S_IFSOCK | 0o660, true},
+	} {
+		if got := hiddenFromOthers(tc.mode); got != tc.want {
+			t.Errorf("hiddenFromOthers(%o) = %v, want %v", tc.mode, got, tc.want)
+		}
+	}
+}
+
+// withMaskSettings makes every tree a large one, cached, for the test.
+func withMaskSettings(t *testing.T, small int) {
+	old, oldAge := smallTree, maskCacheMaxAge
+	smallTree, maskCacheMaxAge = small, time.Hour
+	t.Cleanup(func() { smallTree, maskCacheMaxAge = old, oldAge })
+}
+
+func TestMaskCache(t *testing.T) {
+	withMaskSettings(t, 0)
+	root := maskTree(t)
+	cacheDir := t.TempDir()
+	readable := filepath.Join(root, "readable")
+	first, _ := walkUnreadable(root)
+
+	check := func(step string, want []string, wantRescan bool) {
+		t.Helper()
+		got, rescan := systemMasks([]string{root}, cacheDir)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: masked %q, want %q", step, got, want)
+		}
+		if (rescan != nil) != wantRescan {
+			t.Errorf("%s: rescan due %v, want %v", step, rescan != nil, wantRescan)
+		}
+		if rescan != nil {
+			rescan()
+		}
+	}
+	// No cache: walked now, and recorded.
+	check("no cache", first, false)
+	if _, err := os.Stat(filepath.Join(cacheDir, maskCacheName)); err != nil {
+		t.Fatalf("no cache written: %v", err)
+	}
+	// Fresh: used as is, even though a file has become secret since (the
+	// residual risk the README states).
+	if err := os.Chmod(readable, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check("fresh", first, false)
+	second := append([]string{}, first...)
+	second = append(second, readable)
+	slices.Sort(second)
+
+	// Stale by age: the old answer, and a rescan that records the new one.
+	setScanned(t, cacheDir, root, time.Now().Add(-2*time.Hour))
+	check("stale by age", first, true)
+	check("after the rescan", second, false)
+
+	// Stale by a top directory's mtime: a file added to tree/open.
+	if err := os.Chmod(readable, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Minute)
+	if err := os.WriteFile(filepath.Join(root, "open", "new"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(root, "open"), future, future); err != nil {
+		t.Fatal(err)
+	}
+	check("stale by mtime", second, true)
+	check("after the rescan", first, false)
+
+	// A cache writable by others, or corrupt, is not trusted: walked now.
+	if err := os.Chmod(readable, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cacheFile := filepath.Join(cacheDir, maskCacheName)
+	if err := os.Chmod(cacheFile, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	check("cache writable by others", second, false)
+	if err := os.Chmod(readable, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cacheFile, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check("corrupt cache", first, false)
+	// A masked path outside its tree marks a forged entry.
+	c := loadMaskCache(cacheDir)
+	s := c.Trees[root]
+	s.Masked = append(s.Masked, "/etc/hostname")
+	c.Trees[root] = s
+	saveMaskCache(cacheDir, c)
+	if got := loadMaskCache(cacheDir); len(got.Trees) != 0 {
+		t.Errorf("a scan listing a path outside its tree was kept: %v", got.Trees)
+	}
+}
+
+// TestMaskSmallTree: a tree under smallTree entries is walked every run.
+func TestMaskSmallTree(t *testing.T) {
+	withMaskSettings(t, 1000)
+	root := maskTree(t)
+	cacheDir := t.TempDir()
+	first, rescan := systemMasks([]string{root}, cacheDir)
+	if rescan != nil {
+		t.Error("rescan due after a first walk")
+	}
+	readable := filepath.Join(root, "readable")
+	if err := os.Chmod(readable, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := systemMasks([]string{root}, cacheDir)
+	if len(got) != len(first)+1 || !slices.Contains(got, readable) {
+		t.Errorf("small tree: masked %q, want %q too", got, readable)
+	}
+}
+
+// TestMaskMemoryCache: without a cache directory the process keeps one.
+func TestMaskMemoryCache(t *testing.T) {
+	withMaskSettings(t, 0)
+	root := maskTree(t)
+	first, _ := systemMasks([]string{root}, "")
+	if err := os.Chmod(filepath.Join(root, "readable"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, rescan := systemMasks([]string{root}, ""); !slices.Equal(got, first) || rescan != nil {
+		t.Errorf("second run: masked %q (rescan %v), want the first walk's %q", got, rescan != nil, first)
+	}
+}
+
+// setScanned rewrites when tree was scanned in the cache of dir.
+func setScanned(t *testing.T, dir, tree string, when time.Time) {
+	t.Helper()
+	p := filepath.Join(dir, maskCacheName)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c maskCache
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	s := c.Trees[tree]
+	s.Scanned = when
+	c.Trees[tree] = s
+	saveMaskCache(dir, c)
+}
+
+// BenchmarkSystemMasks is what masking adds to a run's host side, with a
+// fresh cache: /etc walked, the rest checked.
+func BenchmarkSystemMasks(b *testing.B) {
+	var dirs []string
+	for _, g := range systemDirGlobs {
+		m, _ := filepath.Glob(g)
+		dirs = append(dirs, m...)
+	}
+	cacheDir := b.TempDir()
+	systemMasks(dirs, cacheDir)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, rescan := systemMasks(dirs, cacheDir); rescan != nil {
+			b.Fatal("rescan due")
+		}
+	}
+}
+
+func BenchmarkWalkEtc(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		walkUnreadable("/etc")
+	}
+}
