@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Jail benchmarks of SPEC §9, each a hyperfine run comparing `shadow run` with the same work outside
 # (or with bubblewrap for start-up), so the ratios come from one run side by side:
-#   1. start-up: `shadow run -- true` vs `bwrap --unshare-all ... true`            (target <= 1.5x)
+#   1. start-up: `shadow run -- true` vs `bwrap --unshare-all ... true`            (target <= 3x)
 #   2. reading 5,000 files in the jail vs outside                                   (target <= 1.10x)
 #   3. appending a line to 5,000 files (every file copied up) vs outside           (target <= 5x)
 #   4. `go build` of a small module with a warm cache, in the jail vs outside       (target <= 1.10x)
+#   5. `shadow run -- true` with 20,000 files staged vs with none                   (target <= 1.3x)
 # Needs: go, hyperfine, bubblewrap. Fixtures are generated under $BENCH_DIR (default: a temp dir on
 # the same disk as /tmp). Usage: bench/jail.sh [RUNS]; SHADOW=path/to/shadow skips the build.
 # On ext4 without a journal, creating files soon after many were deleted is slow (the inode
@@ -100,3 +101,11 @@ echo "== 4. go build, warm cache"
 hyperfine --warmup 1 --runs "$RUNS" \
 	--command-name "in the jail" "$jail --project $mod -- go build -o /tmp/out . 2>/dev/null" \
 	--command-name "outside" "sh -c 'cd $mod && rm -f $work/out && go build -o $work/out .'"
+
+echo "== 5. a run's fixed cost with 20,000 files staged"
+staged="$work/staged"
+mkdir -p "$staged"
+$shadow run --project "$staged" -- sh -c 'for d in $(seq 0 19); do mkdir d$d; for f in $(seq 0 999); do echo x > d$d/f$f; done; done' >/dev/null 2>&1
+hyperfine -N --warmup 2 --runs "$RUNS" \
+	--command-name "20,000 staged" "$shadow run --project $staged -- true" \
+	--command-name "none staged" "$shadow run --project $empty -- true"
