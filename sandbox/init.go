@@ -512,14 +512,17 @@ type checkpointer struct {
 }
 
 func newCheckpointer(layer *runLayer, cp checkpointSpec, control *json.Decoder, status *json.Encoder) *checkpointer {
-	if layer == nil || cp.Dir == "" {
+	if layer == nil {
 		return &checkpointer{}
 	}
 	c := &checkpointer{layer: layer, status: status, requests: make(chan string, 4), quiet: time.Duration(cp.Quiet)}
 	if c.quiet == 0 {
 		c.quiet = 3 * time.Second
 	}
-	if c.quiet > 0 {
+	if cp.Dir == "" {
+		c.quiet = -1 // no checkpoints; a layer on disk is still polled for its size
+	}
+	if c.quiet > 0 || (layer.onDisk && layer.limit > 0) {
 		c.tick = time.NewTicker(time.Second).C
 	}
 	layer.changed(&c.sig)
@@ -559,8 +562,12 @@ func (c *checkpointer) take(trigger string) error {
 }
 
 // poll takes a quiet checkpoint once the layer changed and then stayed
-// unchanged for the quiet period.
+// unchanged for the quiet period, and stops a run whose layer on disk
+// passed its size (a tmpfs layer needs no poll: the kernel refuses).
 func (c *checkpointer) poll() {
+	if c.layer.tooLarge() {
+		unix.Kill(-1, unix.SIGKILL)
+	}
 	now := time.Now()
 	if c.layer.changed(&c.sig) {
 		c.last = now
@@ -569,7 +576,7 @@ func (c *checkpointer) poll() {
 		}
 		return
 	}
-	if !c.dirty.IsZero() && now.Sub(c.last) >= c.quiet {
+	if c.quiet > 0 && !c.dirty.IsZero() && now.Sub(c.last) >= c.quiet {
 		c.take(CheckpointQuiet)
 	}
 }

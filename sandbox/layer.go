@@ -33,6 +33,15 @@ type runLayer struct {
 	next        int
 	argv        []string
 	tracker     *layers.Tracker
+	// onDisk is set when the layer is a directory on the state disk, not a
+	// tmpfs (Linux before 6.6: tmpfs keeps no user.* extended attributes,
+	// which the overlay needs in its upper layer): scratch is that
+	// directory, limit the size PID 1 then polls for, and overLimit says the
+	// run was stopped for passing it.
+	onDisk    bool
+	scratch   int
+	limit     int64
+	overLimit bool
 }
 
 // layerMount is where the run's tmpfs is mounted while the jail is built;
@@ -43,7 +52,7 @@ const layerMount = "/.shadow-layer"
 // layer over the project, upper a tmpfs of size bytes (0: the kernel's
 // default, half of the memory). It returns the descriptors of the layers;
 // the tmpfs itself is detached from the jail's tree, reachable only by them.
-func mountRunLayer(root, dir, project, staging string, size int64, cp checkpointSpec) (*runLayer, error) {
+func mountRunLayer(root, dir, project, staging, fallback string, size int64, forceOnDisk bool, cp checkpointSpec) (*runLayer, error) {
 	mnt := root + layerMount
 	mode := uint32(0o700)
 	if err := os.Mkdir(mnt, 0o700); err != nil {
@@ -56,19 +65,40 @@ func mountRunLayer(root, dir, project, staging string, size int64, cp checkpoint
 	if err := unix.Mount("tmpfs", mnt, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return nil, fmt.Errorf("mount the run's layer (tmpfs %s): %w", opts, err)
 	}
+	l := &runLayer{upper: -1, staging: -1, project: -1, checkpoints: -1, scratch: -1, next: cp.Next, tracker: layers.NewTracker()}
+	base := mnt
+	if forceOnDisk || !userXattrs(mnt) {
+		if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
+			return nil, fmt.Errorf("unmount the run's tmpfs: %w", err)
+		}
+		if err := os.Remove(mnt); err != nil {
+			return nil, fmt.Errorf("remove %s: %w", mnt, err)
+		}
+		if err := os.RemoveAll(fallback); err != nil {
+			return nil, fmt.Errorf("clear the run's layer %s: %w", fallback, err)
+		}
+		if err := os.Mkdir(fallback, 0o700); err != nil {
+			return nil, fmt.Errorf("create the run's layer %s: %w", fallback, err)
+		}
+		base, l.onDisk, l.limit = fallback, true, size
+	}
 	for _, d := range []string{"upper", "work"} {
-		if err := os.Mkdir(mnt+"/"+d, 0o755); err != nil {
-			return nil, fmt.Errorf("create %s/%s: %w", mnt, d, err)
+		if err := os.Mkdir(base+"/"+d, 0o755); err != nil {
+			return nil, fmt.Errorf("create %s/%s: %w", base, d, err)
 		}
 	}
-	l := &runLayer{upper: -1, staging: -1, project: -1, checkpoints: -1, next: cp.Next, tracker: layers.NewTracker()}
 	var err error
+	if l.onDisk {
+		if l.scratch, err = unix.Open(base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+			return nil, fmt.Errorf("open the run's layer: %w", err)
+		}
+	}
 	if cp.Dir != "" {
 		if l.checkpoints, err = unix.Open(cp.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
 			return nil, fmt.Errorf("open the checkpoint directory %s: %w", cp.Dir, err)
 		}
 	}
-	if l.upper, err = unix.Open(mnt+"/upper", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+	if l.upper, err = unix.Open(base+"/upper", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 		return nil, fmt.Errorf("open the run's layer: %w", err)
 	}
 	if l.staging, err = unix.Open(staging, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
@@ -84,10 +114,13 @@ func mountRunLayer(root, dir, project, staging string, size int64, cp checkpoint
 		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
 	opts = "lowerdir=" + escapeOverlayPath(staging) + ":" + escapeOverlayPath(project) +
-		",upperdir=" + escapeOverlayPath(mnt+"/upper") + ",workdir=" + escapeOverlayPath(mnt+"/work") + ",userxattr"
+		",upperdir=" + escapeOverlayPath(base+"/upper") + ",workdir=" + escapeOverlayPath(base+"/work") + ",userxattr"
 	if err := unix.Mount("overlay", dir, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		l.close()
 		return nil, fmt.Errorf("mount overlay on %s (lower %s:%s, upper the run's layer): %w", dir, staging, project, err)
+	}
+	if l.onDisk {
+		return l, nil
 	}
 	// The overlay holds its own reference to the tmpfs.
 	if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
@@ -102,7 +135,7 @@ func mountRunLayer(root, dir, project, staging string, size int64, cp checkpoint
 }
 
 func (l *runLayer) close() {
-	for _, fd := range []int{l.upper, l.staging, l.project, l.checkpoints} {
+	for _, fd := range []int{l.upper, l.staging, l.project, l.checkpoints, l.scratch} {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
@@ -115,8 +148,10 @@ func (l *runLayer) close() {
 func (l *runLayer) rules() (read, write []string) {
 	fd := func(n int) string { return "/proc/self/fd/" + strconv.Itoa(n) }
 	write = []string{fd(l.staging)}
-	if l.checkpoints >= 0 {
-		write = append(write, fd(l.checkpoints))
+	for _, n := range []int{l.checkpoints, l.scratch} {
+		if n >= 0 {
+			write = append(write, fd(n))
+		}
 	}
 	return []string{fd(l.upper), fd(l.project)}, write
 }
@@ -124,6 +159,10 @@ func (l *runLayer) rules() (read, write []string) {
 // usage reports how many bytes of the run's layer are used, and whether it
 // is full: less than 64 KiB free, where the next write of any size fails.
 func (l *runLayer) usage() (used int64, full bool) {
+	if l.onDisk {
+		used = layers.DiskUsage(l.upper)
+		return used, l.overLimit || (l.limit > 0 && used >= l.limit)
+	}
 	var st unix.Statfs_t
 	if err := unix.Fstatfs(l.upper, &st); err != nil {
 		return 0, false
@@ -214,6 +253,31 @@ func (l *runLayer) checkpoint(trigger string) (*Checkpoint, error) {
 	return cp, nil
 }
 
+// layerOnDisk makes every run's layer a directory on disk, as on a kernel
+// whose tmpfs keeps no user.* attributes: for tests of that way.
+var layerOnDisk = false
+
+// userXattrs reports whether the filesystem at dir keeps user.* extended
+// attributes (tmpfs does from Linux 6.6).
+func userXattrs(dir string) bool {
+	err := unix.Setxattr(dir, "user.shadow.probe", []byte("1"), 0)
+	if err != nil {
+		return false
+	}
+	_ = unix.Removexattr(dir, "user.shadow.probe")
+	return true
+}
+
+// tooLarge reports, for a layer on disk with a limit, that it holds more
+// than the limit (polled: see runLayer.onDisk).
+func (l *runLayer) tooLarge() bool {
+	if !l.onDisk || l.limit <= 0 || l.overLimit {
+		return false
+	}
+	l.overLimit = layers.DiskUsage(l.upper) > l.limit
+	return l.overLimit
+}
+
 // finish merges the run's layer into the staging layer, makes it durable,
 // and records the last checkpoint as merged. With checkpoints, what the run
 // wrote is on disk already, in the run's checkpoints: they are merged in
@@ -230,6 +294,15 @@ func (l *runLayer) finish(first int, cpErr error) error {
 	}
 	if err := unix.Syncfs(l.staging); err != nil {
 		return fmt.Errorf("sync the staging layer: %w", err)
+	}
+	if l.onDisk {
+		// A layer on disk is emptied once merged (its work directory is
+		// left mode 000 by the kernel: PID 1 may remove it, the user not).
+		for _, d := range []string{"upper", "work"} {
+			if err := layers.RemoveAt(l.scratch, d); err != nil {
+				return fmt.Errorf("clear the run's layer: %w", err)
+			}
+		}
 	}
 	if l.checkpoints < 0 || l.next <= 1 {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestOverlayAcrossRuns: each run writes into a layer of its own, merged into the staging layer
@@ -69,5 +70,35 @@ func TestOverlayAcrossRuns(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(j.upper, "new")); err == nil {
 		t.Errorf("new: run 1 added it, run 2 deleted it, yet the staging layer has it")
+	}
+}
+
+// TestOverlayLayerOnDisk: where tmpfs keeps no user.* attributes (Linux before 6.6), the run's
+// layer is a directory on disk: runs stage the same, and a layer past its size stops the run.
+func TestOverlayLayerOnDisk(t *testing.T) {
+	layerOnDisk = true
+	defer func() { layerOnDisk = false }()
+	j := newTestJail(t)
+	for i, s := range []string{
+		`rm -r repl; mkdir repl; echo y > repl/y; rm del.txt; echo e >> a.txt`,
+		`rm -r repl; echo file > repl`,
+	} {
+		if res, out, errOut := j.run(t, j.policy(), "/bin/sh", "-c", "set -e; "+s); res.ExitCode != 0 {
+			t.Fatalf("run %d: exit %d: %s%s", i+1, res.ExitCode, out, errOut)
+		}
+	}
+	res, out, _ := j.run(t, j.policy(), "/bin/sh", "-c", `cat a.txt repl; test -e del.txt || echo gone`)
+	if res.ExitCode != 0 || out != "a\ne\nfile\ngone\n" {
+		t.Errorf("after two runs on disk: %q", out)
+	}
+	if _, err := os.Stat(j.upper + ".run/upper"); err == nil {
+		t.Errorf("the run's layer on disk was not emptied after the merge")
+	}
+	p := j.policy()
+	p.MaxUpperBytes = 1 << 20
+	p.Checkpoints = filepath.Join(j.base, "checkpoints")
+	res, _, _ = j.run(t, p, "/bin/sh", "-c", `head -c 8000000 /dev/zero > big; sleep 30`)
+	if !res.LayerFull || res.Duration > 20*time.Second {
+		t.Errorf("a layer on disk past its size: %+v", res)
 	}
 }

@@ -233,7 +233,7 @@ func mountAll(root string, mounts []mountSpec, layerSize int64, cp checkpointSpe
 		var err error
 		switch m.Kind {
 		case mountRun:
-			layer, err = mountRunLayer(root, root+m.Dst, m.Src, m.Upper, layerSize, cp)
+			layer, err = mountRunLayer(root, root+m.Dst, m.Src, m.Upper, m.Work, layerSize, m.OnDisk, cp)
 		case mountOverlay:
 			err = mountOverlayOn(root+m.Dst, m.Src, m.Upper, m.Work)
 		case mountShown:

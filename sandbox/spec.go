@@ -51,7 +51,8 @@ type mountSpec struct {
 	Src         string // bind source, or overlay lower
 	Dst         string // jail path
 	ReadOnly    bool   // bind read-only
-	Upper, Work string // overlay layers
+	Upper, Work string // overlay layers; for mountRun, Work is where the run's layer goes when it cannot be a tmpfs
+	OnDisk      bool   // mountRun: put the run's layer in Work even where a tmpfs would do (tests)
 }
 
 const (
@@ -188,7 +189,7 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 		s.Checkpoints = checkpointSpec{Dir: dir, Next: max(p.NextCheckpoint, 1), Quiet: int64(p.QuietCheckpoint)}
 	}
 	s.Mounts = append(s.Mounts, mountSpec{Kind: mountRun, What: "project overlay",
-		Src: project, Dst: project, Upper: upper})
+		Src: project, Dst: project, Upper: upper, Work: upper + ".run", OnDisk: layerOnDisk})
 	gitRO := gitReadOnly(project, p.GitWritable)
 	for _, g := range gitRO {
 		m, err := readOnlyMount("git directory", g)

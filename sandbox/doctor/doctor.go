@@ -127,6 +127,7 @@ func RunWith(ctx context.Context, o Options) Report {
 	usernsErr := runProbe(ctx, o.Exe, nsUser, "userns")
 	r.Checks = append(r.Checks, userNSCheck(usernsErr, readSysctls(o.ProcSys), d, os.Geteuid(), o.AppArmorTemplate, o.ExePath))
 	r.Checks = append(r.Checks, overlayCheck(ctx, o, usernsErr))
+	r.Checks = append(r.Checks, runLayerCheck(ctx, o, usernsErr))
 	r.Checks = append(r.Checks, landlockCheck(confine.LandlockABI(), os.Geteuid(), d))
 	r.Checks = append(r.Checks, seccompCheck(runProbe(ctx, o.Exe, nsHost, "seccomp")))
 	r.Checks = append(r.Checks, openat2Check())
@@ -259,6 +260,33 @@ func overlayCheck(ctx context.Context, o Options, usernsErr error) Check {
 	}
 	c.Status = StatusOK
 	c.Detail = "mounted an overlay with userxattr on " + filepath.Dir(dir) + " and wrote through it"
+	return c
+}
+
+// runLayerCheck tells whether a run's layer can be a tmpfs: the overlay
+// keeps what it knows of directories (opaque ones) in user.* attributes of
+// its upper layer, which tmpfs keeps from Linux 6.6.
+func runLayerCheck(ctx context.Context, o Options, usernsErr error) Check {
+	c := Check{Name: "run layer in memory"}
+	if usernsErr != nil {
+		c.Status, c.Detail = StatusMissing, "not tried: no user namespace"
+		return c
+	}
+	dir, err := os.MkdirTemp(o.ProbeDir, "shadow-doctor-")
+	if err != nil {
+		c.Status, c.Detail = StatusMissing, fmt.Sprintf("make a probe directory in %s: %v", o.ProbeDir, err)
+		return c
+	}
+	defer os.RemoveAll(dir)
+	if err := runProbe(ctx, o.Exe, nsUser, "tmpfsxattr", dir); err != nil {
+		c.Status = StatusDegraded
+		c.Detail = "tmpfs keeps no user.* attributes here (" + err.Error() + "): each run's layer is a directory on disk, " +
+			"its writes cost disk copy-ups, and --max-upper-bytes is polled every second rather than enforced by the kernel"
+		c.Remedy = "a kernel of 6.6 or later"
+		return c
+	}
+	c.Status = StatusOK
+	c.Detail = "each run writes into a tmpfs whose size the kernel enforces (--max-upper-bytes)"
 	return c
 }
 

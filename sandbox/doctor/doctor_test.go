@@ -47,7 +47,7 @@ func TestRunThisHost(t *testing.T) {
 			t.Errorf("required check %s: %s: %s", c.Name, c.Status, c.Detail)
 		}
 	}
-	for _, n := range []string{"kernel", "user namespaces", "overlay in user namespace", "Landlock", "seccomp", "openat2", "pty", "pasta/slirp4netns", "/dev/net/tun", "invoking user"} {
+	for _, n := range []string{"kernel", "user namespaces", "overlay in user namespace", "run layer in memory", "Landlock", "seccomp", "openat2", "pty", "pasta/slirp4netns", "/dev/net/tun", "invoking user"} {
 		if !names[n] {
 			t.Errorf("no %s check", n)
 		}
@@ -82,6 +82,9 @@ func TestProbesFail(t *testing.T) {
 	err := runProbe(context.Background(), exe, nsUser, "overlay", "/nonexistent-shadow-doctor")
 	if err == nil || !strings.Contains(err.Error(), "mkdir /nonexistent-shadow-doctor") {
 		t.Errorf("overlay on a missing directory: %v", err)
+	}
+	if err := runProbe(context.Background(), exe, nsUser, "tmpfsxattr", "/nonexistent-shadow-doctor"); err == nil {
+		t.Error("tmpfs probe on a missing directory succeeded")
 	}
 	if code := ProbeMain([]string{"nosuch"}); code != 2 {
 		t.Errorf("unknown probe: exit %d", code)
@@ -325,5 +328,22 @@ func TestTunCheck(t *testing.T) {
 		if c.Required {
 			t.Errorf("%s: tun is required; only --allow-network needs it", tc.name)
 		}
+	}
+}
+
+// TestRunLayerCheck: on a kernel whose tmpfs keeps user.* attributes (6.6 and later) the run's
+// layer is in memory; on an older one the check says what is lost, without blocking.
+func TestRunLayerCheck(t *testing.T) {
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	c := runLayerCheck(context.Background(), Options{Exe: "/proc/self/exe", ProbeDir: t.TempDir()}, nil)
+	if c.Required {
+		t.Error("the run layer check blocks runs")
+	}
+	if ma, mi, _ := parseVersion(unix.ByteSliceToString(uts.Release[:])); (ma > 6 || ma == 6 && mi >= 6) && c.Status != StatusOK {
+		t.Errorf("run layer in memory on this kernel: %s: %s", c.Status, c.Detail)
+	}
+	if c := runLayerCheck(context.Background(), Options{}, errDenied); c.Status != StatusMissing {
+		t.Errorf("without a user namespace: %s", c.Status)
 	}
 }

@@ -40,6 +40,8 @@ func ProbeMain(args []string) int {
 		err = probeUserNS()
 	case args[0] == "overlay" && len(args) == 2:
 		err = probeOverlay(args[1])
+	case args[0] == "tmpfsxattr" && len(args) == 2:
+		err = probeTmpfsXattr(args[1])
 	case args[0] == "devpts" && len(args) == 2:
 		err = probeDevpts(args[1])
 	case args[0] == "seccomp" && len(args) == 1:
@@ -55,6 +57,21 @@ func ProbeMain(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// probeTmpfsXattr mounts a tmpfs on dir and sets a user.* attribute on it,
+// as a run's layer needs.
+func probeTmpfsXattr(dir string) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("tmpfs: make / private: %w", err)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		return fmt.Errorf("tmpfs: mount on %s: %w", dir, err)
+	}
+	if err := unix.Setxattr(dir, "user.shadow.probe", []byte("1"), 0); err != nil {
+		return fmt.Errorf("set a user.* attribute on tmpfs: %w", err)
+	}
+	return nil
 }
 
 // probeUserNS runs in new user and mount namespaces and checks it is root

@@ -303,3 +303,27 @@ func joinRel(rel, name string) string {
 // visiblePath quotes p for an error message, so that a name with control
 // characters cannot write to the terminal.
 func visiblePath(p string) string { return strconv.Quote(p) }
+
+// DiskUsage is the space the files below directory fd take on disk; what
+// cannot be read counts nothing.
+func DiskUsage(fd int) int64 {
+	names, err := readDirNames(fd)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, name := range names {
+		var st unix.Stat_t
+		if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue
+		}
+		n += st.Blocks * 512
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			if sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+				n += DiskUsage(sub)
+				unix.Close(sub)
+			}
+		}
+	}
+	return n
+}
