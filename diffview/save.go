@@ -1,10 +1,15 @@
 package diffview
 
 import (
+	"errors"
 	"fmt"
 
 	tea "charm.land/bubbletea/v2"
 )
+
+// Saving: decisions reach the Source in the order they were made, one batch
+// at a time; an apply or a rollback waits for the batch running, and what the
+// screen shows is always what was saved.
 
 // unsaved handles a decision the source did not save. What the screen shows
 // must be what is saved, so the decisions still queued (made on top of it)
@@ -17,5 +22,99 @@ func (m Model) unsaved(err error) (Model, tea.Cmd) {
 	}
 	m.quitting = false
 	m.setError(fmt.Sprintf("not saved: %v", err))
+	return m, m.load()
+}
+
+// flush starts saving queued decisions unless a save is running; saves run
+// one at a time so they reach the source in the order they were made.
+func (m *Model) flush() tea.Cmd {
+	if m.saving || m.busy {
+		return nil
+	}
+	if len(m.saves) == 0 {
+		if m.quitting {
+			return tea.Quit
+		}
+		return nil
+	}
+	batch := m.saves
+	m.saves = nil
+	m.saving = true
+	src := m.src
+	return func() tea.Msg {
+		if src == nil {
+			return savedMsg{}
+		}
+		for _, s := range batch {
+			if err := src.Decide(s.path, s.id, s.d); err != nil {
+				return savedMsg{err: fmt.Errorf("%s: %w", Escape(s.path), err)}
+			}
+		}
+		return savedMsg{}
+	}
+}
+
+// applyCmd applies the confirmed plan, or rolls back, once pending
+// decisions are saved (the source runs commands in order only if we wait,
+// so the decisions travel with the plan's files).
+func (m *Model) applyCmd(rollback bool) tea.Cmd {
+	src, plan := m.src, m.plan
+	batch := m.saves
+	m.saves = nil
+	return func() tea.Msg {
+		if src == nil {
+			return appliedMsg{err: errors.New("no source"), rollback: rollback}
+		}
+		for _, s := range batch {
+			if err := src.Decide(s.path, s.id, s.d); err != nil {
+				return appliedMsg{err: fmt.Errorf("%s: %w", Escape(s.path), err), rollback: rollback, unsaved: true}
+			}
+		}
+		var out Outcome
+		var err error
+		if rollback {
+			out, err = src.Rollback()
+		} else {
+			out, err = src.Apply(plan)
+		}
+		return appliedMsg{out: out, err: err, rollback: rollback}
+	}
+}
+
+// applied shows the result of an apply or rollback and reloads the files.
+func (m Model) applied(msg appliedMsg) (Model, tea.Cmd) {
+	m.busy = false
+	what := "apply"
+	if msg.rollback {
+		what = "rollback"
+	}
+	if msg.unsaved {
+		return m.unsaved(msg.err)
+	}
+	if msg.err != nil {
+		m.setError(fmt.Sprintf("%s: %v", what, msg.err))
+		return m, m.flush()
+	}
+	out := msg.out
+	m.lastOutcome = &out
+	s := fmt.Sprintf("%s done: %d written", what, len(out.Written))
+	if len(out.LeftOut) > 0 {
+		s += fmt.Sprintf(", %d left out", len(out.LeftOut))
+	}
+	if out.ApplyID != "" {
+		s += " (" + Escape(out.ApplyID) + ")"
+	}
+	if out.Message != "" {
+		s += ": " + Escape(out.Message)
+	}
+	if !msg.rollback {
+		s += " — b rolls back"
+	}
+	m.setStatus(s)
+	m.resultTitle = what + " done"
+	m.mode = modeResult
+	if m.quitting {
+		return m, tea.Quit
+	}
 	return m, m.load()
 }

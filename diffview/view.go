@@ -518,41 +518,6 @@ func clip(s string) string {
 	return s
 }
 
-// searchMatches marks the bytes of text inside a match of the search
-// (case-insensitive for ASCII), or returns nil when there is none.
-func searchMatches(text, search string) []bool {
-	if search == "" {
-		return nil
-	}
-	hay, needle := asciiLower(text), asciiLower(search)
-	var marks []bool
-	for at := 0; at <= len(hay)-len(needle); {
-		i := strings.Index(hay[at:], needle)
-		if i < 0 {
-			break
-		}
-		if marks == nil {
-			marks = make([]bool, len(text))
-		}
-		for k := at + i; k < at+i+len(needle); k++ {
-			marks[k] = true
-		}
-		at += i + max(1, len(needle))
-	}
-	return marks
-}
-
-// asciiLower lowers ASCII letters only, keeping byte offsets.
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
-
 // token is a piece of a line with its syntax style (nil: none).
 type token struct {
 	text  string

@@ -1,0 +1,228 @@
+package diffview
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/shadow-sandbox/shadow/internal/english"
+)
+
+// Decisions: accepting and rejecting hunks, files and lines, splitting,
+// undoing; each is queued for saving (save.go).
+
+// record sets decisions, queues them for saving and pushes one undo step.
+func (m *Model) record(f *fileView, ds map[string]Decision) {
+	if len(ds) == 0 {
+		return
+	}
+	fi := m.indexOf(f)
+	var step []undoEntry
+	ids := make([]string, 0, len(ds))
+	for id := range ds {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		d := ds[id]
+		step = append(step, undoEntry{file: fi, id: id, prev: f.Decisions[id]})
+		m.set(f, id, d)
+	}
+	m.undo = append(m.undo, step)
+}
+
+// set changes one decision in memory and queues it for saving.
+func (m *Model) set(f *fileView, id string, d Decision) {
+	f.countsValid = false
+	if d.Verdict == Undecided {
+		delete(f.Decisions, id)
+	} else {
+		f.Decisions[id] = d
+	}
+	m.saves = append(m.saves, save{path: f.Path, id: id, d: d})
+}
+
+// indexOf finds a file's index.
+func (m *Model) indexOf(f *fileView) int {
+	for i, g := range m.files {
+		if g == f {
+			return i
+		}
+	}
+	return -1
+}
+
+// decideHunk accepts or rejects the hunk under the cursor, or only its
+// selected lines when some are selected.
+func (m *Model) decideHunk(v Verdict) {
+	f, hi := m.cursorHunk()
+	if hi < 0 {
+		return
+	}
+	h := f.hunks[hi]
+	d := Decision{Verdict: v}
+	if sel := f.selected[h.ID]; len(sel) > 0 {
+		// Accepting selected lines takes just them; rejecting them takes
+		// every other changed line.
+		var lines []int
+		for i, l := range h.Lines {
+			if l.Op != Context && sel[i] == (v == Accepted) {
+				lines = append(lines, i)
+			}
+		}
+		d = Decision{Verdict: Accepted, Lines: lines}
+		if len(lines) == 0 {
+			d = Decision{Verdict: Rejected}
+		}
+		delete(f.selected, h.ID)
+	}
+	m.record(f, map[string]Decision{h.ID: d})
+	m.advance(f, hi)
+}
+
+// advance moves the cursor to the next hunk after a decision.
+func (m *Model) advance(f *fileView, hi int) {
+	if hi+1 < len(f.hunks) {
+		f.cursor = max(0, hunkRow(f.rows(m.sideBySide), hi+1))
+		m.scrollTo(f)
+	}
+}
+
+// decideFile accepts or rejects every hunk of the selected file.
+func (m *Model) decideFile(v Verdict) {
+	f := m.file()
+	if f == nil {
+		return
+	}
+	ds := map[string]Decision{}
+	for _, h := range f.hunks {
+		ds[h.ID] = Decision{Verdict: v}
+		delete(f.selected, h.ID)
+	}
+	m.record(f, ds)
+}
+
+// acceptAll accepts every undecided hunk of every file that is not
+// ignored, protected, in conflict, special or flagged by the audit (those
+// are decided one by one).
+func (m *Model) acceptAll() {
+	var step []undoEntry
+	n := 0
+	for fi, f := range m.files {
+		if f.Ignored || f.Protected || f.Conflict != "" || f.Special != "" || len(f.Findings) > 0 {
+			continue
+		}
+		for _, h := range f.hunks {
+			if _, conflict := f.conflictOf(h.ID); f.Decisions[h.ID].Verdict != Undecided || conflict {
+				continue
+			}
+			step = append(step, undoEntry{file: fi, id: h.ID, prev: f.Decisions[h.ID]})
+			m.set(f, h.ID, Decision{Verdict: Accepted})
+			n++
+		}
+	}
+	if n > 0 {
+		m.undo = append(m.undo, step)
+	}
+	m.setStatus(fmt.Sprintf("accepted %s (ignored, protected, conflicting and flagged files left for you)", english.Count(n, "undecided hunk")))
+}
+
+// undoLast restores the decisions changed by the last step.
+func (m *Model) undoLast() {
+	if len(m.undo) == 0 {
+		m.setStatus("nothing to undo")
+		return
+	}
+	step := m.undo[len(m.undo)-1]
+	m.undo = m.undo[:len(m.undo)-1]
+	for i := len(step) - 1; i >= 0; i-- {
+		e := step[i]
+		if e.file < 0 || e.file >= len(m.files) {
+			continue
+		}
+		f := m.files[e.file]
+		m.set(f, e.id, e.prev)
+		if !hasHunk(f.hunks, e.id) {
+			// The decision of a hunk split since: show it whole again.
+			f.hunks, _ = Resolve(Items(f.File), f.Decisions)
+			f.invalidate()
+		}
+	}
+	if e := step[0]; e.file >= 0 && e.file < len(m.files) {
+		m.cur = e.file
+		f := m.files[e.file]
+		for hi, h := range f.hunks {
+			if h.ID == e.id {
+				f.cursor = max(0, hunkRow(f.rows(m.sideBySide), hi))
+			}
+		}
+		m.clampAll()
+	}
+	m.setStatus("undone")
+}
+
+// hasHunk reports whether a hunk with the id is among hunks.
+func hasHunk(hunks []Hunk, id string) bool {
+	for _, h := range hunks {
+		if h.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// split replaces the hunk under the cursor by its pieces.
+func (m *Model) split() {
+	f, hi := m.cursorHunk()
+	if hi < 0 {
+		return
+	}
+	pieces := Split(f.hunks[hi])
+	if len(pieces) < 2 {
+		m.setStatus("this hunk cannot be split further")
+		return
+	}
+	h := f.hunks[hi]
+	if _, ok := f.Decisions[h.ID]; ok {
+		// The pieces are decided from scratch; undo brings the old
+		// decision back, and the hunk whole.
+		m.record(f, map[string]Decision{h.ID: {}})
+	}
+	delete(f.selected, h.ID)
+	f.hunks = append(f.hunks[:hi:hi], append(pieces, f.hunks[hi+1:]...)...)
+	f.invalidate()
+	f.cursor = max(0, hunkRow(f.rows(m.sideBySide), hi))
+	m.scrollTo(f)
+	m.setStatus(fmt.Sprintf("split into %s", english.Count(len(pieces), "hunk")))
+}
+
+// toggleLine selects or unselects the changed line under the cursor.
+func (m *Model) toggleLine() {
+	if m.sideBySide {
+		m.setStatus("line selection works in unified view (v)")
+		return
+	}
+	f := m.file()
+	if f == nil {
+		return
+	}
+	rows := f.rows(false)
+	if f.cursor >= len(rows) || rows[f.cursor].kind != rowLine {
+		return
+	}
+	r := rows[f.cursor]
+	h := f.hunks[r.hunk]
+	if h.Lines[r.line].Op == Context {
+		return
+	}
+	sel := f.selected[h.ID]
+	if sel == nil {
+		sel = map[int]bool{}
+		f.selected[h.ID] = sel
+	}
+	if sel[int(r.line)] {
+		delete(sel, int(r.line))
+	} else {
+		sel[int(r.line)] = true
+	}
+	m.move(1)
+}
