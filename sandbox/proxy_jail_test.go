@@ -78,9 +78,9 @@ func init() {
 }
 
 func init() {
-	// "serve": an HTTP server on the jail's $ADDR answering "jail-page",
+	// "http-serve": an HTTP server on the jail's $ADDR answering "jail-page",
 	// until killed.
-	probes["serve"] = func() []string {
+	probes["http-serve"] = func() []string {
 		ln, err := net.Listen("tcp", os.Getenv("ADDR"))
 		if err != nil {
 			return []string{"listen: " + err.Error()}
@@ -576,7 +576,7 @@ func TestAllowDomainLoopbackDirect(t *testing.T) {
 	p.NetLog = netLog
 	useResolver(t, testDNS{"api.test": loopback(), "localhost": loopback()})
 	const jailAddr = "127.0.0.1:18765"
-	script := `SHADOW_TRY=serve ADDR=` + jailAddr + ` "$PROBE" & srv=$!
+	script := `SHADOW_TRY=http-serve ADDR=` + jailAddr + ` "$PROBE" & srv=$!
 for i in $(seq 100); do curl -s --noproxy '*' -o /dev/null http://` + jailAddr + `/ && break; sleep 0.05; done
 get() { curl -s --max-time 10 -w ' %{http_code}' "$1" | tr -d '\n'; echo; }
 get http://` + jailAddr + `/
