@@ -69,6 +69,9 @@ type message struct {
 	Checkpoint      string      `json:"checkpoint,omitempty"`
 	Checkpointed    *Checkpoint `json:"checkpointed,omitempty"`
 	CheckpointError string      `json:"checkpoint_error,omitempty"`
+	// PID 1: a checkpoint the host asked for (this is its reason) is done,
+	// after the message of the checkpoint it wrote, if any.
+	CheckpointAnswered string `json:"checkpoint_answered,omitempty"`
 	// With Exit: the run's layer, as the command left it.
 	LayerBytes   int64  `json:"layer_bytes,omitempty"`   // bytes it used
 	LayerFull    bool   `json:"layer_full,omitempty"`    // it reached its size: writes past it failed
@@ -460,6 +463,7 @@ func supervise(cmdPid int, sigs chan os.Signal, master *os.File, cps *checkpoint
 			continue
 		case trigger := <-cps.requests:
 			_ = cps.take(trigger)
+			cps.answer(trigger)
 			continue
 		case <-cps.tick:
 			cps.poll()
@@ -578,6 +582,15 @@ func (c *checkpointer) poll() {
 	}
 	if c.quiet > 0 && !c.dirty.IsZero() && now.Sub(c.last) >= c.quiet {
 		c.take(CheckpointQuiet)
+	}
+}
+
+// answer tells the host that the checkpoint it asked for is done: written
+// (its message went first) or not needed. The app holds the key that asked
+// for it until then, so that the checkpoint holds nothing the key caused.
+func (c *checkpointer) answer(trigger string) {
+	if c.status != nil {
+		_ = c.status.Encode(message{CheckpointAnswered: trigger})
 	}
 }
 

@@ -92,6 +92,10 @@ type Policy struct {
 	// Checkpointed, when set, is told of every checkpoint PID 1 wrote, the
 	// end of the run's included, before Ended.
 	Checkpointed func(Checkpoint) `json:"-"`
+	// CheckpointAnswered, when set, is told when PID 1 is done with each
+	// request of CheckpointRequests (its reason), in order: after Checkpointed
+	// of the checkpoint it wrote, or when there was nothing to write.
+	CheckpointAnswered func(trigger string) `json:"-"`
 	// RunLayer, when set, is given the run's layer (open, read-only use)
 	// once the jail is built and before the command starts: where what the
 	// run writes appears while it goes. Run closes it when RunLayer returns.

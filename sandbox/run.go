@@ -165,6 +165,9 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 			if m.CheckpointError != "" {
 				fmt.Fprintln(warnings(p), "shadow: checkpoint:", m.CheckpointError)
 			}
+			if m.CheckpointAnswered != "" && p.CheckpointAnswered != nil {
+				p.CheckpointAnswered(m.CheckpointAnswered)
+			}
 			if m.Exit != nil {
 				exitc <- m
 				return
