@@ -81,8 +81,8 @@ func (m *Model) decideHunk(v Verdict) {
 
 // advance moves the cursor to the next hunk after a decision.
 func (m *Model) advance(f *fileView, hi int) {
-	if hi+1 < len(f.hunks) {
-		f.cursor = max(0, hunkRow(f.rows(m.sideBySide), hi+1))
+	if next := f.nextShownHunk(hi); next >= 0 {
+		f.cursor = max(0, hunkRow(f.rows(m.sideBySide), next))
 		m.scrollTo(f)
 	}
 }

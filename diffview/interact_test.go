@@ -341,8 +341,8 @@ func TestKeyMapBind(t *testing.T) {
 		t.Errorf("no keys accepted")
 	}
 	// Every binding of the map has a name.
-	if n := len(k.Actions()); n != 34 {
-		t.Errorf("%d named actions, want 34", n)
+	if n := len(k.Actions()); n != 37 {
+		t.Errorf("%d named actions, want 37", n)
 	}
 	m := open(t, fixture(), 80, 24, WithKeyMap(k))
 	m = selectPath(t, m, "README.md")

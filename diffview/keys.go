@@ -37,6 +37,10 @@ type KeyMap struct {
 	Confirm, Cancel      key.Binding
 	Help                 key.Binding
 	Quit                 key.Binding
+
+	// The timeline: narrow the view to one step of the history, move along the steps, show
+	// every step again.
+	PrevStep, NextStep, AllSteps key.Binding
 }
 
 // DefaultKeyMap is the default key table of the review screen: lazygit,
@@ -80,6 +84,9 @@ func DefaultKeyMap() KeyMap {
 		Cancel:        b([]string{"n", "esc"}, "n/esc", "cancel"),
 		Help:          b([]string{"?"}, "?", "help"),
 		Quit:          b([]string{"q", "ctrl+c"}, "q", "quit (decisions kept)"),
+		PrevStep:      b([]string{"<"}, "<", "previous step (checkpoint)"),
+		NextStep:      b([]string{">"}, ">", "next step (checkpoint)"),
+		AllSteps:      b([]string{"="}, "=", "every step again"),
 	}
 }
 
@@ -92,6 +99,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Down, k.Up, k.PageDown, k.PageUp, k.Top, k.Bottom, k.Focus, k.Expand},
+		{k.PrevStep, k.NextStep, k.AllSteps},
 		{k.NextHunk, k.PrevHunk, k.NextFile, k.PrevFile, k.NextUndecided, k.Search, k.NextMatch, k.PrevMatch},
 		{k.Accept, k.Reject, k.AcceptFile, k.RejectFile, k.AcceptAll, k.Split, k.SelectLine, k.Edit},
 		{k.Undo, k.ToggleView, k.ScrollLeft, k.ScrollRight, k.Apply, k.Rollback, k.Help, k.Quit},
@@ -104,6 +112,7 @@ func (k *KeyMap) actions() map[string]*key.Binding {
 	return map[string]*key.Binding{
 		"down": &k.Down, "up": &k.Up, "page-down": &k.PageDown, "page-up": &k.PageUp,
 		"top": &k.Top, "bottom": &k.Bottom, "focus": &k.Focus,
+		"prev-step": &k.PrevStep, "next-step": &k.NextStep, "all-steps": &k.AllSteps,
 		"next-hunk": &k.NextHunk, "prev-hunk": &k.PrevHunk, "next-file": &k.NextFile, "prev-file": &k.PrevFile,
 		"next-undecided": &k.NextUndecided, "accept": &k.Accept, "reject": &k.Reject,
 		"accept-file": &k.AcceptFile, "reject-file": &k.RejectFile, "accept-all": &k.AcceptAll,

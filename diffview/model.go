@@ -71,6 +71,11 @@ type Model struct {
 	busy, pendingApply, pendingRollback bool
 	undo                                [][]undoEntry
 
+	// narrow, when set, shows only what one step of the source's history changed (steps.go);
+	// stepGen counts the moves along the history, so that only the last one's load lands.
+	narrow  *narrowing
+	stepGen int
+
 	plan        Plan
 	lastOutcome *Outcome
 	resultTitle string
@@ -227,7 +232,7 @@ func (m *Model) SetFiles(files []File) {
 			m.cur = i
 		}
 	}
-	m.tree = buildTree(m.files)
+	m.restep()
 	m.loaded = true
 	m.undo = nil
 	m.clampAll()
@@ -270,6 +275,8 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		return m, editorCmd(m.editor, msg)
 	case editExitMsg:
 		return m, readEdit(msg)
+	case stepLoadedMsg:
+		m.stepLoaded(msg)
 	case editedMsg:
 		m.edited(msg)
 		return m, m.flush()
@@ -405,6 +412,16 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		m.selectFile(m.cur - 1)
 	case key.Matches(msg, k.NextUndecided):
 		m.nextUndecided()
+	case key.Matches(msg, k.PrevStep):
+		return m, m.stepCmd(-1)
+	case key.Matches(msg, k.NextStep):
+		return m, m.stepCmd(1)
+	case key.Matches(msg, k.AllSteps):
+		if m.narrow != nil {
+			m.stepGen++
+			m.narrowTo(nil)
+			m.setStatus("every step: the whole change set")
+		}
 	case key.Matches(msg, k.Accept), key.Matches(msg, k.Reject):
 		v := Accepted
 		if key.Matches(msg, k.Reject) {
@@ -482,7 +499,7 @@ func (m Model) quit() (Model, tea.Cmd) {
 
 // file is the selected file, or nil.
 func (m *Model) file() *fileView {
-	if m.cur < 0 || m.cur >= len(m.files) {
+	if m.cur < 0 || m.cur >= len(m.files) || m.files[m.cur].hidden() {
 		return nil
 	}
 	return m.files[m.cur]

@@ -86,7 +86,7 @@ func (m *Model) scrollTo(f *fileView) {
 
 // clampAll keeps cursors and scroll positions valid after a size change.
 func (m *Model) clampAll() {
-	m.cur = max(0, min(m.cur, len(m.files)-1))
+	m.cur = m.shownFrom(max(0, min(m.cur, len(m.files)-1)), 1)
 	if f := m.file(); f != nil {
 		rows := f.rows(m.sideBySide)
 		f.cursor = max(0, min(f.cursor, len(rows)-1))
@@ -100,7 +100,11 @@ func (m *Model) selectFile(i int) {
 	if len(m.files) == 0 {
 		return
 	}
-	m.cur = max(0, min(i, len(m.files)-1))
+	dir := 1
+	if i < m.cur {
+		dir = -1
+	}
+	m.cur = m.shownFrom(max(0, min(i, len(m.files)-1)), dir)
 	m.clampAll()
 }
 
@@ -158,7 +162,7 @@ func (m *Model) nextUndecided() {
 			if step == n && hi > start {
 				break
 			}
-			if fv.Decisions[h.ID].Verdict != Undecided {
+			if fv.Decisions[h.ID].Verdict != Undecided || !fv.showsHunk(hi) {
 				continue
 			}
 			if fv.Ignored && !fv.expanded {
@@ -185,8 +189,8 @@ func (m *Model) cursorHunk() (*fileView, int) {
 	hi := rowHunkIndex(rows, f.cursor)
 	if hi < 0 {
 		// On the notes above the first hunk: the first hunk.
-		if len(f.hunks) > 0 && (!f.Ignored || f.expanded) {
-			return f, 0
+		if first := f.nextShownHunk(-1); first >= 0 && (!f.Ignored || f.expanded) {
+			return f, first
 		}
 	}
 	return f, hi

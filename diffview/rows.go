@@ -37,6 +37,9 @@ type fileView struct {
 	File
 	hunks    []Hunk
 	expanded bool // an ignored file's hunks are shown
+	// step is how the file shows while the view is narrowed to one step of the history (nil: all
+	// of it).
+	step     *stepFile
 	unified  []row
 	sbs      []row
 	numWidth int
@@ -148,6 +151,7 @@ func (fv *fileView) notes() []string {
 	if !f.Diff.Exact && len(f.Diff.Hunks) > 0 {
 		n = append(n, "large change: the diff ran out of time and shows coarser hunks (still exact to apply)")
 	}
+	n = append(n, fv.stepNote()...)
 	return n
 }
 
@@ -197,6 +201,9 @@ func (fv *fileView) build() {
 	maxNo := 0
 	if !fv.Ignored || fv.expanded {
 		for hi, h := range fv.hunks {
+			if !fv.step.shows(h) {
+				continue
+			}
 			uni = append(uni, row{kind: rowHunk, hunk: int32(hi)})
 			uni = append(uni, fv.baseRows(hi)...)
 			if h.Lines == nil {

@@ -20,6 +20,10 @@ func (m *Model) find(dir int, skipCurrent bool) {
 	}
 	for n := 0; n <= len(m.files); n++ {
 		f := m.files[fi]
+		if f.hidden() {
+			fi = (fi + dir + len(m.files)) % len(m.files)
+			continue
+		}
 		rows := f.rows(m.sideBySide)
 		if n > 0 {
 			start = 0

@@ -38,6 +38,7 @@ type Styles struct {
 	Keyword, String, Comment, Number, Function, Type lipgloss.Style
 
 	StatusBar   lipgloss.Style
+	Step        lipgloss.Style // the status bar's label of a view narrowed to one step
 	ReadOnly    lipgloss.Style // the status bar's label of a review that takes no change
 	Error       lipgloss.Style
 	Dialog      lipgloss.Style
@@ -99,6 +100,7 @@ func DefaultStyles(dark bool) Styles {
 		Type:     fg("#5f5f00", "#d7d787"),
 
 		StatusBar:   bg(fg("#000000", "#d0d0d0"), "#e4e4e4", "#262626"),
+		Step:        bg(fg("#ffffff", "#000000"), "#005f87", "#5fafd7").Bold(true),
 		ReadOnly:    bg(fg("#000000", "#000000"), "#ffd75f", "#d7af00").Bold(true),
 		Error:       fg("#af0000", "#ff5f5f").Bold(true),
 		Dialog:      lipgloss.NewStyle().Padding(0, 1),

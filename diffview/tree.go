@@ -12,11 +12,14 @@ type treeRow struct {
 }
 
 // buildTree lays out sorted files as a tree: each directory once, above
-// the files below it.
+// the files below it. Files hidden by a narrowed view are left out.
 func buildTree(files []*fileView) []treeRow {
 	var rows []treeRow
 	var prev []string
 	for i, f := range files {
+		if f.hidden() {
+			continue
+		}
 		parts := strings.Split(f.Path, "/")
 		dirs := parts[:len(parts)-1]
 		common := 0

@@ -189,6 +189,9 @@ func (m *Model) viewTree(h int) []string {
 func (m *Model) viewDiff(h int) []string {
 	f := m.file()
 	if f == nil {
+		if m.narrow != nil {
+			return m.nothingInStep()
+		}
 		return nil
 	}
 	st := m.styles
@@ -273,11 +276,13 @@ func (m *Model) viewStatus() string {
 			a, r, u := f.counts()
 			acc, rej, und = acc+a, rej+r, und+u
 		}
-		left = fmt.Sprintf("file %d/%d · %d✓ %d✗ %d· undecided", min(m.cur+1, len(m.files)), len(m.files), acc, rej, und)
+		at, n := m.filePosition()
+		left = fmt.Sprintf("file %d/%d · %d✓ %d✗ %d· undecided", at, n, acc, rej, und)
 	}
 	if m.readOnly {
 		left = st.ReadOnly.Render(" READ-ONLY ") + " " + left
 	}
+	left = m.stepBadge() + left
 	keys := m.helpKeys()
 	right := m.help.ShortHelpView(keys.ShortHelp())
 	if ansi.StringWidth(left)+2+ansi.StringWidth(right) > m.width {
