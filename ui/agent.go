@@ -28,6 +28,8 @@ type agentRun struct {
 	exited chan agentExitMsg
 	// outputDone is closed when the pty has no more output.
 	outputDone chan struct{}
+	// done is closed when the agent's function has returned.
+	done chan struct{}
 }
 
 // Messages of the agent phase.
@@ -61,11 +63,13 @@ func startAgent(ctx context.Context, agent AgentFunc, pane *Pane, w, h int) tea.
 			dirty:      make(chan struct{}, 1),
 			exited:     make(chan agentExitMsg, 1),
 			outputDone: make(chan struct{}),
+			done:       make(chan struct{}),
 		}
 		go r.copyOutput(pane)
 		go r.copyInput(ctx, pane)
 		go func() {
 			res, err := agent(ctx, tty)
+			close(r.done)
 			// The agent has ended: closing our copy of its tty lets the
 			// output drain to EOF.
 			tty.Close()

@@ -37,6 +37,14 @@ const (
 	frameStop   = 's' // client to host: stop the agent
 	frameExit   = 'x' // host to client: the run's end, as JSON
 	frameBusy   = 'b' // host to client: another client is attached
+	// client to host: take a checkpoint now; the payload says what took it
+	// (sandbox.CheckpointPrompt or sandbox.CheckpointManual).
+	frameCheckpoint = 'c'
+	// host to client: the jail wrote a checkpoint, as JSON (sandbox.Checkpoint).
+	frameCheckpointed = 'k'
+	// host to client: the jail is done with a checkpoint request; the payload
+	// is what took it.
+	frameCheckpointAnswered = 'a'
 )
 
 // maxFrame bounds a frame's payload, so a broken peer cannot make the
@@ -182,6 +190,8 @@ type agentHost struct {
 	dir    string
 	stop   context.CancelFunc
 	ended  chan struct{} // closed when the run is recorded as ended
+	// requests are the clients' checkpoint requests, for the jail's PID 1.
+	requests chan string
 
 	mu     sync.Mutex
 	client net.Conn
@@ -248,7 +258,7 @@ func startHost(spec hostSpec) (*agentHost, error) {
 		return fail(fmt.Errorf("agent host: write %s: %w", hostStatePath(dir), err))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &agentHost{ln: ln, master: master, dir: dir, stop: cancel, ended: make(chan struct{})}
+	h := &agentHost{ln: ln, master: master, dir: dir, stop: cancel, ended: make(chan struct{}), requests: make(chan string, 8)}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() { <-sigs; cancel() }()
@@ -259,6 +269,7 @@ func startHost(spec hostSpec) (*agentHost, error) {
 		p := sessionPolicy(spec.Policy, s)
 		p.Checkpoints, p.NextCheckpoint = cpDir, cpNext
 		p.RunLayer = s.PrecaptureLayer
+		p.CheckpointRequests, p.Checkpointed, p.CheckpointAnswered = h.requests, h.checkpointed, h.checkpointAnswered
 		p.Stdin, p.Stdout, p.Stderr, p.Warnings = tty, tty, tty, tty
 		res, err := sandbox.Run(ctx, p, spec.Argv)
 		tty.Close()
@@ -314,6 +325,29 @@ func (h *agentHost) sendLocked(typ byte, p []byte) {
 	if err := writeFrame(h.client, typ, p); err != nil {
 		h.client.Close()
 		h.client = nil
+	}
+}
+
+// checkpointed tells the attached client of a checkpoint the jail wrote.
+func (h *agentHost) checkpointed(cp sandbox.Checkpoint) {
+	data, err := json.Marshal(cp)
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.client != nil {
+		h.sendLocked(frameCheckpointed, data)
+	}
+}
+
+// checkpointAnswered tells the attached client that the jail is done with a
+// checkpoint request: the app holds the keys that asked for it until then.
+func (h *agentHost) checkpointAnswered(trigger string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.client != nil {
+		h.sendLocked(frameCheckpointAnswered, []byte(trigger))
 	}
 }
 
@@ -432,6 +466,14 @@ func (h *agentHost) readClient(c net.Conn) {
 			}
 		case frameStop:
 			h.stop()
+		case frameCheckpoint:
+			// A client asks only for the checkpoints a user takes.
+			if t := string(p); t == sandbox.CheckpointPrompt || t == sandbox.CheckpointManual {
+				select {
+				case h.requests <- t:
+				default:
+				}
+			}
 		}
 	}
 }
@@ -497,6 +539,10 @@ type hostClient struct {
 	detached bool
 	// ended is set once the host said how the agent ended.
 	ended bool
+	// checkpointed and checkpointAnswered, when set, are told of every
+	// checkpoint the host's jail wrote and of its answer to every request.
+	checkpointed       func(sandbox.Checkpoint)
+	checkpointAnswered func(trigger string)
 }
 
 // dialAgentHost connects to the agent host listening on sock.
@@ -612,6 +658,15 @@ func (c *hostClient) relay(ctx context.Context, tty *os.File) (AgentResult, erro
 			}
 		case frameBusy:
 			return AgentResult{ExitCode: -1}, errBusy
+		case frameCheckpointed:
+			var cp sandbox.Checkpoint
+			if err := json.Unmarshal(p, &cp); err == nil && c.checkpointed != nil {
+				c.checkpointed(cp)
+			}
+		case frameCheckpointAnswered:
+			if c.checkpointAnswered != nil {
+				c.checkpointAnswered(string(p))
+			}
 		case frameExit:
 			c.ended = true
 			var ex hostExit

@@ -60,6 +60,9 @@ type AgentResult struct {
 type Stats struct {
 	Files    int // paths staged in the session
 	Requests int // network requests through the proxy
+	// Checkpoints counts the session's checkpoints; LastCheckpoint is the latest one's id.
+	Checkpoints    int
+	LastCheckpoint string
 }
 
 // Layer is one layer of the jail as the status bar shows it.
@@ -102,6 +105,12 @@ type Options struct {
 	OnResize func()
 	// Detach, when set, leaves the app while the agent keeps running.
 	Detach func() error
+	// Checkpoint, when set, asks the running agent's jail for a checkpoint (SPEC §12), saying
+	// what took it (sandbox.CheckpointPrompt, sandbox.CheckpointManual). It must not block:
+	// the app calls it while it handles the key. Checkpointed then delivers the checkpoints the
+	// jail writes and its answers to the requests (see checkpoint.go).
+	Checkpoint   func(trigger string)
+	Checkpointed <-chan CheckpointEvent
 	// Attach opens the app on the agent's pane, without a preflight: the
 	// agent already runs and Agent connects to it.
 	Attach bool
@@ -150,6 +159,13 @@ type Model struct {
 	helpOpen  bool
 	detaching bool // the app is leaving the agent running
 	note      string
+
+	// holding is set while a prompt checkpoint is taken: held are the keys, pastes and clicks
+	// for the agent since its Enter, sent once PID 1 answers (checkpoint.go); holdGen names the
+	// hold for its time limit.
+	holding bool
+	held    []tea.Msg
+	holdGen int
 
 	review    diffview.Model
 	reviewing bool // a review browser is open (read-only over a running agent, or the review phase)
@@ -270,7 +286,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if !m.opts.Started.IsZero() {
 			m.started = m.opts.Started
 		}
-		return m, tea.Batch(waitFrame(msg.run), waitAgent(msg.run), tick(), m.pollStats())
+		return m, tea.Batch(waitFrame(msg.run), waitAgent(msg.run), tick(), m.pollStats(), waitCheckpoint(m.opts.Checkpointed, msg.run))
 	case agentStartFailedMsg:
 		m.agentErr = msg.err
 		m.result = &AgentResult{ExitCode: -1}
@@ -286,6 +302,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		res := msg.res
 		m.result, m.agentErr = &res, msg.err
+		m.holding, m.held = false, nil
 		m.menu = false
 		m.now = m.opts.Now()
 		return m, m.pollStats()
@@ -301,6 +318,14 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case statsMsg:
 		m.stats = Stats(msg)
 		return m, nil
+	case checkpointMsg:
+		return m.checkpointed(msg)
+	case checkpointWaitMsg:
+		if msg.gen == m.holdGen && m.holding {
+			m = m.release()
+			m.note = "no checkpoint answer in time: the keys went on without one"
+		}
+		return m, nil
 	case statusNoteMsg:
 		m.note = string(msg)
 		return m, nil
@@ -313,14 +338,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.key(msg)
 	case tea.PasteMsg:
 		if m.phase == phaseAgent && !m.reviewing && !m.menu && m.result == nil {
-			m.pane.Paste(msg.Content)
-			return m, nil
+			return m.forward(msg), nil
 		}
 	case tea.MouseMsg:
 		if m.phase == phaseAgent && !m.reviewing && !m.menu && m.result == nil {
-			mm := msg.Mouse()
-			m.pane.SendMouse(msg, mm.X, mm.Y)
-			return m, nil
+			return m.forward(msg), nil
 		}
 	}
 	if m.reviewing {
@@ -417,9 +439,11 @@ func (m Model) agentKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		switch {
 		case key.Matches(msg, m.keys.Prefix):
-			m.pane.SendKey(msg)
+			m = m.forward(msg)
 		case key.Matches(msg, m.keys.Review):
 			return m.openReview(true)
+		case key.Matches(msg, m.keys.Checkpoint):
+			m.note = m.manualCheckpoint()
 		case key.Matches(msg, m.keys.Stop):
 			m.note = "stopping the agent…"
 			return m, stopAgent(m.run)
@@ -446,8 +470,11 @@ func (m Model) agentKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.note = ""
 		return m, nil
 	}
-	m.pane.SendKey(msg)
-	return m, nil
+	if msg.String() == "enter" && !m.holding && m.canCheckpoint() {
+		// The user submits input to the agent: the checkpoint is taken before the key leaves.
+		return m.promptCheckpoint(msg)
+	}
+	return m.forward(msg), nil
 }
 
 // statusNoteMsg puts a note in the status bar.
@@ -546,7 +573,7 @@ func (m Model) agentView() string {
 // menuBox is the prefix key's command menu.
 func (m Model) menuBox() string {
 	var b strings.Builder
-	b.WriteString(m.styles.Title.Render("shadow") + "\n")
+	b.WriteString(m.styles.Title.Render("shadow") + m.styles.Subtle.Render(" · "+m.keys.Close.Help().Key+" back to the agent") + "\n")
 	for _, k := range m.keys.MenuHelp() {
 		fmt.Fprintf(&b, "%s  %s\n", m.styles.Key.Render(fmt.Sprintf("%-5s", k.Help().Key)), k.Help().Desc)
 	}
@@ -557,7 +584,7 @@ func (m Model) menuBox() string {
 // helpBox lists the keys of the agent phase.
 func (m Model) helpBox() string {
 	k := m.keys
-	agentKeys := [][]key.Binding{{k.Prefix, k.Review, k.Stop, k.Detach, k.Help, k.Close, k.Continue}}
+	agentKeys := [][]key.Binding{{k.Prefix, k.Review, k.Checkpoint, k.Stop, k.Detach, k.Help, k.Close, k.Continue}}
 	return m.dialogBox(m.styles.Title.Render("keys while the agent runs") + "\n" + m.help.FullHelpView(agentKeys) +
 		"\n" + m.styles.Subtle.Render("every other key goes to the agent"))
 }
@@ -626,9 +653,9 @@ func (m Model) statusBar() string {
 		parts = append(parts, fmtElapsed(elapsed))
 		switch compact {
 		case 0:
-			parts = append(parts, fmt.Sprintf("%d staged", m.stats.Files), fmt.Sprintf("%d net", m.stats.Requests))
+			parts = append(parts, fmt.Sprintf("%d staged", m.stats.Files), fmt.Sprintf("%d net", m.stats.Requests), m.checkpointCount())
 		case 1:
-			parts = append(parts, fmt.Sprintf("%d staged %d net", m.stats.Files, m.stats.Requests))
+			parts = append(parts, fmt.Sprintf("%d staged %d net", m.stats.Files, m.stats.Requests)+m.latestCheckpoint())
 			if m.note == "" && m.result == nil {
 				right = st.Key.Render(m.keys.Prefix.Help().Key)
 			}

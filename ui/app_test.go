@@ -210,15 +210,15 @@ func TestGoldenAgent(t *testing.T) {
 			m.phase = phaseAgent
 			m.started, m.now = fixedNow, fixedNow.Add(83*time.Second)
 			m.opts.Now = func() time.Time { return fixedNow.Add(83 * time.Second) }
-			m.stats = Stats{Files: 3, Requests: 2}
+			m.stats = Stats{Files: 3, Requests: 2, Checkpoints: 2, LastCheckpoint: "c2"}
 			m.pane.Write([]byte("\x1b[1;34maider\x1b[0m v0.0 stand-in · model sonnet\r\n\r\n\x1b[32m>\x1b[0m fix the cart total\r\nEditing src/cart.js\r\n\x1b[32m> \x1b[0m"))
 
 			t.Run("pane", func(t *testing.T) {
 				s := screen(m)
 				checkScreen(t, s, sz.w, sz.h)
-				wants := []string{"…ab12cd", "✓ll7", "01:23", "3 staged 2 net", "ctrl+]"}
+				wants := []string{"…ab12cd", "✓ll7", "01:23", "3 staged 2 net c2", "ctrl+]"}
 				if sz.w >= 120 {
-					wants = []string{"shadow 20261130-ab12cd", "✓userns ✓netns ✓overlay ✓landlock7 ✓seccomp", "01:23", "3 staged", "2 net", "ctrl+] menu"}
+					wants = []string{"shadow 20261130-ab12cd", "✓userns ✓netns ✓overlay ✓landlock7 ✓seccomp", "01:23", "3 staged", "2 net", "2 checkpoints (c2)", "ctrl+] menu"}
 				}
 				for _, want := range wants {
 					if !strings.Contains(s, want) {

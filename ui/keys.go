@@ -21,8 +21,8 @@ type KeyMap struct {
 	// Preflight.
 	Start, Details, Up, Down, Passes, HostInfo, Quit key.Binding
 	// Agent.
-	Prefix                            key.Binding
-	Review, Stop, Detach, Help, Close key.Binding
+	Prefix                                        key.Binding
+	Review, Checkpoint, Stop, Detach, Help, Close key.Binding
 	// After the agent ends.
 	Continue key.Binding
 }
@@ -42,11 +42,13 @@ func DefaultKeyMap() KeyMap {
 		Quit:     b([]string{"q", "ctrl+c"}, "q", "quit"),
 		Prefix:   b([]string{DefaultPrefix}, DefaultPrefix, "shadow's commands"),
 		Review:   b([]string{"r"}, "r", "review the changes so far (read-only)"),
-		Stop:     b([]string{"s"}, "s", "stop the agent"),
-		Detach:   b([]string{"D"}, "D", "detach (the agent keeps running)"),
-		Help:     b([]string{"?"}, "?", "help"),
-		Close:    b([]string{"esc", "q"}, "esc", "back to the agent"),
-		Continue: b([]string{"enter"}, "enter", "review the changes"),
+		// Enter typed into the agent's pane takes a checkpoint too (Model.agentKey).
+		Checkpoint: b([]string{"c"}, "c", "take a checkpoint now"),
+		Stop:       b([]string{"s"}, "s", "stop the agent"),
+		Detach:     b([]string{"D"}, "D", "detach (the agent keeps running)"),
+		Help:       b([]string{"?"}, "?", "help"),
+		Close:      b([]string{"esc", "q"}, "esc", "back to the agent"),
+		Continue:   b([]string{"enter"}, "enter", "review the changes"),
 	}
 }
 
@@ -55,9 +57,11 @@ func (k *KeyMap) SetPrefix(s string) {
 	k.Prefix = key.NewBinding(key.WithKeys(s), key.WithHelp(s, "shadow's commands"))
 }
 
-// MenuHelp is the help of the prefix menu, one binding a line.
+// MenuHelp is the help of the prefix menu, one binding a line. Close is not
+// among them: every key that is none of them closes the menu, and its title
+// says so.
 func (k KeyMap) MenuHelp() []key.Binding {
-	return []key.Binding{k.Review, k.Stop, k.Detach, k.Help, k.Close}
+	return []key.Binding{k.Review, k.Checkpoint, k.Stop, k.Detach, k.Help}
 }
 
 // ShortHelp is the preflight's one-line help.
@@ -69,7 +73,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Start, k.Up, k.Down, k.Details, k.Passes, k.HostInfo, k.Quit},
-		{k.Prefix, k.Review, k.Stop, k.Detach, k.Help, k.Close, k.Continue},
+		{k.Prefix, k.Review, k.Checkpoint, k.Stop, k.Detach, k.Help, k.Close, k.Continue},
 	}
 }
 
@@ -79,7 +83,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 func ApplyKeys(k *KeyMap, r *diffview.KeyMap, table map[string][]string) error {
 	actions := map[string]*key.Binding{
 		"start": &k.Start, "details": &k.Details, "passes": &k.Passes, "host-info": &k.HostInfo, "prefix": &k.Prefix,
-		"review": &k.Review, "stop": &k.Stop, "detach": &k.Detach, "close": &k.Close, "continue": &k.Continue,
+		"review": &k.Review, "checkpoint": &k.Checkpoint, "stop": &k.Stop, "detach": &k.Detach, "close": &k.Close, "continue": &k.Continue,
 		"down": &r.Down, "up": &r.Up, "page-down": &r.PageDown, "page-up": &r.PageUp,
 		"top": &r.Top, "bottom": &r.Bottom, "focus": &r.Focus,
 		"next-hunk": &r.NextHunk, "prev-hunk": &r.PrevHunk, "next-file": &r.NextFile, "prev-file": &r.PrevFile,
@@ -88,6 +92,7 @@ func ApplyKeys(k *KeyMap, r *diffview.KeyMap, table map[string][]string) error {
 		"split": &r.Split, "select-line": &r.SelectLine, "edit": &r.Edit, "undo": &r.Undo,
 		"toggle-view": &r.ToggleView, "search": &r.Search, "next-match": &r.NextMatch, "prev-match": &r.PrevMatch,
 		"apply": &r.Apply, "rollback": &r.Rollback, "help": &r.Help, "quit": &r.Quit,
+		"prev-step": &r.PrevStep, "next-step": &r.NextStep, "all-steps": &r.AllSteps,
 	}
 	names := make([]string, 0, len(table))
 	for n := range table {

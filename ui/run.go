@@ -56,6 +56,11 @@ type Jail struct {
 	review   *ReviewSource
 	running  atomic.Bool
 	detached atomic.Bool
+
+	// The app's checkpoint requests and the checkpoints the run's jail wrote (checkpoint.go).
+	cpOnce     sync.Once
+	cpRequests chan string
+	cpEvents   chan CheckpointEvent
 }
 
 // Detached reports whether the app left the agent running in its host.
@@ -126,6 +131,10 @@ func WithJail(opts Options, j *Jail) Options {
 	if opts.Agent == nil {
 		opts.Agent = JailAgent(j, opts.Argv)
 	}
+	if opts.Checkpoint == nil {
+		_, events := j.checkpointChans()
+		opts.Checkpoint, opts.Checkpointed = j.requestCheckpoint, events
+	}
 	if opts.Review == nil {
 		rs := NewReviewSource(j.Lock, j.Session, WithApplyOptions(j.Apply), WithFindings(j.stagedFindings()))
 		j.review = rs
@@ -168,6 +177,8 @@ func JailAgent(j *Jail, argv []string) AgentFunc {
 			return AgentResult{ExitCode: sandbox.ExitNoJail}, err
 		}
 		p.RunLayer = j.Session.PrecaptureLayer
+		p.CheckpointRequests, _ = j.checkpointChans()
+		p.Checkpointed, p.CheckpointAnswered = j.checkpointed, j.checkpointAnswered
 		p.Stdin, p.Stdout, p.Stderr, p.Warnings = tty, tty, tty, tty
 		res, err := sandbox.Run(ctx, p, argv)
 		code := sandbox.ExitStatus(res, err)
@@ -197,7 +208,10 @@ func (j *Jail) hostAgent(argv []string, layers []Layer) AgentFunc {
 			}
 			return AgentResult{ExitCode: -1}, err
 		}
+		c.checkpointed, c.checkpointAnswered = j.checkpointed, j.checkpointAnswered
+		stop := j.forwardCheckpoints(c)
 		res, err := c.relay(ctx, tty)
+		stop()
 		if errors.Is(err, errDetached) || errors.Is(err, errBusy) {
 			return res, err
 		}
@@ -436,11 +450,38 @@ func auditFinding(st Stage, f audit.Finding, p audit.Profile) Finding {
 }
 
 // SessionStats counts the session's staged paths (up to a bound, so a huge
-// staging layer never slows the status bar) and its network requests.
+// staging layer never slows the status bar), its network requests and its
+// checkpoints (read again only when their directory changed).
 func SessionStats(s *session.Session) func() Stats {
 	const maxCount = 100000
+	var (
+		mu      sync.Mutex
+		cpMtime time.Time
+		cpN     int
+		cpLast  string
+	)
+	checkpoints := func() (int, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fi, err := os.Stat(s.CheckpointDir())
+		// A directory changed within the clock's tick of the last read may have changed again
+		// without its time moving: it is read again until that time is well past.
+		if err != nil || fi.ModTime().Equal(cpMtime) && time.Since(cpMtime) > time.Second {
+			return cpN, cpLast
+		}
+		cps, err := s.Checkpoints()
+		if err != nil {
+			return cpN, cpLast
+		}
+		cpMtime, cpN, cpLast = fi.ModTime(), len(cps), ""
+		if len(cps) > 0 {
+			cpLast = cps[len(cps)-1].ID
+		}
+		return cpN, cpLast
+	}
 	return func() Stats {
 		var st Stats
+		st.Checkpoints, st.LastCheckpoint = checkpoints()
 		_ = filepath.WalkDir(s.UpperDir(), func(_ string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return nil
