@@ -98,3 +98,27 @@ func TestOverlayCheckpoints(t *testing.T) {
 
 // layerOf is the layer directory of checkpoint id, in the checkpoint directory.
 func layerOf(id string) string { return filepath.Join(id, "layer") }
+
+// TestOverlayQuietAfterFirstWrite: a command that writes as soon as it starts and then stays quiet
+// gets a quiet checkpoint: the layer is measured from before it started.
+func TestOverlayQuietAfterFirstWrite(t *testing.T) {
+	j := newTestJail(t)
+	p := j.policy()
+	p.Checkpoints = filepath.Join(j.base, "state", "checkpoints")
+	p.QuietCheckpoint = time.Second
+	var mu sync.Mutex
+	var got []string
+	p.Checkpointed = func(c Checkpoint) {
+		mu.Lock()
+		got = append(got, c.Trigger+" "+strings.Join(c.Paths, ","))
+		mu.Unlock()
+	}
+	if res, out, errOut := j.run(t, p, "/bin/sh", "-c", "echo x > now.txt; sleep 3.5"); res.ExitCode != 0 {
+		t.Fatalf("exit %d: %s%s", res.ExitCode, out, errOut)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) == 0 || got[0] != CheckpointQuiet+" now.txt" {
+		t.Errorf("checkpoints %q, want a quiet one of now.txt first", got)
+	}
+}

@@ -529,7 +529,9 @@ func newCheckpointer(layer *runLayer, cp checkpointSpec, control *json.Decoder, 
 	if c.quiet > 0 || (layer.onDisk && layer.limit > 0) {
 		c.tick = time.NewTicker(time.Second).C
 	}
-	layer.changed(&c.sig)
+	// Measured from before the command started: a write at once, then
+	// quiet, still takes a quiet checkpoint.
+	c.sig = layer.fresh
 	go func() {
 		// The host's requests; the control pipe closes when the host goes.
 		for {

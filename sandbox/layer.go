@@ -42,6 +42,8 @@ type runLayer struct {
 	scratch   int
 	limit     int64
 	overLimit bool
+	// fresh is the layer's signature before the command started.
+	fresh [2]uint64
 }
 
 // layerMount is where the run's tmpfs is mounted while the jail is built;
@@ -119,6 +121,8 @@ func mountRunLayer(root, dir, project, staging, fallback string, size int64, for
 		l.close()
 		return nil, fmt.Errorf("mount overlay on %s (lower %s:%s, upper the run's layer): %w", dir, staging, project, err)
 	}
+	// What an unwritten layer uses: the first write moves it (see changed).
+	l.fresh = l.signature()
 	if l.onDisk {
 		return l, nil
 	}
@@ -329,17 +333,27 @@ func (l *runLayer) mergeCheckpoint(n int) error {
 	return nil
 }
 
-// changed reports whether the run's layer holds more blocks or inodes than
-// at the last look (sig): how PID 1 notices writes for the quiet checkpoint.
+// changed reports whether the run's layer's signature moved since the last
+// look (sig): how PID 1 notices writes for the quiet checkpoint.
 func (l *runLayer) changed(sig *[2]uint64) bool {
-	var st unix.Statfs_t
-	if err := unix.Fstatfs(l.upper, &st); err != nil {
-		return false
-	}
-	now := [2]uint64{st.Blocks - st.Bfree, st.Files - st.Ffree}
+	now := l.signature()
 	moved := now != *sig
 	*sig = now
 	return moved
+}
+
+// signature is what the run's layer uses: blocks and inodes of its tmpfs,
+// or, for a layer on disk (whose filesystem others write too), the bytes
+// below it.
+func (l *runLayer) signature() [2]uint64 {
+	if l.onDisk {
+		return [2]uint64{uint64(layers.DiskUsage(l.upper)), 0}
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(l.upper, &st); err != nil {
+		return [2]uint64{}
+	}
+	return [2]uint64{st.Blocks - st.Bfree, st.Files - st.Ffree}
 }
 
 // writeFileAt writes data to a new file name in dir, synced.
