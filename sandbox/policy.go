@@ -37,6 +37,10 @@ type Policy struct {
 	// CacheDir holds the writable layers of the package-cache overlays
 	// (never reviewed, never written back). Empty means no cache overlays.
 	CacheDir string
+	// MaskCache is a directory where what others may not read under the
+	// large system trees (/usr) is kept between runs, so that a run need not
+	// walk them (mask.go). Empty: kept for the life of the process.
+	MaskCache string
 	// RuntimeDir is a host directory bound at /run/shadow in the jail, for
 	// the sockets that cross the network namespace. Empty: a temporary one.
 	RuntimeDir string

@@ -59,6 +59,8 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 		return res, err
 	}
 	s.RuntimeDir = runtimeDir
+	// Walked while PID 1 starts: startJail waits for it to send the spec.
+	masks := startSystemMasks(s.SystemDirs, p.MaskCache)
 
 	helper := ""
 	s.NewNet = true
@@ -80,10 +82,13 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 		defer np.close()
 		res.Network = "proxy"
 	}
-	j, err := startJail(s, p)
+	j, err := startJail(s, p, masks)
 	if err != nil {
 		return res, err
 	}
+	// A stale mask cache is walked again while the jail runs; Run returns
+	// once that is done and the jail is gone.
+	defer masks.startRescan()()
 	defer j.cleanup()
 	defer openWorkDirs(s.Mounts)
 
@@ -279,7 +284,7 @@ type jail struct {
 // startJail re-executes this binary as PID 1 of new user, mount, PID,
 // network (unless shared), IPC and UTS namespaces, mapping root inside to
 // the invoking uid and gid, and sends it the spec over an inherited pipe.
-func startJail(s *jailSpec, p Policy) (*jail, error) {
+func startJail(s *jailSpec, p Policy, masks *maskScan) (*jail, error) {
 	ctrlR, ctrlW, err := os.Pipe()
 	if err != nil {
 		return nil, &JailError{Step: "pipe", Err: err}
@@ -348,6 +353,7 @@ func startJail(s *jailSpec, p Policy) (*jail, error) {
 		cmd: cmd, control: json.NewEncoder(ctrlW), ctrlW: ctrlW,
 		status: json.NewDecoder(statR), statR: statR, layerSock: layerR,
 	}
+	s.Masked = masks.wait()
 	if err := j.send(*s); err != nil {
 		j.cleanup()
 		return nil, &JailError{Step: "send jail spec", Err: err}

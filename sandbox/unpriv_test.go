@@ -72,6 +72,9 @@ func TestUnprivileged(t *testing.T) {
 		"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + u.HomeDir, "USER=" + unprivUser,
 		"LOGNAME=" + unprivUser, "TMPDIR=" + tmp, "LANG=C.UTF-8",
 	}
+	for _, plant := range unprivFixtures {
+		cmd.Env = append(cmd.Env, plant(t, uid, gid)...)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("jail tests as %s failed: %v\n%s", unprivUser, err, out)

@@ -110,7 +110,7 @@ func (f *runFlags) resolve() (*runSetup, error) {
 		fmt.Fprintln(os.Stderr, "shadow: warning:", w)
 	}
 	c := cfg.Config
-	p := sandbox.Policy{Project: project}
+	p := sandbox.Policy{Project: project, MaskCache: maskCacheDir()}
 	// The command starts where shadow was started, when that is in the project.
 	p.Dir, _ = os.Getwd()
 	p.AllowNetwork = pick(f.changed("allow-network"), f.allowNetwork, c.AllowNetwork)
@@ -315,4 +315,15 @@ func checkStateDir(root, project string) error {
 	}
 	return withCode(exitNoJail, &sandbox.JailError{Step: "project", Err: fmt.Errorf(
 		"%s holds shadow's state directory %s, where the project's changes are staged: run shadow in the project's own directory, or set XDG_STATE_HOME elsewhere", project, root)})
+}
+
+// maskCacheDir is where the list of what others may not read under /usr is kept between runs:
+// a cache of the host's, shared by every project and state directory ($XDG_CACHE_HOME/shadow).
+// Empty (kept in memory for the process) when there is no cache directory.
+func maskCacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "shadow")
 }
