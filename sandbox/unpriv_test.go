@@ -2,16 +2,15 @@ package sandbox
 
 import (
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/shadow-sandbox/shadow/internal/testuser"
 )
 
 // unprivUser is the account the suite re-runs itself as when run by root.
-const unprivUser = "shadowtest"
+const unprivUser = testuser.Name
 
 // unprivTests are the tests re-run as the unprivileged user: every test
 // that builds a jail.
@@ -21,42 +20,11 @@ const unprivTests = "^Test(RunTrue|Escape|Overlay|Directory|Project|Git|Cache|In
 // useradd if missing), with projects owned by that user: shadow must work,
 // and hold, for a normal user as well as for root.
 func TestUnprivileged(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("not root: the unprivileged half is started by a root test run (it creates user " + unprivUser + ")")
-	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv (util-linux) not installed")
-	}
-	u, err := user.Lookup(unprivUser)
-	if err != nil {
-		if out, err := exec.Command("useradd", "-m", unprivUser).CombinedOutput(); err != nil {
-			t.Fatalf("useradd -m %s: %v: %s", unprivUser, err, out)
-		}
-		if u, err = user.Lookup(unprivUser); err != nil {
-			t.Fatal(err)
-		}
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-
+	a := testuser.Get(t)
+	uid, gid := a.UID, a.GID
 	// A world-readable copy of the test binary, and a TMPDIR of the user's
 	// own where its tests create their projects and staging layers.
-	dir, err := os.MkdirTemp("", "shadow-unpriv-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "sandbox.test")
-	if err := copyFile(self, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin := testuser.BinaryDir(t, "shadow-unpriv-", "sandbox.test")
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		t.Fatal(err)
@@ -65,11 +33,10 @@ func TestUnprivileged(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command("setpriv", "--reuid="+unprivUser, "--regid="+unprivUser, "--init-groups",
-		bin, "-test.run", unprivTests, "-test.count=1", "-test.v")
+	cmd := a.Command(bin, "-test.run", unprivTests, "-test.count=1", "-test.v")
 	cmd.Dir = tmp
 	cmd.Env = []string{
-		"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + u.HomeDir, "USER=" + unprivUser,
+		"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + a.Home, "USER=" + unprivUser,
 		"LOGNAME=" + unprivUser, "TMPDIR=" + tmp, "LANG=C.UTF-8",
 	}
 	for _, plant := range unprivFixtures {

@@ -4,18 +4,14 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/internal/testuser"
 )
-
-// unprivUser is the account tests re-run themselves as when the suite runs as root.
-const unprivUser = "shadowtest"
 
 // rerun runs the test named name again in a copy of the test binary through setpriv with args
 // (--reuid=..., --bounding-set=...), with TMPDIR a directory owned by uid and gid, and fails t
@@ -25,26 +21,9 @@ func rerun(t *testing.T, name string, uid, gid int, env []string, args ...string
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		t.Skip("setpriv (util-linux) not installed")
 	}
-	dir, err := os.MkdirTemp("", "shadow-session-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, bin := testuser.BinaryDir(t, "shadow-session-test-", "session.test")
+	// What the test made as another user: removeAllWritable opens it up before the directory goes.
 	t.Cleanup(func() { removeAllWritable(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "session.test")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		t.Fatal(err)
@@ -60,23 +39,6 @@ func rerun(t *testing.T, name string, uid, gid int, env []string, args ...string
 		t.Fatalf("%s again through setpriv %v: %v\n%s", name, args, err, out)
 	}
 	t.Logf("through setpriv %v:\n%s", args, out)
-}
-
-// unprivileged returns the uid and gid of unprivUser, created with useradd if missing.
-func unprivileged(t *testing.T) (int, int) {
-	t.Helper()
-	u, err := user.Lookup(unprivUser)
-	if err != nil {
-		if out, err := exec.Command("useradd", "-m", unprivUser).CombinedOutput(); err != nil {
-			t.Fatalf("useradd -m %s: %v: %s", unprivUser, err, out)
-		}
-		if u, err = user.Lookup(unprivUser); err != nil {
-			t.Fatal(err)
-		}
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return uid, gid
 }
 
 // closeUp sets the modes of staged entries, and puts back owners and modes that let the test's
@@ -123,10 +85,9 @@ func readClosed(t *testing.T, p string) string {
 // modes shown and applied are the agent's.
 func TestUnreadableStagedEntries(t *testing.T) {
 	if os.Getuid() == 0 {
-		uid, gid := unprivileged(t)
+		a := testuser.Get(t)
 		t.Run("root", testUnreadableStagedEntries)
-		rerun(t, "TestUnreadableStagedEntries", uid, gid, []string{"USER=" + unprivUser},
-			"--reuid="+unprivUser, "--regid="+unprivUser, "--init-groups")
+		rerun(t, "TestUnreadableStagedEntries", a.UID, a.GID, []string{"USER=" + a.Name}, a.Setpriv()[1:]...)
 		return
 	}
 	testUnreadableStagedEntries(t)

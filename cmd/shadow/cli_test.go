@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/shadow-sandbox/shadow/internal/testuser"
 )
 
 // The test binary is also the shadow binary: with SHADOW_TEST_CLI=1, or with a first argument
@@ -350,38 +351,9 @@ func TestVersionAndDoctor(t *testing.T) {
 
 // The whole CLI flow as an ordinary user: run, diff, apply.
 func TestCLIUnprivileged(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("not root: the unprivileged run is started by a root test run (it creates user shadowtest)")
-	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv (util-linux) not installed")
-	}
-	u, err := user.Lookup("shadowtest")
-	if err != nil {
-		if out, err := exec.Command("useradd", "-m", "shadowtest").CombinedOutput(); err != nil {
-			t.Fatalf("useradd: %v: %s", err, out)
-		}
-		if u, err = user.Lookup("shadowtest"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	dir, err := os.MkdirTemp("", "shadow-cli-unpriv-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
-	self, _ := os.Executable()
-	bin := filepath.Join(dir, "shadow")
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	a := testuser.Get(t)
+	uid, gid := a.UID, a.GID
+	dir, bin := testuser.BinaryDir(t, "shadow-cli-unpriv-", "shadow")
 	project := filepath.Join(dir, "project")
 	os.Mkdir(project, 0o755)
 	os.WriteFile(filepath.Join(project, "a.txt"), []byte("1\n"), 0o644)
@@ -392,9 +364,9 @@ func TestCLIUnprivileged(t *testing.T) {
 		return nil
 	})
 	sh := func(args ...string) (string, int) {
-		cmd := exec.Command("setpriv", append([]string{"--reuid=shadowtest", "--regid=shadowtest", "--init-groups", bin}, args...)...)
+		cmd := a.Command(bin, args...)
 		cmd.Dir = project
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + u.HomeDir, "USER=shadowtest", "SHADOW_TEST_CLI=1",
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + a.Home, "USER=" + a.Name, "SHADOW_TEST_CLI=1",
 			"XDG_STATE_HOME=" + filepath.Join(dir, "state"), "XDG_CONFIG_HOME=" + filepath.Join(dir, "config")}
 		out, err := cmd.CombinedOutput()
 		code := 0
@@ -405,8 +377,8 @@ func TestCLIUnprivileged(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(dir, "state"), 0o700)
 	os.Chown(filepath.Join(dir, "state"), uid, gid)
-	if out, code := sh("run", "--project", project, "--", "sh", "-c", "id -u; echo 2 >> a.txt"); code != 0 || !strings.HasPrefix(out, u.Uid+"\n") {
-		t.Fatalf("run as shadowtest: exit %d, want uid %s first:\n%s", code, u.Uid, out)
+	if out, code := sh("run", "--project", project, "--", "sh", "-c", "id -u; echo 2 >> a.txt"); code != 0 || !strings.HasPrefix(out, strconv.Itoa(uid)+"\n") {
+		t.Fatalf("run as shadowtest: exit %d, want uid %d first:\n%s", code, uid, out)
 	}
 	if got := readFile(t, filepath.Join(project, "a.txt")); got != "1\n" {
 		t.Fatalf("host project written during the run: %q", got)

@@ -3,12 +3,12 @@ package main
 import (
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shadow-sandbox/shadow/internal/testuser"
 )
 
 // TestReviewDuringRunInTmux opens `shadow review` while `shadow run -- sleep 5` holds the project:
@@ -78,47 +78,11 @@ func reviewDuringRun(t *testing.T, c *cli, p string) {
 // over a project of files that user owns; it skips unless the test runs as root with setpriv.
 func unprivilegedCLI(t *testing.T, files map[string]string) (*cli, string) {
 	t.Helper()
-	if os.Getuid() != 0 {
-		t.Skip("not root: the unprivileged run is started by a root test run (it creates user shadowtest)")
-	}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Skip("setpriv (util-linux) not installed")
-	}
-	u, err := user.Lookup("shadowtest")
-	if err != nil {
-		if out, err := exec.Command("useradd", "-m", "shadowtest").CombinedOutput(); err != nil {
-			t.Fatalf("useradd: %v: %s", err, out)
-		}
-		if u, err = user.Lookup("shadowtest"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	// Not under t.TempDir(), which only root may enter.
-	dir, err := os.MkdirTemp("", "shadow-review-unpriv-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	real := filepath.Join(dir, "shadow.real")
-	if err := os.WriteFile(real, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	a := testuser.Get(t)
+	uid, gid := a.UID, a.GID
+	dir, real := testuser.BinaryDir(t, "shadow-review-unpriv-", "shadow.real")
 	bin := filepath.Join(dir, "shadow")
-	wrapper := "#!/bin/sh\nexec " + setpriv + " --reuid=shadowtest --regid=shadowtest --init-groups " + real + ` "$@"` + "\n"
+	wrapper := "#!/bin/sh\nexec " + strings.Join(a.Setpriv(), " ") + " " + real + ` "$@"` + "\n"
 	if err := os.WriteFile(bin, []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +110,7 @@ func unprivilegedCLI(t *testing.T, files map[string]string) (*cli, string) {
 		return nil
 	})
 	c := &cli{t: t, bin: bin, state: filepath.Join(dir, "state")}
-	c.env = []string{"PATH=/usr/bin:/bin", "HOME=" + u.HomeDir, "USER=shadowtest", "SHADOW_TEST_CLI=1",
+	c.env = []string{"PATH=/usr/bin:/bin", "HOME=" + a.Home, "USER=" + a.Name, "SHADOW_TEST_CLI=1",
 		"XDG_STATE_HOME=" + c.state, "XDG_CONFIG_HOME=" + filepath.Join(dir, "config")}
 	return c, p
 }

@@ -3,11 +3,12 @@ package main
 import (
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/shadow-sandbox/shadow/internal/testuser"
 )
 
 // TestTunUnusable: with /dev/net/tun at mode 0600, an ordinary user's `shadow doctor` reports it
@@ -31,37 +32,9 @@ func TestTunUnusable(t *testing.T) {
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
 		t.Skipf("this host has no /dev/net/tun to stand in for: %v", err)
 	}
-	u, err := user.Lookup("shadowtest")
-	if err != nil {
-		if out, err := exec.Command("useradd", "-m", "shadowtest").CombinedOutput(); err != nil {
-			t.Fatalf("useradd: %v: %s", err, out)
-		}
-		if u, err = user.Lookup("shadowtest"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	dir, err := os.MkdirTemp("", "shadow-tun-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "shadow")
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	a := testuser.Get(t)
+	uid, gid := a.UID, a.GID
+	dir, bin := testuser.BinaryDir(t, "shadow-tun-", "shadow")
 	project, state, dev := filepath.Join(dir, "project"), filepath.Join(dir, "state"), filepath.Join(dir, "dev")
 	for _, d := range []string{project, state, dev} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -83,7 +56,7 @@ exec setpriv --reuid=shadowtest --regid=shadowtest --init-groups "$@"`
 	shadow := func(args ...string) (string, string, int) {
 		cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c", script, "sh", bin}, args...)...)
 		cmd.Dir = project
-		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=" + u.HomeDir, "USER=shadowtest",
+		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=" + a.Home, "USER=" + a.Name,
 			"SHADOW_TEST_CLI=1", "DEV=" + dev, "XDG_STATE_HOME=" + state, "XDG_CONFIG_HOME=" + filepath.Join(dir, "config")}
 		var out, errb strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errb
@@ -97,7 +70,7 @@ exec setpriv --reuid=shadowtest --regid=shadowtest --init-groups "$@"`
 		return out.String(), errb.String(), code
 	}
 
-	cause := "/dev/net/tun is mode 0600 (owner root), so uid " + u.Uid + " may not open it"
+	cause := "/dev/net/tun is mode 0600 (owner root), so uid " + strconv.Itoa(uid) + " may not open it"
 	out, errs, code := shadow("doctor")
 	if code != 0 {
 		t.Errorf("doctor: exit %d, want 0 (a plain run works without tun)\n%s%s", code, out, errs)

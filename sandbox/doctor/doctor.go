@@ -247,20 +247,34 @@ func overlayCheck(ctx context.Context, o Options, usernsErr error) Check {
 		c.Status, c.Detail = StatusMissing, "not tried: no user namespace"
 		return c
 	}
-	dir, err := os.MkdirTemp(o.ProbeDir, "shadow-doctor-")
-	if err != nil {
-		c.Status, c.Detail = StatusMissing, fmt.Sprintf("make a probe directory in %s: %v", o.ProbeDir, err)
+	dir, err := probeInDir(ctx, o, "overlay")
+	if errors.Is(err, errNoProbeDir) {
+		c.Status, c.Detail = StatusMissing, err.Error()
 		return c
 	}
-	defer os.RemoveAll(dir)
-	if err := runProbe(ctx, o.Exe, nsUser, "overlay", dir); err != nil {
+	if err != nil {
 		c.Status, c.Detail = StatusMissing, err.Error()
 		c.Remedy = "a kernel of 5.11 or later with CONFIG_OVERLAY_FS is needed; the staging directory must be on a filesystem that supports user.* extended attributes (ext4, xfs, btrfs, tmpfs from 6.6)"
 		return c
 	}
 	c.Status = StatusOK
-	c.Detail = "mounted an overlay with userxattr on " + filepath.Dir(dir) + " and wrote through it"
+	c.Detail = "mounted an overlay with userxattr on " + dir + " and wrote through it"
 	return c
+}
+
+// errNoProbeDir marks a probe that could not even get its directory.
+var errNoProbeDir = errors.New("no probe directory")
+
+// probeInDir runs probe name in a user namespace on a fresh directory under
+// o.ProbeDir, removed afterwards, and returns the directory's parent for
+// the report.
+func probeInDir(ctx context.Context, o Options, name string) (string, error) {
+	dir, err := os.MkdirTemp(o.ProbeDir, "shadow-doctor-")
+	if err != nil {
+		return "", fmt.Errorf("%w: make one in %s: %v", errNoProbeDir, o.ProbeDir, err)
+	}
+	defer os.RemoveAll(dir)
+	return filepath.Dir(dir), runProbe(ctx, o.Exe, nsUser, name, dir)
 }
 
 // runLayerCheck tells whether a run's layer can be a tmpfs: the overlay
@@ -272,13 +286,10 @@ func runLayerCheck(ctx context.Context, o Options, usernsErr error) Check {
 		c.Status, c.Detail = StatusMissing, "not tried: no user namespace"
 		return c
 	}
-	dir, err := os.MkdirTemp(o.ProbeDir, "shadow-doctor-")
-	if err != nil {
-		c.Status, c.Detail = StatusMissing, fmt.Sprintf("make a probe directory in %s: %v", o.ProbeDir, err)
+	if _, err := probeInDir(ctx, o, "tmpfsxattr"); errors.Is(err, errNoProbeDir) {
+		c.Status, c.Detail = StatusMissing, err.Error()
 		return c
-	}
-	defer os.RemoveAll(dir)
-	if err := runProbe(ctx, o.Exe, nsUser, "tmpfsxattr", dir); err != nil {
+	} else if err != nil {
 		c.Status = StatusDegraded
 		c.Detail = "tmpfs keeps no user.* attributes here (" + err.Error() + "): each run's layer is a directory on disk, " +
 			"its writes cost disk copy-ups, and --max-upper-bytes is polled every second rather than enforced by the kernel"

@@ -309,28 +309,7 @@ func copyTree(src, dst int, p string) error {
 	if err := RemoveAt(ddir, dname); err != nil {
 		return err
 	}
-	// An empty opaque directory in dst, merged into from src's: the result
-	// is a copy, with the mark.
-	if err := unix.Mkdirat(ddir, dname, 0o700); err != nil {
-		return err
-	}
-	sfd, err := unix.Openat(sdir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(sfd)
-	dfd, err := unix.Openat(ddir, dname, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(dfd)
-	if err := unix.Fsetxattr(dfd, OpaqueXattr, []byte("y"), 0); err != nil {
-		return err
-	}
-	if err := CopyDir(sfd, dfd); err != nil {
-		return err
-	}
-	return setMeta(dfd, &st)
+	return copySubdir(sdir, ddir, name, &st, true)
 }
 
 // CopyDir copies every entry of directory src into the empty directory dst,
@@ -349,7 +328,7 @@ func CopyDir(src, dst int) error {
 		case st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == 0:
 			err = unix.Mknodat(dst, name, unix.S_IFCHR, 0)
 		case st.Mode&unix.S_IFMT == unix.S_IFDIR:
-			err = copySubdir(src, dst, name, &st)
+			err = copySubdir(src, dst, name, &st, false)
 		default:
 			err = copyEntry(src, dst, name, &st)
 		}
@@ -360,7 +339,9 @@ func CopyDir(src, dst int) error {
 	return nil
 }
 
-func copySubdir(src, dst int, name string, st *unix.Stat_t) error {
+// copySubdir copies directory name of src into dst, whole, marked opaque
+// when src's is or when opaque is set.
+func copySubdir(src, dst int, name string, st *unix.Stat_t, opaque bool) error {
 	if err := unix.Mkdirat(dst, name, 0o700); err != nil {
 		return err
 	}
@@ -374,7 +355,7 @@ func copySubdir(src, dst int, name string, st *unix.Stat_t) error {
 		return err
 	}
 	defer unix.Close(dfd)
-	if isOpaque(sfd) {
+	if opaque || isOpaque(sfd) {
 		if err := unix.Fsetxattr(dfd, OpaqueXattr, []byte("y"), 0); err != nil {
 			return err
 		}
