@@ -62,6 +62,9 @@ var agentCases = map[string]agentCase{
 		setup: func(t *testing.T, home string, m *agenttest.ModelServer) []string {
 			writeHostFile(t, filepath.Join(home, ".codex", "config.toml"), fmt.Sprintf(`model = "gpt-5-codex"
 model_provider = "scripted"
+# tmux types a prompt at once: without this, codex takes it for a paste
+# and the Enter after it for a newline in it.
+disable_paste_burst = true
 [model_providers.scripted]
 name = "scripted"
 base_url = "http://localhost:%s/v1"
@@ -76,7 +79,7 @@ stream_max_retries = 0
 			return []string{bin, "exec", "--skip-git-repo-check", prompt}
 		},
 		// Its plugin marketplace (GitHub) and its experiment flags.
-		refused: []string{"github.com", "api.github.com", "ab.chatgpt.com"},
+		refused: []string{"github.com", "api.github.com", "raw.githubusercontent.com", "ab.chatgpt.com"},
 	},
 }
 
@@ -93,12 +96,20 @@ func init() {
 			}
 		},
 		setup: func(t *testing.T, home string, m *agenttest.ModelServer) []string {
-			return []string{"ANTHROPIC_API_KEY=sk-ant-test", "ANTHROPIC_BASE_URL=http://localhost:" + m.Port,
+			// A user who has used Claude Code before, with this API key:
+			// onboarding done (it checks the network to the real API),
+			// the key approved (Claude Code keeps its last 20 characters).
+			const key = "sk-ant-api03-scripted-test-key-0123456789"
+			writeHostFile(t, filepath.Join(home, ".claude.json"), fmt.Sprintf(
+				`{"hasCompletedOnboarding": true, "customApiKeyResponses": {"approved": [%q], "rejected": []}}`, key[len(key)-20:]))
+			return []string{"ANTHROPIC_API_KEY=" + key, "ANTHROPIC_BASE_URL=http://localhost:" + m.Port,
 				"ANTHROPIC_MODEL=claude-sonnet-4-5", "ANTHROPIC_SMALL_FAST_MODEL=claude-haiku-4-5"}
 		},
 		oneShot: func(bin, prompt string) []string {
 			return []string{bin, "-p", "--permission-mode", "acceptEdits", prompt}
 		},
+		// Interactively: its release notes and its plugin marketplace.
+		refused: []string{"downloads.claude.ai", "github.com"},
 	}
 	// Gemini CLI's edit tool is replace.
 	agentCases["gemini"] = agentCase{
@@ -347,3 +358,172 @@ func TestAgentOneShotCodex(t *testing.T)    { testOneShot(t, "codex") }
 func TestAgentOneShotClaude(t *testing.T)   { testOneShot(t, "claude") }
 func TestAgentOneShotGemini(t *testing.T)   { testOneShot(t, "gemini") }
 func TestAgentOneShotOpencode(t *testing.T) { testOneShot(t, "opencode") }
+
+// interactive is how a person drives an agent in its own screen: the
+// prompts it shows first and the keys that answer them, the marker of its
+// ready screen, and how it is quit.
+type interactive struct {
+	answers [][2]string // screen text, keys (tmux send-keys) that answer it
+	ready   string      // on the screen once it takes a prompt
+	quit    []string    // keys that end it its normal way
+	// approve are the questions the agent asks while it works, and the
+	// keys a person answers them with (allowing the edit).
+	approve [][2]string
+	// directArgs are what the agent run directly needs besides: codex's
+	// own sandbox cannot be set up in this test's environment.
+	directArgs []string
+}
+
+var interactives = map[string]interactive{
+	"codex": {
+		// A new project is one codex has not trusted yet, in the jail as
+		// outside (its per-project state keeps the answer).
+		answers:    [][2]string{{"Trust this folder?", "Enter"}, {"Press enter to continue", "Enter"}},
+		ready:      "Ask Codex to do anything",
+		quit:       []string{"/quit", "Enter"},
+		directArgs: []string{"-c", `sandbox_mode="danger-full-access"`},
+	},
+	"claude": {
+		answers: [][2]string{{"Do you want to use this API key?", "Up"}, {"Yes, I trust this folder", "Enter"},
+			{"Choose the text style", "Enter"}, {"Press Enter to continue", "Enter"}},
+		ready:   "? for shortcuts",
+		quit:    []string{"/exit", "Enter"},
+		approve: [][2]string{{"Do you want to make this edit", "Enter"}},
+	},
+}
+
+// testTUI drives `shadow tui -- AGENT` in tmux as a person: start the agent
+// from the preflight, type the prompt, let the agent edit, quit it its own
+// way, review, apply; the host file changed. It logs the time from the
+// agent's start to its first screen, and the same for the agent run
+// directly in tmux.
+func testTUI(t *testing.T, name string) {
+	r := newAgentRig(t, name)
+	it := interactives[name]
+	argv := append([]string{r.c.bin, "tui"}, r.shadowArgs()...)
+	argv = append(argv, "--", r.bin)
+	script := ""
+	for _, a := range argv {
+		script += shellQuote(a) + " "
+	}
+	scr := newTmux(t, r.project, r.env, "sh", "-c", script+"; echo SHADOW-EXIT=$?")
+	tuiStart := time.Now()
+	waitScreen(t, scr, time.Minute, "allowed")
+	scr.keys("Enter", "")
+	agentStart := time.Now()
+	first := r.driveAgent(t, scr, it, time.Now())
+	t.Logf("%s in shadow tui: first screen %s after the agent started, %s after shadow tui started",
+		name, first.Sub(agentStart).Round(time.Millisecond), first.Sub(tuiStart).Round(time.Millisecond))
+	waitScreen(t, scr, time.Minute, "exited with status")
+	scr.keys("Enter", "file 1/", "a", "1✓", "w", "y apply", "y", "apply done", "q", "SHADOW-EXIT=")
+	if out := scr.screen(); !strings.Contains(out, "SHADOW-EXIT=0") {
+		t.Errorf("shadow tui did not exit 0:\n%s", out)
+	}
+	r.checkApplied(t)
+	r.checkModel(t)
+	r.checkNetLog(t)
+
+	// The same agent run directly, for its time to the first screen.
+	exec.Command("tmux", "-L", scr.socket, "kill-server").Run()
+	direct := newAgentRig(t, name)
+	dscr := newTmux(t, direct.project, direct.env, append([]string{direct.bin}, it.directArgs...)...)
+	start := time.Now()
+	dfirst := direct.driveAgent(t, dscr, it, start)
+	t.Logf("%s run directly: first screen %s after it started", name, dfirst.Sub(start).Round(time.Millisecond))
+}
+
+// driveAgent answers the agent's first prompts, types the edit request,
+// waits for the model's final answer and quits the agent. It returns when
+// the agent first showed a screen of its own (a prompt it asks first, or
+// its ready screen).
+func (r *agentRig) driveAgent(t *testing.T, scr *tmuxScreen, it interactive, since time.Time) time.Time {
+	t.Helper()
+	var first time.Time
+	deadline := time.Now().Add(2 * time.Minute)
+	answered := map[string]bool{}
+	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent's screen never got ready (%q):\n%s", it.ready, scr.screen())
+		}
+		out := scr.screen()
+		if strings.Contains(out, it.ready) {
+			if first.IsZero() {
+				first = time.Now()
+			}
+			// Ready if it stays so: an agent may draw its prompt and then
+			// put a question over it.
+			time.Sleep(time.Second)
+			if again := scr.screen(); strings.Contains(again, it.ready) && !asks(again, it) {
+				break
+			}
+			continue
+		}
+		for _, a := range it.answers {
+			if strings.Contains(out, a[0]) && !answered[a[0]] {
+				if first.IsZero() {
+					first = time.Now()
+				}
+				answered[a[0]] = true
+				scr.send(a[1])
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// As a person: look at the screen a moment, type, see the words, send.
+	time.Sleep(2 * time.Second)
+	scr.sendText(editPrompt)
+	waitScreen(t, scr, 10*time.Second, editPrompt)
+	time.Sleep(500 * time.Millisecond)
+	scr.send("Enter")
+	approved := map[string]time.Time{}
+	for !r.model.Called() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent did not finish the edit; requests %+v; screen:\n%s", r.model.Requests(), scr.screen())
+		}
+		out := scr.screen()
+		for _, a := range it.approve {
+			if strings.Contains(out, a[0]) && time.Since(approved[a[0]]) > 2*time.Second {
+				approved[a[0]] = time.Now()
+				scr.send(a[1])
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitScreen(t, scr, time.Minute, r.model.Final)
+	for _, k := range it.quit {
+		time.Sleep(300 * time.Millisecond)
+		if strings.HasPrefix(k, "/") {
+			scr.sendText(k)
+		} else {
+			scr.send(k)
+		}
+	}
+	return first
+}
+
+// asks reports whether screen shows one of the agent's first questions.
+func asks(screen string, it interactive) bool {
+	for _, a := range it.answers {
+		if strings.Contains(screen, a[0]) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *tmuxScreen) send(keys ...string) {
+	s.t.Helper()
+	if out, err := exec.Command("tmux", append([]string{"-L", s.socket, "send-keys"}, keys...)...).CombinedOutput(); err != nil {
+		s.t.Fatalf("tmux send-keys %q: %v: %s", keys, err, out)
+	}
+}
+
+func (s *tmuxScreen) sendText(text string) {
+	s.t.Helper()
+	if out, err := exec.Command("tmux", "-L", s.socket, "send-keys", "-l", text).CombinedOutput(); err != nil {
+		s.t.Fatalf("tmux send-keys -l: %v: %s", err, out)
+	}
+}
+
+func TestAgentTUICodex(t *testing.T)  { testTUI(t, "codex") }
+func TestAgentTUIClaude(t *testing.T) { testTUI(t, "claude") }
