@@ -37,7 +37,7 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 ` + protectedHelp(),
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			if rollback {
-				if all || len(paths) > 0 || includeIgnored || allowProtected {
+				if all || len(paths) > 0 || includeIgnored || allowProtected || commit || message != "" {
 					return usageError{msg: "--rollback takes only --to, --yes and --project"}
 				}
 				return runRollback(cmd, &f, to, yes)

@@ -18,6 +18,11 @@ func TestApplyCommitAndExportCLI(t *testing.T) {
 	if _, errs, code := c.run(p, "apply", "--all", "--yes", "-m", "x"); code != 2 || !strings.Contains(errs, "-m goes with --commit") {
 		t.Fatalf("-m without --commit: exit %d: %s", code, errs)
 	}
+	for _, bad := range [][]string{{"--rollback", "--commit"}, {"--rollback", "-m", "x"}} {
+		if _, errs, code := c.run(p, append([]string{"apply"}, bad...)...); code != 2 || !strings.Contains(errs, "--rollback takes only") {
+			t.Errorf("apply %v: exit %d: %s", bad, code, errs)
+		}
+	}
 	out := c.must(p, "export", "--branch", "agent-work")
 	if !strings.Contains(out, "exported 2 paths as branch agent-work") {
 		t.Fatalf("export: %s", out)
