@@ -16,10 +16,13 @@ import (
 // Policy.MaxUpperBytes, as the project overlay's upper layer, over the
 // session's staging layer on disk (lower) over the project. The kernel
 // enforces the size (no unlinked file, unreadable directory or sparse file
-// gets past it), and staged writes cost what tmpfs writes cost. When the
-// command and everything it started are gone, PID 1 merges the run's layer
-// into the staging layer on disk, keeping overlay semantics: a whiteout
-// deletes, an opaque directory replaces (SPEC §12).
+// gets past it), and staged writes cost what tmpfs writes cost. PID 1 writes
+// what changed in it to disk as checkpoints while the run goes; when the
+// command and everything it started are gone, it takes the last one and
+// merges the run's checkpoints into the staging layer, keeping overlay
+// semantics: a whiteout deletes, an opaque directory replaces (SPEC §12).
+// Where tmpfs keeps no user.* attributes (before Linux 6.6) the layer is a
+// directory on disk beside the staging layer instead.
 
 // runLayer is what PID 1 keeps of the run's layer once the jail's root is
 // built: descriptors, as no path of the jail leads to them.
@@ -56,11 +59,10 @@ const layerMount = "/.shadow-layer"
 // the tmpfs itself is detached from the jail's tree, reachable only by them.
 func mountRunLayer(root, dir, project, staging, fallback string, size int64, forceOnDisk bool, cp checkpointSpec) (*runLayer, error) {
 	mnt := root + layerMount
-	mode := uint32(0o700)
 	if err := os.Mkdir(mnt, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", mnt, err)
 	}
-	opts := fmt.Sprintf("mode=%04o", mode)
+	opts := "mode=0700"
 	if size > 0 {
 		opts += ",size=" + strconv.FormatInt(size, 10)
 	}
