@@ -47,6 +47,8 @@ type runLayer struct {
 	overLimit bool
 	// fresh is the layer's signature before the command started.
 	fresh [2]uint64
+	// prevDelta is the layer of the last checkpoint written (-1: none).
+	prevDelta int
 }
 
 // layerMount is where the run's tmpfs is mounted while the jail is built;
@@ -69,7 +71,7 @@ func mountRunLayer(root, dir, project, staging, fallback string, size int64, for
 	if err := unix.Mount("tmpfs", mnt, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return nil, fmt.Errorf("mount the run's layer (tmpfs %s): %w", opts, err)
 	}
-	l := &runLayer{upper: -1, staging: -1, project: -1, checkpoints: -1, scratch: -1, next: cp.Next, tracker: layers.NewTracker()}
+	l := &runLayer{upper: -1, staging: -1, project: -1, checkpoints: -1, scratch: -1, prevDelta: -1, next: cp.Next, tracker: layers.NewTracker()}
 	base := mnt
 	if forceOnDisk || !userXattrs(mnt) {
 		if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
@@ -141,7 +143,7 @@ func mountRunLayer(root, dir, project, staging, fallback string, size int64, for
 }
 
 func (l *runLayer) close() {
-	for _, fd := range []int{l.upper, l.staging, l.project, l.checkpoints, l.scratch} {
+	for _, fd := range []int{l.upper, l.staging, l.project, l.checkpoints, l.scratch, l.prevDelta} {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
@@ -254,6 +256,15 @@ func (l *runLayer) checkpoint(trigger string) (*Checkpoint, error) {
 	}
 	if err := unix.Fsync(l.checkpoints); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: sync: %w", cp.ID, err)
+	}
+	// The delta is the next one's reference for what was racy in it.
+	if prev, err := unix.Dup(layer); err == nil {
+		unix.CloseOnExec(prev)
+		if l.prevDelta >= 0 {
+			unix.Close(l.prevDelta)
+		}
+		l.prevDelta = prev
+		l.tracker.Wrote(prev)
 	}
 	l.next++
 	return cp, nil

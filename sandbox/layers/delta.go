@@ -36,11 +36,19 @@ func (e entryState) isWhiteout() bool { return e.mode&unix.S_IFMT == unix.S_IFCH
 // Tracker holds the state of an upper layer at its last checkpoint.
 type Tracker struct {
 	seen map[string]entryState
+	// prev is the directory of the last delta written (-1: none): a racy
+	// entry whose stat did not move is compared with its copy there.
+	prev int
 }
 
 // NewTracker returns a tracker of an upper layer that was empty at the last
 // checkpoint (a run's new layer).
-func NewTracker() *Tracker { return &Tracker{seen: map[string]entryState{}} }
+func NewTracker() *Tracker { return &Tracker{seen: map[string]entryState{}, prev: -1} }
+
+// Wrote tells the tracker where the delta it just wrote went (an open
+// directory the caller keeps until the next WriteDelta): the next one checks
+// what was racy in it by content rather than copying it again.
+func (t *Tracker) Wrote(dir int) { t.prev = dir }
 
 // racyWindow is how close to a checkpoint an entry's change time must be
 // for the entry to be copied again at the next one (the coarse clock file
@@ -63,7 +71,7 @@ func (t *Tracker) WriteDelta(upper, dst int) ([]string, error) {
 			cur[p] = e
 		}
 	}
-	d := &delta{upper: upper, dst: dst, cur: cur, seen: t.seen, made: map[string]bool{}}
+	d := &delta{upper: upper, dst: dst, cur: cur, seen: t.seen, prev: t.prev, made: map[string]bool{}}
 	paths := make([]string, 0, len(cur))
 	for p := range cur {
 		paths = append(paths, p)
@@ -94,6 +102,7 @@ func (t *Tracker) WriteDelta(upper, dst int) ([]string, error) {
 // delta is one WriteDelta in progress.
 type delta struct {
 	upper, dst int
+	prev       int // the last delta, for racy entries (-1: none)
 	cur, seen  map[string]entryState
 	// made are the directories created in dst so far; replaced those
 	// copied whole (an opaque directory new since the last checkpoint),
@@ -136,8 +145,9 @@ func (d *delta) visit(p string) error {
 		}
 		return nil
 	}
-	if had && !old.racy && old.ino == e.ino && old.ctime == e.ctime && old.mtime == e.mtime &&
-		old.size == e.size && old.mode == e.mode && old.rdev == e.rdev {
+	if had && old.ino == e.ino && old.ctime == e.ctime && old.mtime == e.mtime &&
+		old.size == e.size && old.mode == e.mode && old.rdev == e.rdev &&
+		(!old.racy || sameAsCopy(d.upper, d.prev, p)) {
 		return nil
 	}
 	if err := d.ensureParent(p); err != nil {
@@ -404,4 +414,84 @@ func parentOf(p string) string {
 		return p[:i]
 	}
 	return ""
+}
+
+// sameAsCopy reports whether regular file or symlink p of upper has the
+// content of its copy in the last delta prev: a racy entry whose stat did not
+// move since may still have been written in the same clock tick, and only
+// its content tells (a whiteout, FIFO or socket has none). A file over 64
+// MiB counts as changed.
+func sameAsCopy(upper, prev int, p string) bool {
+	if prev < 0 {
+		return false
+	}
+	a, an, err := openParentIn(upper, p)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(a)
+	b, bn, err := openParentIn(prev, p)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(b)
+	var sa, sb unix.Stat_t
+	if unix.Fstatat(a, an, &sa, unix.AT_SYMLINK_NOFOLLOW) != nil || unix.Fstatat(b, bn, &sb, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+		sa.Mode != sb.Mode || sa.Size != sb.Size || sa.Size > 64<<20 {
+		return false
+	}
+	switch sa.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		ta, erra := readlinkAt(a, an)
+		tb, errb := readlinkAt(b, bn)
+		return erra == nil && errb == nil && ta == tb
+	case unix.S_IFREG:
+		return sameFileContent(a, an, b, bn)
+	case unix.S_IFCHR:
+		return sa.Rdev == 0 && sb.Rdev == 0 // whiteouts
+	case unix.S_IFIFO, unix.S_IFSOCK:
+		return true
+	}
+	return false
+}
+
+// sameFileContent compares two regular files byte by byte.
+func sameFileContent(a int, an string, b int, bn string) bool {
+	fa, err := unix.Openat(a, an, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fa)
+	fb, err := unix.Openat(b, bn, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fb)
+	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		na, erra := readFull(fa, ba)
+		nb, errb := readFull(fb, bb)
+		if erra != nil || errb != nil || na != nb || string(ba[:na]) != string(bb[:nb]) {
+			return false
+		}
+		if na < len(ba) {
+			return true
+		}
+	}
+}
+
+// readFull reads into buf until it is full or the file ends.
+func readFull(fd int, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
 }
