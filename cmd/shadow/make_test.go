@@ -155,7 +155,7 @@ echo "$*" >> ` + log + `
 for pkg in "$@"; do
   case $pkg in
     tmux) cmds=tmux ;; passt) cmds=pasta ;; slirp4netns) cmds=slirp4netns ;;
-    util-linux) cmds="setpriv unshare" ;; passwd) cmds=useradd ;; *) cmds= ;;
+    util-linux) cmds="setpriv unshare" ;; passwd) cmds=useradd ;; curl) cmds=curl ;; *) cmds= ;;
   esac
   for c in $cmds; do printf '#!/bin/sh\n' > ` + dir + `/$c; chmod +x ` + dir + `/$c; done
 done
@@ -170,8 +170,8 @@ done
 			t.Fatalf(".ci/deps test as root: %v\n%s", err, out)
 		}
 		b, _ := os.ReadFile(log)
-		if !strings.Contains(string(b), "update") || !strings.Contains(string(b), "install -y -qq passt slirp4netns tmux util-linux") {
-			t.Errorf("apt-get was asked:\n%s\nwant an update and an install of passt slirp4netns tmux util-linux\n%s", b, out)
+		if !strings.Contains(string(b), "update") || !strings.Contains(string(b), "install -y -qq curl passt slirp4netns tmux util-linux") {
+			t.Errorf("apt-get was asked:\n%s\nwant an update and an install of curl passt slirp4netns tmux util-linux\n%s", b, out)
 		}
 	}
 
@@ -201,10 +201,10 @@ done
 		}
 		return string(out), code
 	}
-	if out, code := sh("test"); code != 0 || out != "deps: missing tmux, pasta, slirp4netns: the tests that need them will be skipped (sudo apt-get install -y passt slirp4netns tmux, or run make test as root, which installs them)\n" {
+	if out, code := sh("test"); code != 0 || out != "deps: missing tmux, pasta, slirp4netns, curl: the tests that need them will be skipped (sudo apt-get install -y curl passt slirp4netns tmux, or run make test as root, which installs them)\n" {
 		t.Errorf(".ci/deps test as a user: exit %d\n%s", code, out)
 	}
-	want := "make test: skipped the tests that need tmux, pasta, slirp4netns (not installed: sudo apt-get install -y passt slirp4netns tmux), and the jail tests' second run as an unprivileged user (it needs root to create that user); as root, make test installs what it needs and runs every test.\n"
+	want := "make test: skipped the tests that need tmux, pasta, slirp4netns, curl (not installed: sudo apt-get install -y curl passt slirp4netns tmux), and the jail tests' second run as an unprivileged user (it needs root to create that user); as root, make test installs what it needs and runs every test.\n"
 	if out, code := sh("report"); code != 0 || out != want {
 		t.Errorf(".ci/deps report as a user: exit %d\n got %q\nwant %q", code, out, want)
 	}
