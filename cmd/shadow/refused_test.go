@@ -43,6 +43,9 @@ func TestRefusedRunsCreateNothing(t *testing.T) {
 		{"state inside", func(c *cli) []string { return []string{"XDG_STATE_HOME=" + filepath.Join(p, "state")} }, []string{"run", "--", "true"}, 125},
 		{"blocking preflight", func(*cli) []string { return []string{"AWS_SECRET_ACCESS_KEY=abc123abc123"} },
 			[]string{"run", "--trust", "untrusted", "--env", "AWS_SECRET_ACCESS_KEY", "--", "true"}, 3},
+		// A command with a preset: its state directory is made for the audit, then taken away.
+		{"blocking preflight, agent preset", func(*cli) []string { return []string{"AWS_SECRET_ACCESS_KEY=abc123abc123"} },
+			[]string{"run", "--trust", "untrusted", "--env", "AWS_SECRET_ACCESS_KEY", "--", "aider"}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCLI(t)
@@ -53,7 +56,7 @@ func TestRefusedRunsCreateNothing(t *testing.T) {
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d:\n%s", code, tc.code, errs)
 			}
-			for _, d := range []string{"sessions", "locks"} {
+			for _, d := range []string{"sessions", "locks", "agents"} {
 				if got := stateEntries(t, filepath.Join(c.state, "shadow", d)); len(got) > 0 {
 					t.Errorf("the refused run left %s behind: %v\n%s", d, got, errs)
 				}

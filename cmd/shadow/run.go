@@ -76,11 +76,15 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 	if err != nil {
 		return err
 	}
+	made := setup.newPresetState(argv)
 	if argv, err = setup.applyPreset(argv); err != nil {
 		return usageError{msg: err.Error()}
 	}
 	if setup.trust != "" {
 		if err := preflightGate(cmd.Context(), setup, cmd.ErrOrStderr()); err != nil {
+			// The preset's state was made for the audit of what the agent would get; a refused
+			// run leaves none behind.
+			made.remove()
 			return err
 		}
 	}

@@ -184,6 +184,41 @@ func (s *runSetup) applyPreset(argv []string) ([]string, error) {
 	return out, nil
 }
 
+// madeDirs are directories a step of a run is about to make, which remove takes away again: the
+// new one and the parents it will create, up to a directory that already exists.
+type madeDirs []string
+
+// newPresetState lists the preset state directory (and its new parents below the state root)
+// that applyPreset is about to create for argv; none when it exists already or no preset applies.
+func (s *runSetup) newPresetState(argv []string) madeDirs {
+	if len(argv) == 0 {
+		return nil
+	}
+	pr, err := preset.Select(s.preset, argv[0])
+	if err != nil || pr == nil {
+		return nil
+	}
+	var made madeDirs
+	for d := pr.StateDir(s.root, s.project); d != s.root && strings.HasPrefix(d, s.root+"/"); d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		made = append(made, d)
+	}
+	return made
+}
+
+// remove takes the directories away, deepest first: the first whole, the parents only if empty.
+func (m madeDirs) remove() {
+	for i, d := range m {
+		if i == 0 {
+			_ = os.RemoveAll(d)
+			continue
+		}
+		_ = os.Remove(d)
+	}
+}
+
 // insidePolicy is the policy of the in-jail audit: the run's, plus the names of the variables
 // the preset passes on purpose.
 func (s *runSetup) insidePolicy() sandbox.Policy {
