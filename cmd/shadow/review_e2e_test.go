@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,8 +39,58 @@ func newTmux(t *testing.T, dir string, env []string, argv ...string) *tmuxScreen
 	if err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
-	t.Cleanup(func() { exec.Command("tmux", "-L", s.socket, "kill-server").Run() })
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(must(exec.Command("tmux", "-L", s.socket, "display", "-p", "#{pane_pid}").Output()))))
+	t.Cleanup(func() {
+		exec.Command("tmux", "-L", s.socket, "kill-server").Run()
+		// What ran in the pane may still be writing into the test's directories (an agent
+		// saving its state as it goes): they are removed only once it has ended.
+		endSession(pid, 10*time.Second)
+	})
 	return s
+}
+
+func must(b []byte, _ error) []byte { return b }
+
+// endSession waits until no process of session sid (a tmux pane's, whose first process leads it)
+// is left, for at most d, then kills what is.
+func endSession(sid int, d time.Duration) {
+	if sid <= 0 {
+		return
+	}
+	for deadline := time.Now().Add(d); ; time.Sleep(50 * time.Millisecond) {
+		left := sessionProcesses(sid)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, p := range left {
+				syscall.Kill(p, syscall.SIGKILL)
+			}
+			return
+		}
+	}
+}
+
+// sessionProcesses lists the processes whose session is sid (field 6 of /proc/PID/stat).
+func sessionProcesses(sid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		st := string(b)
+		f := strings.Fields(st[strings.LastIndexByte(st, ')')+1:])
+		if len(f) > 3 && f[3] == strconv.Itoa(sid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
