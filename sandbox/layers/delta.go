@@ -150,6 +150,9 @@ func (d *delta) visit(p string) error {
 		(!old.racy || sameAsCopy(d.upper, d.prev, p)) {
 		return nil
 	}
+	if e.isWhiteout() {
+		return d.whiteout(p)
+	}
 	if err := d.ensureParent(p); err != nil {
 		return err
 	}
@@ -167,12 +170,7 @@ func (d *delta) visit(p string) error {
 	if err := unix.Fstatat(src, sname, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
 	}
-	if e.isWhiteout() {
-		err = unix.Mknodat(dir, name, unix.S_IFCHR, 0)
-	} else {
-		err = copyEntry(src, dir, name, &st)
-	}
-	if err != nil {
+	if err := copyEntry(src, dir, name, &st); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
 	}
 	d.changed = append(d.changed, p)
@@ -202,6 +200,11 @@ func (d *delta) vanished(p string) error {
 	if d.under(p) {
 		return nil
 	}
+	return d.whiteout(p)
+}
+
+// whiteout puts a whiteout at p in the delta: p is deleted in this step.
+func (d *delta) whiteout(p string) error {
 	if err := d.ensureParent(p); err != nil {
 		return err
 	}
