@@ -139,6 +139,21 @@ func TestMerge3Property(t *testing.T) {
 				}
 			}
 		}
+		// writeBlock writes block k of the base as op leaves it, the edit marked as who's.
+		writeBlock := func(b *strings.Builder, k, op int, who string) {
+			b.WriteString(base[3*k])
+			mid := base[3*k+1]
+			switch op {
+			case 0:
+				b.WriteString(mid)
+			case 1:
+				b.WriteString(fmt.Sprintf("%s%d.%d\n", who, trial, k))
+			case 3:
+				b.WriteString(fmt.Sprintf("%s-ins%d.%d\n", who, trial, k))
+				b.WriteString(mid)
+			}
+			b.WriteString(base[3*k+2])
+		}
 		build := func(who string, ops []int, only func(k int) bool) []byte {
 			var b strings.Builder
 			for k := range nb {
@@ -146,18 +161,7 @@ func TestMerge3Property(t *testing.T) {
 				if only(k) {
 					op = ops[k]
 				}
-				b.WriteString(base[3*k])
-				mid := base[3*k+1]
-				switch op {
-				case 0:
-					b.WriteString(mid)
-				case 1:
-					b.WriteString(fmt.Sprintf("%s%d.%d\n", who, trial, k))
-				case 3:
-					b.WriteString(fmt.Sprintf("%s-ins%d.%d\n", who, trial, k))
-					b.WriteString(mid)
-				}
-				b.WriteString(base[3*k+2])
+				writeBlock(&b, k, op, who)
 			}
 			return []byte(b.String())
 		}
@@ -174,18 +178,7 @@ func TestMerge3Property(t *testing.T) {
 				if agentOps[k] != 0 && (hostOps[k] == 0 || agentWins) {
 					op, who = agentOps[k], "a"
 				}
-				b.WriteString(base[3*k])
-				mid := base[3*k+1]
-				switch op {
-				case 0:
-					b.WriteString(mid)
-				case 1:
-					b.WriteString(fmt.Sprintf("%s%d.%d\n", who, trial, k))
-				case 3:
-					b.WriteString(fmt.Sprintf("%s-ins%d.%d\n", who, trial, k))
-					b.WriteString(mid)
-				}
-				b.WriteString(base[3*k+2])
+				writeBlock(&b, k, op, who)
 			}
 			return b.String()
 		}

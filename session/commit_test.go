@@ -36,20 +36,7 @@ func gitFixture(t *testing.T) *fixture {
 	gitT(t, project, "config", "user.email", "dev@example.com")
 	gitT(t, project, "add", "-A")
 	gitT(t, project, "commit", "-q", "-m", "base")
-	st, err := Open(filepath.Join(dir, "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lk, err := st.LockProject(project, LockOptions{Command: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lk.Release() })
-	s, err := lk.Create()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{t: t, store: st, project: project, lock: lk, s: s}
+	f := sessionOver(t, filepath.Join(dir, "state"), project)
 	f.stage(t, map[string]file{"a.txt": {Data: "a by the agent\n"}, "new.txt": {Data: "new\n"}})
 	f.whiteout(t, "gone.txt")
 	if err := f.s.BeginRun([]string{"aider", "--yes", "fix it"}); err != nil {

@@ -65,7 +65,14 @@ func newFixture(t testing.TB, files map[string]file) *fixture {
 		t.Fatal(err)
 	}
 	writeTree(t, project, files)
-	st, err := Open(filepath.Join(dir, "state"))
+	return sessionOver(t, filepath.Join(dir, "state"), project)
+}
+
+// sessionOver opens a store at state, takes project's writer lock (let go when t ends) and
+// creates a session: the fixture of an existing project.
+func sessionOver(t testing.TB, state, project string) *fixture {
+	t.Helper()
+	st, err := Open(state)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -304,20 +304,8 @@ func TestSparseHostFile(t *testing.T) {
 	if got := stored(t, host); got > 1<<20 {
 		t.Skipf("this filesystem stores the holes (%d bytes)", got)
 	}
-	st, err := Open(filepath.Join(dir, "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lk, err := st.LockProject(project, LockOptions{Command: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lk.Release() })
-	s, err := lk.Create()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{t: t, store: st, project: project, lock: lk, s: s}
+	f := sessionOver(t, filepath.Join(dir, "state"), project)
+	s := f.s
 	sparseFile(t, filepath.Join(s.UpperDir(), "disk.img"), size, data, 0o600)
 
 	within(t, 5*time.Second, "run end (pre-image of the host file)", func() error {

@@ -92,29 +92,7 @@ func waitEnd(t *testing.T, ch chan agentEnd) agentEnd {
 // running and holds the session's run, attaches again, talks to the shell
 // and sees its end.
 func TestAgentHostDetachAndAttach(t *testing.T) {
-	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
-		t.Skip("no user namespaces")
-	}
-	dir := t.TempDir()
-	project := filepath.Join(dir, "p")
-	if err := os.MkdirAll(project, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(project, "a.txt"), []byte("a\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	st, err := session.Open(filepath.Join(dir, "s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lk, err := st.LockProject(project, session.LockOptions{Command: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := lk.Create()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, lk, s, project := checkpointSession(t)
 	argv := []string{"/bin/sh", "-c", "echo ready; read x; echo got $x; echo staged > b.txt"}
 	j := &Jail{Lock: lk, Session: s, Store: st, Policy: sandbox.Policy{Project: project, NoCache: true}}
 	defer j.Release()

@@ -174,6 +174,8 @@ func checkCheckpoints(t *testing.T, got []sandbox.Checkpoint, s *session.Session
 	}
 }
 
+// checkpointSession is a session of a one-file project (a.txt), made for a jail test: it skips
+// where there are no user namespaces.
 func checkpointSession(t *testing.T) (*session.Store, *session.ProjectLock, *session.Session, string) {
 	t.Helper()
 	if _, err := os.Stat("/proc/self/ns/user"); err != nil {

@@ -161,15 +161,11 @@ func (d *delta) visit(p string) error {
 		return err
 	}
 	defer unix.Close(dir)
-	src, sname, err := openParentIn(d.upper, p)
+	src, _, st, err := statIn(d.upper, p)
 	if err != nil {
-		return err
-	}
-	defer unix.Close(src)
-	var st unix.Stat_t
-	if err := unix.Fstatat(src, sname, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
 	}
+	defer unix.Close(src)
 	if err := copyEntry(src, dir, name, &st); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
 	}
@@ -256,15 +252,11 @@ func (d *delta) ensureDir(p string) error {
 	if err := unix.Mkdirat(dir, name, 0o700); err != nil && err != unix.EEXIST {
 		return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
 	}
-	src, sname, err := openParentIn(d.upper, p)
+	src, _, st, err := statIn(d.upper, p)
 	if err != nil {
-		return err
-	}
-	defer unix.Close(src)
-	var st unix.Stat_t
-	if err := unix.Fstatat(src, sname, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
 	}
+	defer unix.Close(src)
 	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -302,10 +294,24 @@ func openParentIn(root int, p string) (int, string, error) {
 	return fd, name, nil
 }
 
+// statIn opens the directory holding p below root (see openParentIn) and
+// stats p there, without following a symlink at its end. The caller closes
+// the directory.
+func statIn(root int, p string) (dir int, name string, st unix.Stat_t, err error) {
+	if dir, name, err = openParentIn(root, p); err != nil {
+		return -1, "", st, err
+	}
+	if err = unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		unix.Close(dir)
+		return -1, "", st, err
+	}
+	return dir, name, st, nil
+}
+
 // copyTree copies directory p of src (an opaque one: it replaces what is
 // below) whole into dst, marked opaque.
 func copyTree(src, dst int, p string) error {
-	sdir, name, err := openParentIn(src, p)
+	sdir, name, st, err := statIn(src, p)
 	if err != nil {
 		return err
 	}
@@ -315,10 +321,6 @@ func copyTree(src, dst int, p string) error {
 		return err
 	}
 	defer unix.Close(ddir)
-	var st unix.Stat_t
-	if err := unix.Fstatat(sdir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return err
-	}
 	if err := RemoveAt(ddir, dname); err != nil {
 		return err
 	}
@@ -428,19 +430,17 @@ func sameAsCopy(upper, prev int, p string) bool {
 	if prev < 0 {
 		return false
 	}
-	a, an, err := openParentIn(upper, p)
+	a, an, sa, err := statIn(upper, p)
 	if err != nil {
 		return false
 	}
 	defer unix.Close(a)
-	b, bn, err := openParentIn(prev, p)
+	b, bn, sb, err := statIn(prev, p)
 	if err != nil {
 		return false
 	}
 	defer unix.Close(b)
-	var sa, sb unix.Stat_t
-	if unix.Fstatat(a, an, &sa, unix.AT_SYMLINK_NOFOLLOW) != nil || unix.Fstatat(b, bn, &sb, unix.AT_SYMLINK_NOFOLLOW) != nil ||
-		sa.Mode != sb.Mode || sa.Size != sb.Size || sa.Size > 64<<20 {
+	if sa.Mode != sb.Mode || sa.Size != sb.Size || sa.Size > 64<<20 {
 		return false
 	}
 	switch sa.Mode & unix.S_IFMT {
