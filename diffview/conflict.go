@@ -62,7 +62,7 @@ func (fv *fileView) conflictNotes() []string {
 
 // wrapSummary wraps a note to whyWidth, the first row led by lead.
 func wrapSummary(s, lead string) []string {
-	lines := strings.Split(ansi.Wordwrap(Escape(s), whyWidth-len(lead), ""), "\n")
+	lines := strings.Split(ansi.Wordwrap(EscapeLine(s), whyWidth-len(lead), ""), "\n")
 	for i := range lines {
 		if i == 0 {
 			lines[i] = lead + lines[i]
@@ -121,9 +121,9 @@ func (fv *fileView) baseRows(hi int) []row {
 func (c *renderCtx) baseRow(r row) string {
 	st := c.m.styles
 	if r.line < 0 {
-		return "  " + st.BadgeAlert.Render(fit(Escape(r.note), c.width-2))
+		return "  " + st.BadgeAlert.Render(fit(EscapeLine(r.note), c.width-2))
 	}
-	return "  " + st.Note.Render(fit(Escape(r.note), c.width-2))
+	return "  " + st.Note.Render(fit(EscapeLine(r.note), c.width-2))
 }
 
 // conflictState is the decision shown in a conflict hunk's header: which side it takes, or the

@@ -175,7 +175,7 @@ func (m *Model) planDialog() dialog {
 	if len(p.LeftOut) > 0 {
 		items := make([]string, len(p.LeftOut))
 		for i, f := range p.LeftOut {
-			items[i] = "  " + st.BadgeAlert.Render(Escape(f.Path)) + "  " + Escape(f.Reason)
+			items[i] = "  " + st.BadgeAlert.Render(Escape(f.Path)) + "  " + EscapeLine(f.Reason)
 		}
 		d.blocks = append(d.blocks, dialogBlock{head: fmt.Sprintf("Left out (%d):", len(p.LeftOut)), items: items})
 	}
@@ -202,7 +202,7 @@ func (m *Model) resultDialog() dialog {
 		return d
 	}
 	if o.ApplyID != "" {
-		d.blocks = append(d.blocks, dialogBlock{text: "apply id: " + Escape(o.ApplyID)})
+		d.blocks = append(d.blocks, dialogBlock{text: "apply id: " + EscapeLine(o.ApplyID)})
 	}
 	written := make([]string, len(o.Written))
 	for i, p := range o.Written {
@@ -217,7 +217,7 @@ func (m *Model) resultDialog() dialog {
 		d.blocks = append(d.blocks, dialogBlock{head: fmt.Sprintf("Left out (%d):", len(o.LeftOut)), items: left})
 	}
 	if o.Message != "" {
-		d.blocks = append(d.blocks, dialogBlock{text: Escape(o.Message)})
+		d.blocks = append(d.blocks, dialogBlock{text: EscapeLine(o.Message)})
 	}
 	return d
 }

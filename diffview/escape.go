@@ -31,6 +31,12 @@ func EscapePieces(s string) []Piece {
 // escapeFrom is EscapePieces for text that starts at column col of its
 // line (so tabs line up); it also returns the column after it.
 func escapeFrom(s string, col int) ([]Piece, int) {
+	return escapeText(s, col, false)
+}
+
+// escapeText is escapeFrom that, with backslash, also spells a backslash
+// `\\`, for text whose escapes are not set apart by colour.
+func escapeText(s string, col int, backslash bool) ([]Piece, int) {
 	var out []Piece
 	var plain strings.Builder
 	flush := func() {
@@ -57,6 +63,8 @@ func escapeFrom(s string, col int) ([]Piece, int) {
 			n := TabWidth - col%TabWidth
 			plain.WriteString(strings.Repeat(" ", n))
 			col += n
+		case r == '\\' && backslash:
+			esc(`\\`)
 		case r == '\n':
 			esc(`\n`)
 		case r == '\r':
@@ -92,22 +100,42 @@ func invisible(r rune) bool {
 }
 
 // Escape returns s with every byte that is not safe and visible on a
-// terminal spelled out (see EscapePieces).
+// terminal spelled out (see EscapePieces), and a backslash spelled `\\`:
+// names and messages are shown without colour, where a file named with a
+// literal `\x1b` must not read like one holding an ESC. Escape is for names,
+// and targets; a diff's lines and messages go through EscapeLine.
 func Escape(s string) string {
-	if safe(s) {
+	if safe(s, true) {
 		return s
 	}
+	pieces, _ := escapeText(s, 0, true)
+	return join(pieces)
+}
+
+// EscapeLine is Escape for a line of a file's content or of a patch (whose
+// headers quote names the way git does), and for a message, where a
+// backslash is common and kept as it is. It leaves Escape's output as it is,
+// so a message may hold names escaped with Escape.
+func EscapeLine(s string) string {
+	if safe(s, false) {
+		return s
+	}
+	return join(EscapePieces(s))
+}
+
+func join(pieces []Piece) string {
 	var b strings.Builder
-	for _, p := range EscapePieces(s) {
+	for _, p := range pieces {
 		b.WriteString(p.Text)
 	}
 	return b.String()
 }
 
-// safe reports whether s is printable ASCII, the common case.
-func safe(s string) bool {
+// safe reports whether s is printable ASCII (without a backslash, if
+// backslash), the common case.
+func safe(s string, backslash bool) bool {
 	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] >= 0x7f {
+		if s[i] < 0x20 || s[i] >= 0x7f || (backslash && s[i] == '\\') {
 			return false
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
 )
 
 func TestEscape(t *testing.T) {
@@ -135,4 +137,52 @@ func FuzzContainsFold(f *testing.F) {
 			t.Fatalf("containsFold(%q, %q) = %v, want %v", hay, n, got, want)
 		}
 	})
+}
+
+// TestEscapeBackslashName shows a file named with a literal `\x1b[31mred`
+// and one whose name holds a real ESC side by side: the tree, the title and
+// the apply dialog must tell them apart.
+func TestEscapeBackslashName(t *testing.T) {
+	literal, real := `\x1b[31mred`, "\x1b[31mred"
+	if Escape(literal) == Escape(real) {
+		t.Fatalf("Escape shows %q and %q alike: %q", literal, real, Escape(real))
+	}
+	for _, tt := range []struct{ in, want string }{
+		{literal, `\\x1b[31mred`},
+		{real, `\x1b[31mred`},
+		{`\e[31mred`, `\\e[31mred`},
+		{`a\`, `a\\`},
+	} {
+		if got := Escape(tt.in); got != tt.want {
+			t.Errorf("Escape(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	if got := EscapeLine(`printf("\n")`); got != `printf("\n")` {
+		t.Errorf("EscapeLine changes a line's backslash: %q", got)
+	}
+	src := &memSource{
+		base:      map[string]string{},
+		staged:    map[string]string{literal: "a\n", real: "b\n"},
+		meta:      map[string]File{literal: {Status: StatusAdded, NewMode: ModeFile}, real: {Status: StatusAdded, NewMode: ModeFile}},
+		decisions: map[string]map[string]Decision{},
+		project:   map[string]string{},
+	}
+	m := open(t, src, 100, 20)
+	for _, name := range []string{literal, real} {
+		m = selectPath(t, m, name)
+		v := m.View()
+		checkScreen(t, v, 100, 20)
+		plain := ansi.Strip(v)
+		if !strings.Contains(plain, `\\x1b[31mred`) || !strings.Contains(strings.ReplaceAll(plain, `\\x1b[31mred`, ""), `\x1b[31mred`) {
+			t.Errorf("with %q selected, the tree does not show both names apart:\n%s", name, plain)
+		}
+		if title := strings.SplitN(strings.SplitN(plain, "\n", 2)[0], "│", 2)[1]; !strings.HasPrefix(title, Escape(name)+" ") {
+			t.Errorf("with %q selected, the title reads %q", name, title)
+		}
+	}
+	m = press(t, m, "ctrl+a", "w")
+	plain := ansi.Strip(m.View())
+	if !strings.Contains(plain, `\\x1b[31mred`) || !strings.Contains(strings.ReplaceAll(plain, `\\x1b[31mred`, ""), `\x1b[31mred`) {
+		t.Errorf("the apply dialog does not show both names apart:\n%s", plain)
+	}
 }

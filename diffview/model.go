@@ -292,10 +292,10 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 
 // setError shows an error in the status line.
 // Messages carry paths and errors from the change set, so they are escaped.
-func (m *Model) setError(s string) { m.status, m.statusErr = Escape(s), true }
+func (m *Model) setError(s string) { m.status, m.statusErr = EscapeLine(s), true }
 
 // setStatus shows a message in the status line.
-func (m *Model) setStatus(s string) { m.status, m.statusErr = Escape(s), false }
+func (m *Model) setStatus(s string) { m.status, m.statusErr = EscapeLine(s), false }
 
 // key handles a key press according to the mode.
 func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {

@@ -33,7 +33,7 @@ func (m *Model) setReadOnly(why string) {
 		why = defaultReadOnly
 	}
 	old := m.readOnlyWhy
-	m.readOnly, m.readOnlyWhy = why != "", Escape(why)
+	m.readOnly, m.readOnlyWhy = why != "", EscapeLine(why)
 	// The reason shows until a key or a message takes the status line.
 	switch {
 	case m.statusErr:

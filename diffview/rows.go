@@ -122,14 +122,14 @@ func (fv *fileView) notes() []string {
 	if f.TooLarge {
 		n = append(n, noteRows(fmt.Sprintf("too large to show here (%s): accept or reject it as a whole", f.sizes()))...)
 		if f.ShowCommand != "" {
-			n = append(n, noteRows("see its diff with: "+Escape(f.ShowCommand))...)
+			n = append(n, noteRows("see its diff with: "+EscapeLine(f.ShowCommand))...)
 		}
 	}
 	if f.Special != "" {
 		n = append(n, fmt.Sprintf("special file (%s): listed, never applied", f.Special))
 	}
 	if f.Note != "" {
-		n = append(n, Escape(f.Note))
+		n = append(n, EscapeLine(f.Note))
 	}
 	if f.Protected && f.ProtectedWhy != "" {
 		n = append(n, "PROTECTED path: not applied without --allow-protected")

@@ -102,10 +102,10 @@ func (m Model) applied(msg appliedMsg) (Model, tea.Cmd) {
 		s += fmt.Sprintf(", %d left out", len(out.LeftOut))
 	}
 	if out.ApplyID != "" {
-		s += " (" + Escape(out.ApplyID) + ")"
+		s += " (" + EscapeLine(out.ApplyID) + ")"
 	}
 	if out.Message != "" {
-		s += ": " + Escape(out.Message)
+		s += ": " + EscapeLine(out.Message)
 	}
 	if !msg.rollback {
 		s += " — b rolls back"

@@ -38,13 +38,13 @@ func (m *Model) find(dir int, skipCurrent bool) {
 				m.focus = diffPane
 				m.clampAll()
 				m.revealMatch(f, rows[i], needle)
-				m.setStatus("/" + Escape(m.search))
+				m.setStatus("/" + EscapeLine(m.search))
 				return
 			}
 		}
 		fi = (fi + dir + len(m.files)) % len(m.files)
 	}
-	m.setError("not found: " + Escape(m.search))
+	m.setError("not found: " + EscapeLine(m.search))
 }
 
 // containsFold reports whether hay contains needle (already lower-case),

@@ -69,7 +69,7 @@ func WriteStat(w io.Writer, entries []StatEntry, width int) error {
 		}
 		note := ""
 		if e.Note != "" {
-			note = " (" + Escape(e.Note) + ")"
+			note = " (" + EscapeLine(e.Note) + ")"
 		}
 		if e.Binary {
 			fmt.Fprintf(bw, " %-*s | %*s %d -> %d bytes%s\n", nameW, name, countW, "Bin", e.OldSize, e.NewSize, note)
@@ -108,7 +108,7 @@ func ColorPatch(w io.Writer, patch []byte, s Styles) error {
 		} else {
 			patch = nil
 		}
-		text := Escape(string(line))
+		text := EscapeLine(string(line))
 		switch {
 		case bytes.HasPrefix(line, []byte("diff --git ")), bytes.HasPrefix(line, []byte("index ")),
 			bytes.HasPrefix(line, []byte("--- ")), bytes.HasPrefix(line, []byte("+++ ")),

@@ -263,7 +263,7 @@ func (m *Model) viewStatus() string {
 	var left string
 	switch {
 	case m.mode == modeSearch:
-		left = "/" + Escape(m.searchInput) + "█"
+		left = "/" + EscapeLine(m.searchInput) + "█"
 	case m.status != "":
 		if m.statusErr {
 			left = st.Error.Render(m.status)
@@ -307,7 +307,7 @@ func (c *renderCtx) row(r row, cursor bool) string {
 	st := c.m.styles
 	switch r.kind {
 	case rowNote:
-		return "  " + st.Note.Render(fit(Escape(r.note), c.width-2))
+		return "  " + st.Note.Render(fit(EscapeLine(r.note), c.width-2))
 	case rowHunk:
 		return c.hunkHeader(r, cursor)
 	case rowBase:
