@@ -53,6 +53,14 @@ changes hunk by hunk so you accept, reject, apply and roll back (review).`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{msg: flagErrorLine(err) + " (see `" + c.CommandPath() + " --help`)"}
 	})
+	// The commands that change the project or the session's state finish their work when the
+	// output they print to is closed under them.
+	root.PersistentPreRun = func(c *cobra.Command, _ []string) {
+		switch c.Name() {
+		case "apply", "revert", "discard", "export", "trust-config":
+			outliveClosedOutput()
+		}
+	}
 	root.AddCommand(
 		newDoctorCmd(),
 		newVerifyCmd(),

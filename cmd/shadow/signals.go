@@ -67,6 +67,15 @@ func (in *interrupts) stop() {
 	in.cancel()
 }
 
+// outliveClosedOutput turns a write to a closed pipe (`shadow apply --yes | head -0`) into an
+// error that the write returns, where by default SIGPIPE would kill shadow between two steps of
+// work that must not be cut short: the apply and its commit are finished, only the lines are
+// lost. A caught signal is back at its default in every program shadow starts, so git and the
+// jail see SIGPIPE as usual.
+func outliveClosedOutput() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+}
+
 // signalName is a signal as a user knows it: "SIGINT (Ctrl+C)", "SIGTERM".
 func signalName(sig syscall.Signal) string {
 	name := unix.SignalName(sig)
