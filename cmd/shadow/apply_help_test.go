@@ -27,3 +27,22 @@ func TestApplyHelpListsProtectedPaths(t *testing.T) {
 		t.Errorf("apply --help does not mention git-shaped directories:\n%s", out)
 	}
 }
+
+// --max-upper-bytes' help says what the jail does at the limit: the run's
+// layer is a tmpfs of that size, so writes past it fail and the run goes
+// on (sandbox.Policy.MaxUpperBytes), for run and tui alike.
+func TestMaxUpperBytesHelpSaysWritesFail(t *testing.T) {
+	c := newCLI(t)
+	for _, cmd := range []string{"run", "tui"} {
+		out := c.must(t.TempDir(), cmd, "--help")
+		var line string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "--max-upper-bytes") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, "ENOSPC") || !strings.Contains(line, "kernel") || strings.Contains(line, "stop the run") {
+			t.Errorf("%s --help says of --max-upper-bytes: %q", cmd, strings.TrimSpace(line))
+		}
+	}
+}

@@ -58,7 +58,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.preset, "preset", "", "agent preset (default: chosen from the command's name)")
 	fl.StringVar(&f.trust, "trust", "", "run the preflight audit under this profile first (repo, dependency, untrusted) and refuse to start when it blocks")
 	fl.BoolVar(&f.gitWritable, "git-writable", false, "stage writes to .git like the rest instead of making it read-only")
-	fl.StringVar(&f.maxUpperBytes, "max-upper-bytes", "", "stop the run when the staged changes grow past this size (e.g. 2G)")
+	fl.StringVar(&f.maxUpperBytes, "max-upper-bytes", "", "size of the run's layer (e.g. 2G; default: half of the memory): the kernel enforces it, writes past it fail with ENOSPC and the run goes on")
 	fl.BoolVar(&f.explain, "explain", false, "print exactly what the preset grants (variables, domains, state directories) and exit")
 }
 
