@@ -161,7 +161,14 @@ func (m *Model) planDialog() dialog {
 	p := m.plan
 	d := dialog{title: "Apply to the project?", prompt: m.confirmPrompt("apply")}
 	if len(p.Write) == 0 {
-		d.blocks = append(d.blocks, dialogBlock{text: "Nothing to write: no accepted hunk in a file that can be applied."})
+		// Nothing to confirm: the dialog says why and offers no apply.
+		d.title, d.prompt = "Nothing to apply", fmt.Sprintf("%s back", m.keys.Cancel.Help().Key)
+		text := fmt.Sprintf("Nothing is accepted: accept a hunk (%s), a file (%s) or everything undecided (%s) first.",
+			m.keys.Accept.Help().Key, m.keys.AcceptFile.Help().Key, m.keys.AcceptAll.Help().Key)
+		if len(p.LeftOut) > 0 {
+			text = "Nothing can be written: every accepted hunk is in a file left out below."
+		}
+		d.blocks = append(d.blocks, dialogBlock{text: text})
 	} else {
 		items := make([]string, len(p.Write))
 		for i, f := range p.Write {

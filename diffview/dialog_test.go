@@ -121,3 +121,37 @@ func TestDialogLayout(t *testing.T) {
 		}
 	}
 }
+
+// With nothing accepted, or only hunks in files apply leaves out, the apply
+// confirmation says so and offers no apply: y applies nothing.
+func TestApplyConfirmWithNothingAccepted(t *testing.T) {
+	for _, c := range []struct {
+		name, says string
+		keys       []string
+	}{
+		{"nothing-accepted", "Nothing is accepted: accept a hunk (a)", []string{"w"}},
+		{"only-left-out", "Nothing can be written: every accepted hunk", []string{"A", "w"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := fixture()
+			m := open(t, src, 80, 24)
+			if c.name == "only-left-out" {
+				m = selectPath(t, m, ".github/ci.yml")
+			}
+			m = press(t, m, c.keys...)
+			v := m.View()
+			checkScreen(t, v, 80, 24)
+			plain := ansi.Strip(v)
+			if !strings.Contains(plain, c.says) || strings.Contains(plain, "y apply") || !strings.Contains(plain, "n/esc back") {
+				t.Errorf("the confirmation with nothing to write offers an apply or does not say why:\n%s", plain)
+			}
+			m = press(t, m, "y")
+			if len(src.undo) != 0 {
+				t.Errorf("y applied with nothing accepted")
+			}
+			if got := ansi.Strip(m.View()); !strings.Contains(got, "nothing applied: nothing is accepted") {
+				t.Errorf("y does not say nothing was applied:\n%s", got)
+			}
+		})
+	}
+}

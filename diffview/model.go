@@ -344,6 +344,9 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		return m, nil
 	case modeConfirmApply, modeConfirmRollback:
 		switch {
+		case key.Matches(msg, k.Confirm) && m.mode == modeConfirmApply && len(m.plan.Write) == 0:
+			m.mode = modeNormal
+			m.setStatus("nothing applied: nothing is accepted")
 		case key.Matches(msg, k.Confirm):
 			rollback := m.mode == modeConfirmRollback
 			m.mode = modeNormal
