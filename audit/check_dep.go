@@ -480,14 +480,16 @@ func checkDEP003(s *scan) outcome {
 	for _, p := range d.pkgs {
 		name := p.pj.Name
 		var hooks []string
-		for _, h := range installScripts {
+		for _, h := range hookNames(p.installed) {
 			if _, ok := p.pj.Scripts[h]; ok {
 				hooks = append(hooks, h)
 			}
 		}
-		if !p.installed {
-			if _, ok := p.pj.Scripts["prepare"]; ok {
-				hooks = append(hooks, "prepare")
+		if p.pnpmfile != "" {
+			if scriptsOff != "" {
+				info = append(info, at(p.pnpmfile, 0, "pnpm loads %s on every install (%s does not stop it)", path.Base(p.pnpmfile), scriptsOff))
+			} else {
+				bad = append(bad, at(p.pnpmfile, 0, "pnpm loads %s as code on every install", path.Base(p.pnpmfile)))
 			}
 		}
 		implicitGyp := p.gyp && len(hooks) == 0 && p.installed
@@ -506,11 +508,12 @@ func checkDEP003(s *scan) outcome {
 			bad = append(bad, at(p.rel, 0, "%s has binding.gyp: node-gyp rebuild runs at install", name))
 		default:
 			for _, h := range hooks {
-				who := "dependency " + name
+				who := "dependency " + name + " runs " + h
 				if !p.installed {
-					who = "project package"
+					hook, _ := hookOf(h)
+					who = "project package runs " + h + " (" + hook.when + ")"
 				}
-				bad = append(bad, at(p.rel, p.pj.ScriptLines[h], "%s runs %s: %s", who, h, oneLine(truncate(p.pj.Scripts[h], 120))))
+				bad = append(bad, at(p.rel, p.pj.ScriptLines[h], "%s: %s", who, oneLine(truncate(p.pj.Scripts[h], 120))))
 			}
 		}
 	}
@@ -587,7 +590,9 @@ type codeUnit struct {
 func (s *scan) installCode(allRootScripts bool) (units []codeUnit, unchecked []string) {
 	d := s.deps()
 	for _, h := range d.hooks {
-		units = append(units, codeUnit{file: h.pkgRel, line: h.line, what: h.script + " script", text: h.command, hook: true})
+		if h.command != "" {
+			units = append(units, codeUnit{file: h.pkgRel, line: h.line, what: h.script + " script", text: h.command, hook: true})
+		}
 		switch {
 		case h.tooLarge:
 			unchecked = append(unchecked, h.file+" (run by "+h.script+") is too large to scan")
@@ -603,8 +608,8 @@ func (s *scan) installCode(allRootScripts bool) (units []codeUnit, unchecked []s
 				continue
 			}
 			for _, name := range sortedKeys(p.pj.Scripts) {
-				if name == "preinstall" || name == "install" || name == "postinstall" || name == "prepare" {
-					continue
+				if _, ok := hookOf(name); ok {
+					continue // scanned above, as a hook
 				}
 				units = append(units, codeUnit{file: p.rel, line: p.pj.ScriptLines[name], what: name + " script", text: p.pj.Scripts[name]})
 			}

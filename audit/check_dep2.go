@@ -247,7 +247,8 @@ func checkDEP011(s *scan) outcome {
 			case e.Key == "ignore-scripts" && strings.EqualFold(e.Value, "false"):
 				bad = append(bad, at(n.rel, e.Line, "ignore-scripts=false forces install scripts on"))
 			case e.Key == "script-shell", e.Key == "node-options", e.Key == "onload-script", e.Key == "git",
-				e.Key == "userconfig", e.Key == "globalconfig", e.Key == "prefix", e.Key == "init-module", e.Key == "shell":
+				e.Key == "userconfig", e.Key == "globalconfig", e.Key == "prefix", e.Key == "init-module", e.Key == "shell",
+				e.Key == "pnpmfile", e.Key == "global-pnpmfile":
 				bad = append(bad, at(n.rel, e.Line, "%s is overridden (%s)", e.Key, truncate(e.Value, 60)))
 			case e.Key == "registry" && !manifest.IsDefaultRegistry(strings.TrimSuffix(e.Value, "/")+"/"):
 				bad = append(bad, at(n.rel, e.Line, "registry is %s, not the public registry", hostOrValue(e.Value)))
@@ -270,6 +271,9 @@ func checkDEP011(s *scan) outcome {
 			bad = append(bad, at(y.rel, y.v.Lines["unsafeHttpWhitelist"], "unsafeHttpWhitelist allows plain http to %s", strings.Join(y.v.UnsafeHTTPWhitelist, ", ")))
 		}
 	}
+	for _, y := range d.yarnrcs1 {
+		bad = append(bad, yarnrcClassicOverrides(y.rel, y.v)...)
+	}
 	for _, p := range d.pkgs {
 		for _, name := range sortedKeys(p.pj.Bin) {
 			if shadowedBins[name] && !(p.installed && p.pj.Name == name) {
@@ -287,6 +291,36 @@ func checkDEP011(s *scan) outcome {
 		}
 	}
 	return depOutcome(bad, info, nil, "no npm configuration override and no bin shadowing a system command")
+}
+
+// yarnrcClassicOverrides lists what a yarn 1 .yarnrc changes that runs code or
+// moves where packages come from. A "--flag value" line (or "--command.flag")
+// is passed to every yarn command as that flag; a plain "key value" is a
+// setting: both are read the same way here.
+func yarnrcClassicOverrides(rel string, y *manifest.YarnrcClassic) []Evidence {
+	var bad []Evidence
+	for _, e := range y.Entries {
+		key := e.Key
+		if flag, ok := strings.CutPrefix(key, "--"); ok {
+			if _, after, dotted := strings.Cut(flag, "."); dotted && !strings.ContainsAny(flag, "/:") {
+				flag = after // --install.ignore-scripts
+			}
+			key = flag
+		}
+		switch {
+		case key == "yarn-path":
+			bad = append(bad, at(rel, e.Line, "yarn-path runs %s instead of yarn", truncate(e.Value, 60)))
+		case key == "ignore-scripts" && !strings.EqualFold(e.Value, "true"):
+			bad = append(bad, at(rel, e.Line, "%s %s forces install scripts on", e.Key, e.Value))
+		case key == "script-shell", key == "use-yarnrc", key == "global-folder", key == "prefix":
+			bad = append(bad, at(rel, e.Line, "%s is overridden (%s)", e.Key, truncate(e.Value, 60)))
+		case key == "registry" && !manifest.IsDefaultRegistry(strings.TrimSuffix(e.Value, "/")+"/"):
+			bad = append(bad, at(rel, e.Line, "%s is %s, not the public registry", e.Key, hostOrValue(e.Value)))
+		case key == "strict-ssl" && strings.EqualFold(e.Value, "false"):
+			bad = append(bad, at(rel, e.Line, "%s false accepts any certificate", e.Key))
+		}
+	}
+	return bad
 }
 
 func pkgLabel(p pkgFile) string {
@@ -449,6 +483,14 @@ func checkDEP015(s *scan) outcome {
 			if e.Scope != "" && e.Name == "registry" {
 				scopes[e.Scope] = hostOf(e.Value)
 				where[e.Scope] = at(n.rel, e.Line, "")
+			}
+		}
+	}
+	for _, y := range d.yarnrcs1 {
+		for _, e := range y.v.Entries {
+			if scope, ok := strings.CutSuffix(e.Key, ":registry"); ok && strings.HasPrefix(scope, "@") {
+				scopes[scope] = hostOf(e.Value)
+				where[scope] = at(y.rel, e.Line, "")
 			}
 		}
 	}

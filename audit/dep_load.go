@@ -32,6 +32,7 @@ type depState struct {
 	cargoCfgs  []cargoCfg
 	npmrcs     []lockFile[*manifest.Npmrc]
 	yarnrcs    []lockFile[*manifest.Yarnrc]
+	yarnrcs1   []lockFile[*manifest.YarnrcClassic] // yarn 1 .yarnrc
 
 	hooks  []hookCode
 	builds []buildScript
@@ -60,7 +61,8 @@ type pkgFile struct {
 	dir       string // the package directory, absolute
 	pj        *manifest.PackageJSON
 	installed bool
-	gyp       bool // has binding.gyp
+	gyp       bool   // has binding.gyp
+	pnpmfile  string // the .pnpmfile.cjs beside a project package.json, project-relative; "" when none
 }
 
 type lockFile[T any] struct {
@@ -97,7 +99,7 @@ type tokenHit struct {
 // that command runs when it is "node FILE" (or bun, sh, bash).
 type hookCode struct {
 	pkgRel   string // the package.json declaring the hook
-	script   string // preinstall, install, postinstall, prepare
+	script   string // an installHooks name, or the pnpmfile's name
 	line     int    // of the script in package.json
 	command  string
 	file     string           // hook target, project-relative; "" when none
@@ -152,7 +154,7 @@ func loadDeps(project string, env Env) *depState {
 				}
 				dir := filepath.Dir(f.Path)
 				_, gypErr := os.Lstat(filepath.Join(dir, "binding.gyp"))
-				d.pkgs = append(d.pkgs, pkgFile{rel: f.Rel, dir: dir, pj: pj, gyp: gypErr == nil})
+				d.pkgs = append(d.pkgs, pkgFile{rel: f.Rel, dir: dir, pj: pj, gyp: gypErr == nil, pnpmfile: findPnpmfile(dir, f.Rel)})
 			}
 		case manifest.KindPackageLock, manifest.KindShrinkwrap:
 			if b, ok := read(f); ok {
@@ -217,6 +219,14 @@ func loadDeps(project string, env Env) *depState {
 				d.problem(f.Rel, rc.err)
 			} else {
 				d.yarnrcs = append(d.yarnrcs, lockFile[*manifest.Yarnrc]{f.Rel, y})
+			}
+		case manifest.KindYarnrcClassic:
+			if b, ok := read(f); ok {
+				if y, err := manifest.ParseYarnrcClassic(f.Rel, b); err != nil {
+					d.problem(f.Rel, err)
+				} else {
+					d.yarnrcs1 = append(d.yarnrcs1, lockFile[*manifest.YarnrcClassic]{f.Rel, y})
+				}
 			}
 		}
 	}
@@ -406,18 +416,16 @@ func (d *depState) loadCargoConfigs(project string, env Env) {
 	}
 }
 
-// installScripts are the scripts an install runs for a dependency.
-var installScripts = []string{"preinstall", "install", "postinstall"}
-
-// loadHooks collects the code installs run: lifecycle scripts of installed
-// packages, and lifecycle scripts (with prepare) of the project's own packages.
+// loadHooks collects the code installs run: the install hooks of installed
+// packages, and every install hook and pnpmfile of the project's own packages.
 func (d *depState) loadHooks(project string) {
 	for _, p := range d.pkgs {
-		names := installScripts
-		if !p.installed {
-			names = append(append([]string(nil), installScripts...), "prepare")
+		if p.pnpmfile != "" {
+			h := hookCode{pkgRel: p.pnpmfile, script: path.Base(p.pnpmfile)}
+			h.readTarget(filepath.Join(p.dir, path.Base(p.pnpmfile)), p.pnpmfile)
+			d.hooks = append(d.hooks, h)
 		}
-		for _, name := range names {
+		for _, name := range hookNames(p.installed) {
 			cmd, ok := p.pj.Scripts[name]
 			if !ok {
 				continue
@@ -426,30 +434,46 @@ func (d *depState) loadHooks(project string) {
 			if target := hookTarget(cmd); target != "" {
 				full := filepath.Join(p.dir, filepath.FromSlash(target))
 				if rel, err := filepath.Rel(p.dir, full); err == nil && !strings.HasPrefix(rel, "..") {
-					h.file = path.Join(path.Dir(p.rel), filepath.ToSlash(rel))
-					h.data, h.err = readCapped(full, scanLimit)
-					if errors.Is(h.err, manifest.ErrTooLarge) {
-						h.tooLarge, h.err = true, nil
-					}
-					if errors.Is(h.err, os.ErrNotExist) {
-						// The script names a file that is not there: nothing to scan.
-						h.file, h.err = "", nil
-					}
-					if h.err == nil && h.data != nil && isJSFile(target) {
-						js, err := manifest.ScanJS(h.file, h.data)
-						switch {
-						case errors.Is(err, manifest.ErrTooLarge):
-							h.tooLarge = true
-						case err == nil:
-							h.js = js
-						}
-						// Another scan error leaves the raw-text checks to run on the file.
-					}
+					h.readTarget(full, path.Join(path.Dir(p.rel), filepath.ToSlash(rel)))
 				}
 			}
 			d.hooks = append(d.hooks, h)
 		}
 	}
+}
+
+// readTarget reads and scans the file a hook runs (full on disk, rel in the project).
+func (h *hookCode) readTarget(full, rel string) {
+	h.file = rel
+	h.data, h.err = readCapped(full, scanLimit)
+	if errors.Is(h.err, manifest.ErrTooLarge) {
+		h.tooLarge, h.err = true, nil
+	}
+	if errors.Is(h.err, os.ErrNotExist) {
+		// The script names a file that is not there: nothing to scan.
+		h.file, h.err = "", nil
+	}
+	if h.err == nil && h.data != nil && isJSFile(rel) {
+		js, err := manifest.ScanJS(h.file, h.data)
+		switch {
+		case errors.Is(err, manifest.ErrTooLarge):
+			h.tooLarge = true
+		case err == nil:
+			h.js = js
+		}
+		// Another scan error leaves the raw-text checks to run on the file.
+	}
+}
+
+// findPnpmfile returns the pnpmfile beside a package.json (dir on disk, pjRel
+// in the project), project-relative, or "".
+func findPnpmfile(dir, pjRel string) string {
+	for _, name := range pnpmfiles {
+		if fi, err := os.Lstat(filepath.Join(dir, name)); err == nil && fi.Mode().IsRegular() {
+			return path.Join(path.Dir(pjRel), name)
+		}
+	}
+	return ""
 }
 
 // hookTarget returns the file a script command runs with an interpreter

@@ -179,6 +179,7 @@ func FuzzJSScan(f *testing.F) {
 
 func FuzzYarnrcClassic(f *testing.F) {
 	f.Add([]byte("registry \"https://r/\"\n\"@a:registry\" x\n--k\n\"\n"))
+	f.Add([]byte("yarn-path \".yarn/releases/yarn-1.22.19.cjs\"\n--install.ignore-scripts false\n'single' 'v'\r\n# c\n\"esc\\\"aped\" \"\\u00e9\"\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		y, err := ParseYarnrcClassic("fuzz", data)
 		checkResult(t, y, err)

@@ -14,10 +14,6 @@ const (
 	SectionPeerDependencies     = "peerDependencies"
 )
 
-// LifecycleScripts are the scripts a package manager runs on its own when a
-// package is installed (prepare also runs for git dependencies and the root).
-var LifecycleScripts = []string{"preinstall", "install", "postinstall", "prepare"}
-
 // PackageJSON is the audit-relevant content of one package.json.
 type PackageJSON struct {
 	Name    string
