@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // State is where a session is in its life: open (accepting runs), applied, or discarded.
@@ -96,13 +98,42 @@ func (s *Session) SetProtected(patterns []string) {
 func DefaultRoot() (string, error) {
 	dir := os.Getenv("XDG_STATE_HOME")
 	if dir == "" || !filepath.IsAbs(dir) {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("find the state directory: %w", err)
+		home := os.Getenv("HOME")
+		if home == "" || !filepath.IsAbs(home) {
+			return "", errors.New("find the state directory: HOME is not set to an absolute path: set HOME, or XDG_STATE_HOME to a directory shadow may write (it keeps its sessions there)")
 		}
 		dir = filepath.Join(home, ".local", "state")
 	}
 	return filepath.Join(dir, "shadow"), nil
+}
+
+// CheckStateDir tells whether root (see DefaultRoot) can hold shadow's sessions, without making
+// anything: the directory, or its nearest existing parent, must be a directory this process may
+// write. The error names XDG_STATE_HOME, the variable that moves it.
+func CheckStateDir(root string) error {
+	dir := root
+	for {
+		fi, err := os.Stat(dir)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("state directory %s: %s is not a directory: set XDG_STATE_HOME to a directory shadow may write", root, dir)
+			}
+			break
+		}
+		parent := filepath.Dir(dir)
+		if !errors.Is(err, fs.ErrNotExist) || parent == dir {
+			return fmt.Errorf("state directory %s: %w: set XDG_STATE_HOME to a directory shadow may write", root, err)
+		}
+		dir = parent
+	}
+	if err := unix.Faccessat(unix.AT_FDCWD, dir, unix.W_OK|unix.X_OK, unix.AT_EACCESS); err != nil {
+		what := "cannot be written"
+		if dir != root {
+			what = "cannot be created"
+		}
+		return fmt.Errorf("state directory %s %s (%s: %v): set XDG_STATE_HOME to a directory shadow may write", root, what, dir, err)
+	}
+	return nil
 }
 
 // Open opens (creating if needed) the store rooted at root.
@@ -113,7 +144,7 @@ func Open(root string) (*Store, error) {
 	}
 	for _, d := range []string{abs, filepath.Join(abs, "sessions"), filepath.Join(abs, "locks")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("open session store: create %s: %w", d, err)
+			return nil, fmt.Errorf("open session store: create %s: %w (set XDG_STATE_HOME to a directory shadow may write)", d, err)
 		}
 	}
 	return &Store{Root: abs}, nil

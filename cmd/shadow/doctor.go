@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shadow-sandbox/shadow/sandbox/doctor"
+	"github.com/shadow-sandbox/shadow/session"
 )
 
 func newDoctorCmd() *cobra.Command {
@@ -23,7 +24,11 @@ with the exact remedy for this distribution. Exit status 0 when 'shadow run' wil
 			if err := recoverExisting("", cmd.ErrOrStderr()); err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "shadow: warning:", err)
 			}
-			rep := doctor.Run(cmd.Context())
+			state, err := session.DefaultRoot()
+			if err == nil {
+				err = session.CheckStateDir(state)
+			}
+			rep := doctor.RunWith(cmd.Context(), doctor.Options{StateDir: state, StateDirErr: err})
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")

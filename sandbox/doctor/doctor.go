@@ -80,6 +80,11 @@ type Options struct {
 	ExePath          string // path the AppArmor profile names; default os.Executable()
 	ProbeDir         string // where overlay and devpts probes make temporary directories; default os.TempDir()
 	AppArmorTemplate string // default AppArmorTemplate
+	// StateDir is where shadow keeps its sessions, and StateDirErr why it cannot (no HOME, a
+	// directory this user may not write): the caller finds both, doctor reports them. Neither
+	// set: the state directory is not checked.
+	StateDir    string
+	StateDirErr error
 }
 
 func (o Options) withDefaults() Options {
@@ -134,8 +139,22 @@ func RunWith(ctx context.Context, o Options) Report {
 	r.Checks = append(r.Checks, ptyCheck(ctx, o, usernsErr))
 	r.Checks = append(r.Checks, networkCheck(exec.LookPath, d))
 	r.Checks = append(r.Checks, tunCheck(tunProbe(ctx, o, usernsErr), sandbox.CheckTun(sandbox.TunDevice)))
+	if o.StateDir != "" || o.StateDirErr != nil {
+		r.Checks = append(r.Checks, stateDirCheck(o.StateDir, o.StateDirErr))
+	}
 	r.Checks = append(r.Checks, userCheck(os.Geteuid()))
 	return r
+}
+
+// stateDirCheck: every run records its session in the state directory, so one shadow may not
+// write makes run fail however good the kernel is.
+func stateDirCheck(dir string, err error) Check {
+	c := Check{Name: "state directory", Required: true, Status: StatusOK, Detail: dir}
+	if err != nil {
+		c.Status, c.Detail = StatusMissing, err.Error()
+		c.Remedy = "export XDG_STATE_HOME=/a/directory/you/can/write    # or set HOME"
+	}
+	return c
 }
 
 // userCheck recommends running shadow as a normal user: as root, the command
