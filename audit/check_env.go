@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/shadow-sandbox/shadow/internal/english"
+	"golang.org/x/sys/unix"
 )
 
 // checkENV001: uid 0, lowered to low when it holds no capabilities or maps to
@@ -255,7 +256,7 @@ func checkENV007(s *scan) outcome {
 // checkENV008: LSM label, or Landlock detected by a denied probe access.
 func checkENV008(s *scan) outcome {
 	var ev []Evidence
-	label, labelErr := "", error(nil)
+	label, labelErr, labelPath := "", error(nil), ""
 	for _, p := range []string{"/proc/self/attr/apparmor/current", "/proc/self/attr/current"} {
 		b, err := s.env.readFile(p, 4096)
 		if err == nil {
@@ -263,7 +264,14 @@ func checkENV008(s *scan) outcome {
 			labelErr = nil
 			break
 		}
-		labelErr = err // *PathError: names the file
+		labelErr, labelPath = err, p // *PathError: names the file
+	}
+	// The kernel answers a read of attr/current with EINVAL when no active
+	// LSM keeps a process label (SELinux, AppArmor, Smack): not unreadable,
+	// but no label to judge. An LSM without one (BPF, TOMOYO) stays unseen.
+	noLabel := errors.Is(labelErr, unix.EINVAL)
+	if noLabel {
+		ev = append(ev, note("no LSM keeps a process label (%s: %v)", labelPath, unix.EINVAL))
 	}
 	if b, err := s.env.readFile("/sys/kernel/security/lsm", 4096); err == nil {
 		ev = append(ev, note("kernel LSMs: %s", strings.TrimSpace(string(b))))
@@ -287,6 +295,9 @@ func checkENV008(s *scan) outcome {
 				return failed(ev...)
 			}
 		}
+	}
+	if noLabel {
+		return skipped("no LSM keeps a process label (reading %s gives EINVAL) and Landlock was not detected by a probe; confinement by an LSM without a label cannot be seen", labelPath)
 	}
 	if labelErr != nil {
 		return skipped("LSM label unreadable (%v) and Landlock not detected by a probe; confinement unknown", labelErr)

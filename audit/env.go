@@ -156,6 +156,10 @@ func readRegular(path string, limit int64) ([]byte, error) {
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, limit))
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, err // already "read PATH: ..."
+		}
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return b, nil

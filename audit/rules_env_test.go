@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,6 +173,65 @@ func TestENV008Paths(t *testing.T) {
 	complain.LandlockProbe = allowedProbe
 	if f := ruleOn(t, complain, "ENV008"); f.Result != Fail {
 		t.Errorf("complain mode: %s, want fail", f.Result)
+	}
+}
+
+// readErrorTarget returns a regular file of the live system whose read fails
+// with errno (the fixture's attr/current is linked to it), or skips.
+func readErrorTarget(t *testing.T, errno unix.Errno, candidates ...string) string {
+	t.Helper()
+	for _, p := range candidates {
+		if _, err := readRegular(p, 16); errors.Is(err, errno) {
+			return p
+		}
+	}
+	t.Skipf("no file here whose read gives %v (tried %v)", errno, candidates)
+	return ""
+}
+
+// TestENV008ReadErrors: a read error of attr/current is printed once, and
+// EINVAL (no LSM keeps a label) is a skip that says so, under both probes
+// that leave confinement unknown.
+func TestENV008ReadErrors(t *testing.T) {
+	cases := []struct {
+		name   string
+		target string
+		want   string
+	}{
+		{"EINVAL", readErrorTarget(t, unix.EINVAL, "/proc/self/attr/current", "/proc/self/clear_refs"),
+			"no LSM keeps a process label (reading /proc/self/attr/current gives EINVAL) and Landlock was not detected by a probe"},
+		{"EIO", readErrorTarget(t, unix.EIO, "/proc/self/mem"),
+			"LSM label unreadable (read %ROOT%/proc/self/attr/current: input/output error) and Landlock not detected by a probe"},
+	}
+	for _, c := range cases {
+		for _, probe := range []func() ProbeResult{allowedProbe, func() ProbeResult { return ProbeResult{Err: errors.New("no probe")} }} {
+			env := fixtureRoot(t, map[string]string{"README": "attr/current links to " + c.target})
+			attr := filepath.Join(env.Root, "proc/self/attr")
+			if err := os.MkdirAll(attr, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(c.target, filepath.Join(attr, "current")); err != nil {
+				t.Fatal(err)
+			}
+			env.LandlockProbe = probe
+			f := ruleOn(t, env, "ENV008")
+			want := strings.ReplaceAll(c.want, "%ROOT%", env.Root)
+			if f.Result != Skipped || !strings.Contains(f.SkipReason, want) || strings.Count(f.SkipReason, "attr/current") != 1 {
+				t.Errorf("%s: %s %q\nwant a skip with %q", c.name, f.Result, f.SkipReason, want)
+			}
+		}
+	}
+	// The control: Landlock by effect still passes without a label.
+	env := fixtureRoot(t, map[string]string{"README": "x"})
+	if err := os.MkdirAll(filepath.Join(env.Root, "proc/self/attr"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(cases[0].target, filepath.Join(env.Root, "proc/self/attr/current")); err != nil {
+		t.Fatal(err)
+	}
+	env.LandlockProbe = deniedProbe
+	if f := ruleOn(t, env, "ENV008"); f.Result != Pass || !strings.Contains(evidenceText(f), "no LSM keeps a process label (/proc/self/attr/current: invalid argument)") {
+		t.Errorf("Landlock without a label: %s\n%s", f.Result, evidenceText(f))
 	}
 }
 
