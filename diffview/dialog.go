@@ -202,20 +202,40 @@ func (m *Model) rollbackDialog() dialog {
 // resultDialog lists what the last apply or rollback wrote and left out.
 func (m *Model) resultDialog() dialog {
 	st := m.styles
-	d := dialog{title: m.resultTitle,
-		prompt: fmt.Sprintf("any key continues · %s rolls back the last apply", m.keys.Rollback.Help().Key)}
+	d := dialog{title: m.resultTitle, prompt: "any key continues"}
 	o := m.lastOutcome
 	if o == nil {
 		return d
 	}
-	if o.ApplyID != "" {
-		d.blocks = append(d.blocks, dialogBlock{text: "apply id: " + EscapeLine(o.ApplyID)})
+	if o.CanRollback() {
+		d.prompt += fmt.Sprintf(" · %s rolls back the last apply", m.keys.Rollback.Help().Key)
 	}
-	written := make([]string, len(o.Written))
-	for i, p := range o.Written {
-		written[i] = "  " + Escape(p)
+	paths := func(head string, ps []string, always bool) {
+		if len(ps) == 0 && !always {
+			return
+		}
+		items := make([]string, len(ps))
+		for i, p := range ps {
+			items[i] = "  " + Escape(p)
+		}
+		d.blocks = append(d.blocks, dialogBlock{head: fmt.Sprintf("%s (%d):", head, len(ps)), items: items})
 	}
-	d.blocks = append(d.blocks, dialogBlock{head: fmt.Sprintf("Written (%d):", len(o.Written)), items: written})
+	if o.Rollback {
+		if o.ApplyID != "" {
+			d.blocks = append(d.blocks, dialogBlock{text: "rolled back: " + EscapeLine(o.ApplyID)})
+		}
+		paths("Put back as before the apply", o.Restored, len(o.Removed) == 0)
+		paths("Created by the apply, removed", o.Removed, false)
+		if !o.OlderApply {
+			d.blocks = append(d.blocks, dialogBlock{text: "No apply is left to roll back."})
+		}
+	} else {
+		if o.ApplyID != "" {
+			d.blocks = append(d.blocks, dialogBlock{text: "apply id: " + EscapeLine(o.ApplyID)})
+		}
+		paths("Written", o.Written, len(o.Deleted) == 0)
+		paths("Deleted", o.Deleted, false)
+	}
 	if len(o.LeftOut) > 0 {
 		left := make([]string, len(o.LeftOut))
 		for i, p := range o.LeftOut {

@@ -155,3 +155,73 @@ func TestApplyConfirmWithNothingAccepted(t *testing.T) {
 		})
 	}
 }
+
+// The result of an apply lists written and deleted paths apart; the result
+// of a rollback says what it put back and what it removed, and offers
+// another rollback only while an earlier apply is left.
+func TestResultBoxes(t *testing.T) {
+	src := fixture()
+	m := open(t, src, 80, 30)
+	m = press(t, m, "ctrl+a", "w", "y")
+	plain := ansi.Strip(m.View())
+	written, deleted := section(plain, "Written (4):"), section(plain, "Deleted (1):")
+	if !strings.Contains(deleted, "old.txt") || strings.Contains(written, "old.txt") || !strings.Contains(written, "README.md") {
+		t.Errorf("the apply's result does not list written and deleted paths apart:\n%s", plain)
+	}
+	if !strings.Contains(plain, "b rolls back the last apply") {
+		t.Errorf("the apply's result does not offer its rollback:\n%s", plain)
+	}
+	m = press(t, m, "esc", "b", "y")
+	v := m.View()
+	checkScreen(t, v, 80, 30)
+	plain = ansi.Strip(v)
+	for _, want := range []string{"rollback done", "Put back as before the apply (4):", "Created by the apply, removed (1):", "No apply is left to roll back.",
+		"rollback done: 5 paths restored (4 put back, 1 removed)"} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("the rollback's result lacks %q:\n%s", want, plain)
+		}
+	}
+	if strings.Contains(plain, "rolls back") || strings.Contains(plain, "written") || strings.Contains(plain, "Written") {
+		t.Errorf("the rollback's result offers another rollback or speaks of writing:\n%s", plain)
+	}
+	if !strings.Contains(section(plain, "Put back"), "old.txt") || !strings.Contains(section(plain, "Created by the apply"), "link") {
+		t.Errorf("the rollback's result does not name its paths:\n%s", plain)
+	}
+	golden.RequireEqual(t, v)
+	if m = press(t, m, "b"); m.mode != modeNormal {
+		t.Errorf("b on a rollback's result with no apply left opens mode %v", m.mode)
+	}
+
+	// Two applies: rolling back the second offers rolling back the first.
+	src = fixture()
+	m = open(t, src, 80, 30)
+	m = selectPath(t, m, "README.md")
+	m = press(t, m, "A", "w", "y", "esc")
+	m = selectPath(t, m, "old.txt")
+	m = press(t, m, "A", "w", "y", "esc", "b", "y")
+	if plain := ansi.Strip(m.View()); !strings.Contains(plain, "b rolls back the last apply") || strings.Contains(plain, "No apply is left") {
+		t.Errorf("the rollback's result with an earlier apply left does not offer it:\n%s", plain)
+	}
+}
+
+// section is the text of a dialog from the line holding head to the next
+// blank line of the dialog's column.
+func section(screen, head string) string {
+	var out []string
+	in := false
+	for _, l := range strings.Split(screen, "\n") {
+		if i := strings.Index(l, "│"); i >= 0 {
+			l = l[i+len("│"):]
+		}
+		switch {
+		case strings.Contains(l, head):
+			in = true
+		case in && strings.TrimSpace(l) == "":
+			return strings.Join(out, "\n")
+		}
+		if in {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -317,7 +317,8 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	case modeHelp, modeResult:
 		wasResult := m.mode == modeResult
 		m.mode = modeNormal
-		if wasResult && (key.Matches(msg, k.Quit) || key.Matches(msg, k.Rollback)) {
+		rollback := key.Matches(msg, k.Rollback) && m.lastOutcome != nil && m.lastOutcome.CanRollback()
+		if wasResult && (key.Matches(msg, k.Quit) || rollback) {
 			// Quit and rollback stay one key away from the result.
 			return m.key(msg)
 		}

@@ -81,6 +81,11 @@ func (s *memSource) Apply(plan Plan) (Outcome, error) {
 		if err != nil {
 			return out, err
 		}
+		if _, ok := s.staged[p]; !ok && len(got) == 0 {
+			delete(s.project, p)
+			out.Deleted = append(out.Deleted, p)
+			continue
+		}
 		s.project[p] = string(got)
 		out.Written = append(out.Written, p)
 	}
@@ -97,16 +102,18 @@ func (s *memSource) Rollback() (Outcome, error) {
 	}
 	prior := s.undo[len(s.undo)-1]
 	s.undo = s.undo[:len(s.undo)-1]
-	var out Outcome
+	out := Outcome{Rollback: true, OlderApply: len(s.undo) > 0}
 	for p, c := range prior {
 		if c == nil {
 			delete(s.project, p)
+			out.Removed = append(out.Removed, p)
 		} else {
 			s.project[p] = *c
+			out.Restored = append(out.Restored, p)
 		}
-		out.Written = append(out.Written, p)
 	}
-	sort.Strings(out.Written)
+	sort.Strings(out.Restored)
+	sort.Strings(out.Removed)
 	return out, nil
 }
 
@@ -283,7 +290,7 @@ func TestViewGolden(t *testing.T) {
 				m = press(t, m, "ctrl+a", "w", "y")
 				v := m.View()
 				checkScreen(t, v, size.w, size.h)
-				if !strings.Contains(ansi.Strip(v), "Written (5):") {
+				if plain := ansi.Strip(v); !strings.Contains(plain, "Written (4):") || !strings.Contains(plain, "Deleted (1):") {
 					t.Errorf("result does not list the written files:\n%s", ansi.Strip(v))
 				}
 				golden.RequireEqual(t, v)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // Saving: decisions reach the Source in the order they were made, one batch
@@ -96,8 +98,18 @@ func (m Model) applied(msg appliedMsg) (Model, tea.Cmd) {
 		return m, m.flush()
 	}
 	out := msg.out
+	out.Rollback = msg.rollback
 	m.lastOutcome = &out
-	s := fmt.Sprintf("%s done: %d written", what, len(out.Written))
+	var s string
+	if msg.rollback {
+		s = fmt.Sprintf("rollback done: %s (%d put back, %d removed)",
+			english.Count(len(out.Restored)+len(out.Removed), "path")+" restored", len(out.Restored), len(out.Removed))
+	} else {
+		s = fmt.Sprintf("apply done: %d written", len(out.Written))
+		if len(out.Deleted) > 0 {
+			s += fmt.Sprintf(", %d deleted", len(out.Deleted))
+		}
+	}
 	if len(out.LeftOut) > 0 {
 		s += fmt.Sprintf(", %d left out", len(out.LeftOut))
 	}
@@ -107,8 +119,8 @@ func (m Model) applied(msg appliedMsg) (Model, tea.Cmd) {
 	if out.Message != "" {
 		s += ": " + EscapeLine(out.Message)
 	}
-	if !msg.rollback {
-		s += " — b rolls back"
+	if out.CanRollback() {
+		s += " — " + m.keys.Rollback.Help().Key + " rolls back"
 	}
 	m.setStatus(s)
 	m.resultTitle = what + " done"

@@ -86,10 +86,23 @@ type PlanFile struct {
 // Outcome is what an apply or rollback did.
 type Outcome struct {
 	ApplyID string
+	// Written are the paths an apply wrote (content, mode or link); Deleted those it removed.
 	Written []string
-	LeftOut []string
-	Message string
+	Deleted []string
+	// Rollback is set on a rollback's outcome: Restored are the paths given their prior
+	// content back, Removed those the apply had created, gone again, and OlderApply says an
+	// earlier apply is left that another rollback would undo.
+	Rollback   bool
+	Restored   []string
+	Removed    []string
+	OlderApply bool
+	LeftOut    []string
+	Message    string
 }
+
+// CanRollback reports whether a rollback can follow the outcome: after an apply, or after a
+// rollback that left an earlier apply.
+func (o Outcome) CanRollback() bool { return !o.Rollback || o.OlderApply }
 
 // WholeFileID is the decision key of a change that has no text hunks (a
 // binary file, a mode change, a pure rename, an empty file): accepting it

@@ -466,6 +466,12 @@ func (st *Store) unsettled(id string) bool {
 type RollbackResult struct {
 	Applies  []string `json:"applies"`
 	Restored int      `json:"restored"`
+	// PutBack are the paths given their prior content again; Removed are those the applies
+	// created, gone again. Each path once, sorted.
+	PutBack []string `json:"put_back,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	// Left is how many earlier applies of the project are still not rolled back.
+	Left int `json:"left"`
 }
 
 // Rollback undoes the project's last apply, or with toID every apply back to and including that
@@ -564,7 +570,7 @@ func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
 	if err := uncommitApplies(jdirs); err != nil {
 		return nil, err
 	}
-	res := &RollbackResult{}
+	res := &RollbackResult{Left: from}
 	for i := len(entries) - 1; i >= 0; i-- {
 		it, e := items[from+i], entries[i]
 		jdir := filepath.Join(it.s.journalDir(), e.ID)
@@ -581,5 +587,21 @@ func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
 		res.Applies = append(res.Applies, e.ID)
 		res.Restored += u.Restored
 	}
+	// A path's state now is its prior state in the oldest apply rolled back.
+	prior := map[string]bool{}
+	for i := len(entries) - 1; i >= 0; i-- {
+		for _, jp := range entries[i].Paths {
+			prior[jp.Path] = jp.Prior.Exists
+		}
+	}
+	for p, existed := range prior {
+		if existed {
+			res.PutBack = append(res.PutBack, p)
+		} else {
+			res.Removed = append(res.Removed, p)
+		}
+	}
+	sort.Strings(res.PutBack)
+	sort.Strings(res.Removed)
 	return res, nil
 }

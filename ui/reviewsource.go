@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/shadow-sandbox/shadow/diffview"
-	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/session"
 )
 
@@ -276,7 +275,11 @@ func (r *ReviewSource) Apply(plan diffview.Plan) (diffview.Outcome, error) {
 	out := diffview.Outcome{ApplyID: res.ID}
 	written := map[string]bool{}
 	for _, f := range res.Files {
-		out.Written = append(out.Written, f.Path)
+		if f.Action == "delete" {
+			out.Deleted = append(out.Deleted, f.Path)
+		} else {
+			out.Written = append(out.Written, f.Path)
+		}
 		written[f.Path] = true
 	}
 	for _, s := range res.Skipped {
@@ -330,8 +333,11 @@ func (r *ReviewSource) Rollback() (diffview.Outcome, error) {
 		return diffview.Outcome{}, fmt.Errorf("roll back the last apply of %s: %w", lock.Project(), err)
 	}
 	return diffview.Outcome{
-		ApplyID: strings.Join(res.Applies, ", "),
-		Message: english.Count(res.Restored, "path") + " restored",
+		ApplyID:    strings.Join(res.Applies, ", "),
+		Rollback:   true,
+		Restored:   res.PutBack,
+		Removed:    res.Removed,
+		OlderApply: res.Left > 0,
 	}, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/shadow-sandbox/shadow/diffview"
 	"github.com/shadow-sandbox/shadow/session"
 )
@@ -248,5 +250,61 @@ func TestReadOnlySourceRefusesChanges(t *testing.T) {
 	}
 	if _, err := ro.Apply(diffview.MakePlan(files)); err == nil {
 		t.Error("a read-only source applied")
+	}
+}
+
+// An apply's outcome lists the paths it wrote and those it deleted apart; a
+// rollback's says what it put back and what it removed, and whether an
+// earlier apply is left to roll back.
+func TestReviewSourceOutcomesNameTheirPaths(t *testing.T) {
+	ts := newTestSession(t, map[string]string{"a.txt": baseText, "gone.txt": "g\n"})
+	if err := ts.s.BeginRun([]string{"agent"}); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, ts.s.UpperDir(), map[string]string{"a.txt": stagedText, "new/c.txt": "c\n"})
+	if err := unix.Mknod(filepath.Join(ts.s.UpperDir(), "gone.txt"), unix.S_IFCHR|0o600, 0); err != nil {
+		t.Skipf("cannot make a whiteout (0/0 character device) here, needs root: %v", err)
+	}
+	if err := ts.s.EndRun(0); err != nil {
+		t.Fatal(err)
+	}
+	src := NewReviewSource(ts.lock, ts.s)
+	accept := func(paths ...string) diffview.Outcome {
+		t.Helper()
+		for _, p := range paths {
+			for _, it := range diffview.Items(loadFile(t, src, p)) {
+				if err := src.Decide(p, it.ID, diffview.Decision{Verdict: diffview.Accepted}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		files, err := src.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := src.Apply(diffview.MakePlan(files))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	accept("a.txt")
+	out := accept("gone.txt", "new/c.txt")
+	if strings.Join(out.Written, ",") != "new/c.txt" || strings.Join(out.Deleted, ",") != "gone.txt" {
+		t.Errorf("apply outcome: written %q, deleted %q; want new/c.txt and gone.txt", out.Written, out.Deleted)
+	}
+	out, err := src.Rollback()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Rollback || strings.Join(out.Restored, ",") != "gone.txt" || strings.Join(out.Removed, ",") != "new/c.txt" || !out.OlderApply {
+		t.Errorf("first rollback's outcome %+v: want gone.txt put back, new/c.txt removed, an earlier apply left", out)
+	}
+	out, err = src.Rollback()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(out.Restored, ",") != "a.txt" || len(out.Removed) != 0 || out.OlderApply || out.CanRollback() {
+		t.Errorf("last rollback's outcome %+v: want a.txt put back and no apply left", out)
 	}
 }
