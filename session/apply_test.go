@@ -220,10 +220,11 @@ func TestProtectedAndIgnored(t *testing.T) {
 			t.Errorf("apply --all wrote %s", p)
 		}
 	}
-	if snap["sub/.husky/pre-push"] != "0644:old\n" || snap["main.go"] != "0644:package main // edited\n" || snap[".gitignore"] != "0644:" {
+	// .gitignore is a dot-file: the dot-file rule protects its change too.
+	if snap["sub/.husky/pre-push"] != "0644:old\n" || snap["main.go"] != "0644:package main // edited\n" || snap[".gitignore"] != "0644:*.log\nbuild/\n" {
 		t.Errorf("project after apply --all: %v", snap)
 	}
-	if len(res.Skipped) != 5 || f.s.Meta.State != StateOpen {
+	if len(res.Skipped) != 6 || f.s.Meta.State != StateOpen {
 		t.Errorf("skipped %+v, state %s", res.Skipped, f.s.Meta.State)
 	}
 	if _, err := f.s.Apply(ApplyOptions{All: true, AllowProtected: true, IncludeIgnored: true}); err != nil {

@@ -56,6 +56,19 @@ func (s *Session) classify(cs *ChangeSet, b *bases, host, upper *projectRoot, ex
 				c.ProtectedWhy = "moved from a protected path: " + why
 			}
 		}
+		// The list names the tool; the dot-file rule covers what the list misses.
+		if c.ProtectedWhy == "" {
+			st := c.Status
+			if st == Renamed {
+				st = Added
+			}
+			c.ProtectedWhy = prot.dotWhy(c.Path, st, b.man.hasDir)
+		}
+		if c.ProtectedWhy == "" && c.From != "" {
+			if why := prot.dotWhy(c.From, Deleted, b.man.hasDir); why != "" {
+				c.ProtectedWhy = "moved from a protected path: " + why
+			}
+		}
 		c.Protected = c.ProtectedWhy != ""
 		if c.New.Kind == KindSymlink {
 			c.OutsideLink = linkLeavesProject(s.Meta.Project, c.Path, c.New.Target)

@@ -39,8 +39,13 @@ type Config struct {
 	Trust         *string   `toml:"trust"`
 	GitWritable   *bool     `toml:"git-writable"`
 	MaxUpperBytes *Size     `toml:"max-upper-bytes"`
-	// Protected adds paths (gitignore-style patterns) to the protected list of SPEC §4.
+	// Protected adds paths (gitignore-style patterns) to the protected list of SPEC §4; a pattern
+	// starting with ! takes paths off the list and out of the dot-file rule.
 	Protected List `toml:"protected"`
+	// Unprotected takes paths (gitignore-style patterns) off the protected list and out of the
+	// dot-file rule, as a ! pattern of Protected does. Only the user's config can: a project's
+	// .shadow.toml narrows only. LoadConfig folds it into Protected.
+	Unprotected List `toml:"unprotected"`
 	// Keys rebinds review and app keys: action name -> list of keys.
 	Keys map[string][]string `toml:"keys"`
 	// PrefixKey is the app's command prefix (default ctrl+]).
@@ -255,7 +260,7 @@ func ParseConfig(name string, data []byte) (Config, error) {
 	}
 	if un := md.Undecoded(); len(un) > 0 {
 		k := un[0].String()
-		return Config{}, fmt.Errorf("%s:%d: unknown key %q (the keys are the flags of `shadow run --help`, protected, keys and prefix-key)",
+		return Config{}, fmt.Errorf("%s:%d: unknown key %q (the keys are the flags of `shadow run --help`, protected, unprotected, keys and prefix-key)",
 			name, keyLine(data, un[0]), k)
 	}
 	if c.Trust != nil && trustRank(*c.Trust) < 0 {
@@ -400,7 +405,18 @@ func NarrowProject(user, project Config) (Config, []string) {
 		// A preset grants variables and domains; choosing one is the user's call.
 		drop("preset", "a preset grants credentials and domains")
 	}
-	out.Protected = append(slices.Clone(user.Protected), project.Protected...)
+	out.Protected = withUnprotected(user)
+	for _, p := range project.Protected {
+		if strings.HasPrefix(strings.TrimSpace(p), "!") {
+			drop("protected", fmt.Sprintf("%q would take paths off the protected list", p))
+		} else {
+			out.Protected = append(out.Protected, p)
+		}
+	}
+	out.Unprotected = nil
+	if len(project.Unprotected) > 0 {
+		drop("unprotected", "it would take paths off the protected list")
+	}
 	if project.Keys != nil {
 		out.Keys = mergeKeys(user.Keys, project.Keys)
 	}
@@ -450,12 +466,22 @@ func Overlay(user, project Config) Config {
 	if project.MaxUpperBytes != nil {
 		out.MaxUpperBytes = project.MaxUpperBytes
 	}
-	out.Protected = append(slices.Clone(user.Protected), project.Protected...)
+	out.Protected = append(withUnprotected(user), withUnprotected(project)...)
+	out.Unprotected = nil
 	if project.Keys != nil {
 		out.Keys = mergeKeys(user.Keys, project.Keys)
 	}
 	if project.PrefixKey != nil {
 		out.PrefixKey = project.PrefixKey
+	}
+	return out
+}
+
+// withUnprotected is c's protected patterns with its unprotected ones after them, negated.
+func withUnprotected(c Config) []string {
+	out := slices.Clone(c.Protected)
+	for _, p := range c.Unprotected {
+		out = append(out, "!"+strings.TrimPrefix(strings.TrimSpace(p), "!"))
 	}
 	return out
 }
@@ -494,6 +520,7 @@ func LoadConfig(userPath, project, stateRoot string) (LoadedConfig, error) {
 	ppath := filepath.Join(project, ProjectConfigName)
 	data, err := os.ReadFile(ppath)
 	if errors.Is(err, os.ErrNotExist) {
+		user.Protected, user.Unprotected = withUnprotected(user), nil
 		return LoadedConfig{Config: user}, nil
 	}
 	if err != nil {

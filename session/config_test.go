@@ -182,7 +182,7 @@ func TestConfigErrorsNameFileLineKey(t *testing.T) {
 		{"env = [1]\n", `c.toml:1: env: want a list of strings, but it holds a number`},
 		{"publish = 70000\n", `c.toml:1: publish: 70000 is not a TCP port (1 to 65535)`},
 		{"publish = \"abc\"\n", `c.toml:1: publish: "abc" is not a TCP port (1 to 65535)`},
-		{"no-cache = true\n\nallow-networks = true\n", `c.toml:3: unknown key "allow-networks" (the keys are the flags of ` + "`shadow run --help`" + `, protected, keys and prefix-key)`},
+		{"no-cache = true\n\nallow-networks = true\n", `c.toml:3: unknown key "allow-networks" (the keys are the flags of ` + "`shadow run --help`" + `, protected, unprotected, keys and prefix-key)`},
 		{"no-cache = true\ntrust = \"paranoid\"\n", `c.toml:2: trust: use one of repo, dependency, untrusted, not "paranoid"`},
 	} {
 		_, err := ParseConfig("c.toml", []byte(tc.toml))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -59,6 +60,13 @@ func (m *manifest) lookup(path string) (fileStat, bool) {
 		return m.stats[i], true
 	}
 	return fileStat{}, false
+}
+
+// hasDir reports whether the manifest holds an entry below dir: it lists no directories, so an
+// empty one is not seen.
+func (m *manifest) hasDir(dir string) bool {
+	i := sort.SearchStrings(m.paths, dir+"/")
+	return i < len(m.paths) && strings.HasPrefix(m.paths[i], dir+"/")
 }
 
 // writeManifest records every non-directory entry of project (symlinks not followed) into out,

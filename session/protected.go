@@ -29,6 +29,14 @@ var ProtectedPaths = []ProtectedPath{
 	// ".git" protects a .git file (gitdir: points git elsewhere) and, as a directory, all inside it.
 	{".git", "git", "git runs its hooks and reads its config (aliases, core.fsmonitor, filters) on the next git command"},
 	{".gitmodules", "git", "git clones and checks out the submodules it names (clone --recursive, submodule update)"},
+	{".gitattributes", "git", "git runs the filters and diff and merge drivers it names (clean, smudge, textconv) on add, checkout and diff"},
+	{".lfsconfig", "git", "Git LFS reads its endpoints and transfer settings from it on every fetch, push and checkout"},
+	{".githooks/**", "git", "git runs its scripts as hooks where core.hooksPath names it"},
+
+	{".hg", "other version control", "Mercurial runs the hooks and extensions its hgrc names on the next hg command"},
+	{".hgsub", "other version control", "Mercurial clones and checks out the subrepositories it names on update"},
+	{".sl", "other version control", "Sapling runs the hooks and extensions its config names on the next sl command"},
+	{".jj", "other version control", "Jujutsu reads its repo config (aliases, fsmonitor, diff and signing commands) on the next jj command"},
 
 	{".github/**", "CI", "GitHub Actions runs its workflows on push"},
 	{".gitlab-ci.yml", "CI", "GitLab CI runs it on push"},
@@ -44,6 +52,30 @@ var ProtectedPaths = []ProtectedPath{
 	{"bitbucket-pipelines.yml", "CI", "Bitbucket Pipelines runs it on push"},
 	{".drone.yml", "CI", "Drone CI runs it on push"},
 	{".woodpecker*", "CI", "Woodpecker CI runs its pipelines on push"},
+	{"azure-pipelines.yaml", "CI", "Azure Pipelines runs it on push"},
+	{".cirrus.yml", "CI", "Cirrus CI runs it on push"},
+	{".cirrus.star", "CI", "Cirrus CI runs it (Starlark) to make its tasks on push"},
+	{".semaphore/**", "CI", "Semaphore runs its pipelines on push"},
+	{"appveyor.yml", "CI", "AppVeyor runs it on push"},
+	{".appveyor.yml", "CI", "AppVeyor runs it on push"},
+	{"cloudbuild.y*ml", "CI", "Google Cloud Build runs it on push (a trigger)"},
+	{"cloudbuild.json", "CI", "Google Cloud Build runs it on push (a trigger)"},
+	{"buildspec.y*ml", "CI", "AWS CodeBuild runs it on push"},
+	{".tekton/**", "CI", "Tekton Pipelines as Code runs its pipelines on push and pull request"},
+	{"netlify.toml", "CI", "Netlify runs its build command and plugins on push"},
+	{"vercel.json", "CI", "Vercel runs its build and install commands on push"},
+	{"railway.json", "CI", "Railway runs its build and start commands on push"},
+	{"railway.toml", "CI", "Railway runs its build and start commands on push"},
+	{"render.yaml", "CI", "Render runs the build and start commands of its blueprint on push"},
+	{"codemagic.yaml", "CI", "Codemagic runs its workflows on push"},
+	{".gitpod.yml", "CI", "Gitpod runs its tasks when a workspace opens"},
+	{".build.yml", "CI", "sourcehut builds runs it on push"},
+	{".builds/**", "CI", "sourcehut builds runs its manifests on push"},
+	{"bitrise.yml", "CI", "Bitrise runs its workflows on push"},
+	{".harness/**", "CI", "Harness runs its pipelines on push"},
+	{".onedev-buildspec.yml", "CI", "OneDev runs its jobs on push"},
+	{"renovate.json*", "CI", "Renovate reads it on its next run: the packages and registries it opens pull requests for, and its postUpgradeTasks commands"},
+	{".renovaterc*", "CI", "Renovate reads it on its next run: the packages and registries it opens pull requests for, and its postUpgradeTasks commands"},
 
 	{".husky/**", "git hooks", "husky runs its hooks on git commit and push"},
 	{".pre-commit-config.yaml", "git hooks", "pre-commit runs the hooks it names on git commit"},
@@ -58,6 +90,12 @@ var ProtectedPaths = []ProtectedPath{
 	{".overcommit.yml", "git hooks", "overcommit runs the hooks it names on git commit"},
 	{".simple-git-hooks*", "git hooks", "simple-git-hooks installs the commands it names as git hooks"},
 	{"simple-git-hooks.*", "git hooks", "simple-git-hooks installs the commands it names as git hooks"},
+	{".huskyrc*", "git hooks", "husky 4 runs the commands it names on git hooks"},
+	{"husky.config.*", "git hooks", "husky 4 runs it and the commands it names on git hooks"},
+	{"lint-staged.config.*", "git hooks", "lint-staged runs it and the commands it names from the pre-commit hook"},
+	{".lintstagedrc*", "git hooks", "lint-staged runs it (as code when .js, .cjs, .mjs or .ts) and the commands it names from the pre-commit hook"},
+	{"commitlint.config.*", "git hooks", "commitlint runs it (as code when .js, .cjs, .mjs or .ts) from the commit-msg hook"},
+	{".commitlintrc*", "git hooks", "commitlint runs it (as code when .js, .cjs, .mjs or .ts) from the commit-msg hook"},
 
 	{".claude/**", "agents", "Claude Code reads its settings, hooks and MCP servers from it"},
 	{"CLAUDE.md", "agents", "Claude Code reads it as instructions at every start"},
@@ -75,6 +113,26 @@ var ProtectedPaths = []ProtectedPath{
 	{".cursorrules", "agents", "Cursor reads it as instructions"},
 	{".windsurf*", "agents", "Windsurf reads its rules and workflows from it"},
 	{".continue/**", "agents", "Continue reads its config and MCP servers from it"},
+	{".clinerules", "agents", "Cline reads its rules and workflows from it as instructions"},
+	{".roo/**", "agents", "Roo Code reads its rules and MCP servers from it"},
+	{".roomodes", "agents", "Roo Code reads its modes (tools and instructions) from it"},
+	{".kilocode/**", "agents", "Kilo Code reads its rules, workflows and MCP servers from it"},
+	{".kilocodemodes", "agents", "Kilo Code reads its modes (tools and instructions) from it"},
+	{".amazonq/**", "agents", "Amazon Q Developer reads its rules and MCP servers from it"},
+	{".goosehints", "agents", "Goose reads it as instructions at every start"},
+	{".junie/**", "agents", "Junie reads its guidelines and MCP servers from it"},
+	{".rules", "agents", "Zed's agent reads it as instructions"},
+	{".kiro/**", "agents", "Kiro runs its hooks and reads its steering and MCP servers from it"},
+	{"crush.json", "agents", "Crush reads its config, MCP servers and language servers from it"},
+	{".crush.json", "agents", "Crush reads its config, MCP servers and language servers from it"},
+	{"AGENT.md", "agents", "Amp and other agents read it as instructions at every start"},
+	{".qwen/**", "agents", "Qwen Code reads its settings and MCP servers from it"},
+	{"QWEN.md", "agents", "Qwen Code reads it as instructions at every start"},
+	{".trae/**", "agents", "Trae reads its rules and MCP servers from it"},
+	{".augment/**", "agents", "Augment reads its settings, rules and MCP servers from it"},
+	{".augment-guidelines", "agents", "Augment reads it as instructions"},
+	{".openhands/**", "agents", "OpenHands runs its setup script and reads its microagents from it"},
+	{"WARP.md", "agents", "Warp's agent reads it as instructions at every start"},
 
 	{".vscode/**", "editors", "VS Code runs its tasks and applies its settings (terminal env, interpreters) on open"},
 	{".idea/**", "editors", "JetBrains IDEs run its run configurations and apply its settings on open"},
@@ -84,6 +142,7 @@ var ProtectedPaths = []ProtectedPath{
 	{".nvimrc", "editors", "Neovim runs it on start with 'exrc' set"},
 	{".exrc", "editors", "Vim and Neovim run it on start with 'exrc' set"},
 	{".vimrc", "editors", "Vim runs it on start with 'exrc' set"},
+	{".lazy.lua", "editors", "lazy.nvim runs it on start in the project"},
 	{".devcontainer/**", "editors", "Dev Containers build and run it (Dockerfile, postCreateCommand) on open"},
 	{".devcontainer.json", "editors", "Dev Containers build and run it (postCreateCommand) on open"},
 
@@ -100,6 +159,7 @@ var ProtectedPaths = []ProtectedPath{
 	{".yarnrc*", "environment and tool managers", "Yarn reads its registry, plugins and yarnPath (a script it runs) from it"},
 	{".pnpmfile.cjs", "environment and tool managers", "pnpm runs it on every install"},
 	{".cargo/config*", "environment and tool managers", "Cargo reads its runners, linkers and aliases from it on every build"},
+	{"rust-toolchain*", "environment and tool managers", "rustup runs the toolchain it names, which may be a path into the project, for every cargo and rustc command"},
 
 	{".shadow.toml", "shadow", "shadow reads it as the project's config (protected paths, policy)"},
 
@@ -247,4 +307,60 @@ func looksLikeGitDir(upper, host, dir string) bool {
 		return false
 	}
 	return exists("HEAD") && (exists("objects") || exists("refs"))
+}
+
+// The reasons the dot-file rule gives (SPEC §4): a list always trails the tools, and tools read
+// dot-files and dot-directories as their configuration, so a change to any path with an element
+// starting with '.' is protected, unless the user's config takes it off (`unprotected`).
+const (
+	NewDotFileWhy     = "new dot-file: tools read dot-files as configuration"
+	ChangedDotFileWhy = "changed dot-file: tools read dot-files as configuration"
+	DeletedDotFileWhy = "deleted dot-file: tools read dot-files as configuration"
+	NewDotDirWhy      = "in a new dot-directory: tools read dot-directories as configuration"
+	DotDirWhy         = "in a dot-directory: tools read dot-directories as configuration"
+)
+
+// dotWhy says why the dot-file rule protects a change of p, or "" when it does not: no element of
+// p starts with '.', or the config takes each such element off (a negated pattern, from the
+// `unprotected` key or a `!` in `protected`, matching it or a path below it that leads to p).
+// st is the change's status; baseHasDir reports whether the base has a directory.
+func (m *protectedMatcher) dotWhy(p string, st Status, baseHasDir func(string) bool) string {
+	parts := strings.Split(p, "/")
+	for i, e := range parts {
+		if !strings.HasPrefix(e, ".") || m.exempt(parts, i) {
+			continue
+		}
+		if i < len(parts)-1 {
+			if baseHasDir(strings.Join(parts[:i+1], "/")) {
+				return DotDirWhy
+			}
+			return NewDotDirWhy
+		}
+		switch st {
+		case Added:
+			return NewDotFileWhy
+		case Deleted:
+			return DeletedDotFileWhy
+		}
+		return ChangedDotFileWhy
+	}
+	return ""
+}
+
+// exempt reports whether the config takes the element i of the path parts off the dot-file rule:
+// the last rule matching that element's path, or one below it on the way to the path, negates.
+func (m *protectedMatcher) exempt(parts []string, i int) bool {
+	for j := i + 1; j <= len(parts); j++ {
+		d := strings.Join(parts[:j], "/")
+		neg := false
+		for _, r := range m.rules {
+			if r.match(d, j < len(parts)) {
+				neg = r.negate
+			}
+		}
+		if neg {
+			return true
+		}
+	}
+	return false
 }

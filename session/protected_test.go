@@ -15,6 +15,14 @@ var protectedExamples = []struct {
 }{
 	{".git", []string{".git", ".git/hooks/pre-commit", ".git/config"}},
 	{".gitmodules", []string{".gitmodules"}},
+	{".gitattributes", []string{".gitattributes"}},
+	{".lfsconfig", []string{".lfsconfig"}},
+	{".githooks/**", []string{".githooks/pre-commit"}},
+
+	{".hg", []string{".hg/hgrc", ".hg/store/00changelog.i"}},
+	{".hgsub", []string{".hgsub"}},
+	{".sl", []string{".sl/config"}},
+	{".jj", []string{".jj/repo/config.toml"}},
 
 	{".github/**", []string{".github/workflows/ci.yml", ".github/dependabot.yml"}},
 	{".gitlab-ci.yml", []string{".gitlab-ci.yml"}},
@@ -30,6 +38,30 @@ var protectedExamples = []struct {
 	{"bitbucket-pipelines.yml", []string{"bitbucket-pipelines.yml"}},
 	{".drone.yml", []string{".drone.yml"}},
 	{".woodpecker*", []string{".woodpecker.yml", ".woodpecker.yaml", ".woodpecker/build.yaml"}},
+	{"azure-pipelines.yaml", []string{"azure-pipelines.yaml"}},
+	{".cirrus.yml", []string{".cirrus.yml"}},
+	{".cirrus.star", []string{".cirrus.star"}},
+	{".semaphore/**", []string{".semaphore/semaphore.yml"}},
+	{"appveyor.yml", []string{"appveyor.yml"}},
+	{".appveyor.yml", []string{".appveyor.yml"}},
+	{"cloudbuild.y*ml", []string{"cloudbuild.yaml", "cloudbuild.yml"}},
+	{"cloudbuild.json", []string{"cloudbuild.json"}},
+	{"buildspec.y*ml", []string{"buildspec.yml", "buildspec.yaml"}},
+	{".tekton/**", []string{".tekton/push.yaml", ".tekton/pull-request.yaml"}},
+	{"netlify.toml", []string{"netlify.toml"}},
+	{"vercel.json", []string{"vercel.json"}},
+	{"railway.json", []string{"railway.json"}},
+	{"railway.toml", []string{"railway.toml"}},
+	{"render.yaml", []string{"render.yaml"}},
+	{"codemagic.yaml", []string{"codemagic.yaml"}},
+	{".gitpod.yml", []string{".gitpod.yml"}},
+	{".build.yml", []string{".build.yml"}},
+	{".builds/**", []string{".builds/test.yml"}},
+	{"bitrise.yml", []string{"bitrise.yml"}},
+	{".harness/**", []string{".harness/build.yaml"}},
+	{".onedev-buildspec.yml", []string{".onedev-buildspec.yml"}},
+	{"renovate.json*", []string{"renovate.json", "renovate.json5"}},
+	{".renovaterc*", []string{".renovaterc", ".renovaterc.json"}},
 
 	{".husky/**", []string{".husky/pre-commit", ".husky/_/husky.sh"}},
 	{".pre-commit-config.yaml", []string{".pre-commit-config.yaml"}},
@@ -44,6 +76,12 @@ var protectedExamples = []struct {
 	{".overcommit.yml", []string{".overcommit.yml"}},
 	{".simple-git-hooks*", []string{".simple-git-hooks.json", ".simple-git-hooks.cjs", ".simple-git-hooks"}},
 	{"simple-git-hooks.*", []string{"simple-git-hooks.js", "simple-git-hooks.json"}},
+	{".huskyrc*", []string{".huskyrc", ".huskyrc.json", ".huskyrc.js"}},
+	{"husky.config.*", []string{"husky.config.js", "husky.config.cjs"}},
+	{"lint-staged.config.*", []string{"lint-staged.config.js", "lint-staged.config.cjs", "lint-staged.config.mjs", "lint-staged.config.ts"}},
+	{".lintstagedrc*", []string{".lintstagedrc", ".lintstagedrc.js", ".lintstagedrc.cjs", ".lintstagedrc.mjs", ".lintstagedrc.json", ".lintstagedrc.yaml", ".lintstagedrc.yml"}},
+	{"commitlint.config.*", []string{"commitlint.config.js", "commitlint.config.cjs", "commitlint.config.mjs", "commitlint.config.ts"}},
+	{".commitlintrc*", []string{".commitlintrc", ".commitlintrc.js", ".commitlintrc.cjs", ".commitlintrc.json", ".commitlintrc.yaml", ".commitlintrc.ts"}},
 
 	{".claude/**", []string{".claude/settings.json", ".claude/commands/deploy.md"}},
 	{"CLAUDE.md", []string{"CLAUDE.md"}},
@@ -61,6 +99,26 @@ var protectedExamples = []struct {
 	{".cursorrules", []string{".cursorrules"}},
 	{".windsurf*", []string{".windsurfrules", ".windsurf/rules/x.md"}},
 	{".continue/**", []string{".continue/config.yaml"}},
+	{".clinerules", []string{".clinerules", ".clinerules/rules.md"}},
+	{".roo/**", []string{".roo/mcp.json", ".roo/rules/x.md"}},
+	{".roomodes", []string{".roomodes"}},
+	{".kilocode/**", []string{".kilocode/mcp.json", ".kilocode/rules/x.md"}},
+	{".kilocodemodes", []string{".kilocodemodes"}},
+	{".amazonq/**", []string{".amazonq/mcp.json", ".amazonq/rules/x.md"}},
+	{".goosehints", []string{".goosehints"}},
+	{".junie/**", []string{".junie/guidelines.md", ".junie/mcp/mcp.json"}},
+	{".rules", []string{".rules"}},
+	{".kiro/**", []string{".kiro/hooks/lint.kiro.hook", ".kiro/settings/mcp.json"}},
+	{"crush.json", []string{"crush.json"}},
+	{".crush.json", []string{".crush.json"}},
+	{"AGENT.md", []string{"AGENT.md"}},
+	{".qwen/**", []string{".qwen/settings.json"}},
+	{"QWEN.md", []string{"QWEN.md"}},
+	{".trae/**", []string{".trae/rules/project_rules.md", ".trae/mcp.json"}},
+	{".augment/**", []string{".augment/settings.json", ".augment/rules/x.md"}},
+	{".augment-guidelines", []string{".augment-guidelines"}},
+	{".openhands/**", []string{".openhands/setup.sh", ".openhands/microagents/repo.md"}},
+	{"WARP.md", []string{"WARP.md"}},
 
 	{".vscode/**", []string{".vscode/settings.json", ".vscode/tasks.json"}},
 	{".idea/**", []string{".idea/workspace.xml", ".idea/runConfigurations/x.xml"}},
@@ -70,6 +128,7 @@ var protectedExamples = []struct {
 	{".nvimrc", []string{".nvimrc"}},
 	{".exrc", []string{".exrc"}},
 	{".vimrc", []string{".vimrc"}},
+	{".lazy.lua", []string{".lazy.lua"}},
 	{".devcontainer/**", []string{".devcontainer/devcontainer.json", ".devcontainer/Dockerfile"}},
 	{".devcontainer.json", []string{".devcontainer.json"}},
 
@@ -86,6 +145,7 @@ var protectedExamples = []struct {
 	{".yarnrc*", []string{".yarnrc", ".yarnrc.yml"}},
 	{".pnpmfile.cjs", []string{".pnpmfile.cjs"}},
 	{".cargo/config*", []string{".cargo/config", ".cargo/config.toml"}},
+	{"rust-toolchain*", []string{"rust-toolchain", "rust-toolchain.toml"}},
 
 	{".shadow.toml", []string{".shadow.toml"}},
 
@@ -169,7 +229,7 @@ func TestProtectedLookAlikes(t *testing.T) {
 	m := newProtectedMatcher(ProtectedPaths, nil)
 	rules := protectedRules(DefaultProtected)
 	for _, p := range []string{
-		"src/main.go", "README.md", ".gitignore", ".gitattributes", ".github.bak/ci.yml",
+		"src/main.go", "README.md", ".gitignore", ".github.bak/ci.yml",
 		"src/github/x.yml", "github/workflows/ci.yml", "gitlab-ci.yml", "docs/Jenkinsfile.md",
 		"notes/CLAUDE.md.bak", "claude/settings.json", "docs/agents.md", "AGENTS.md.orig",
 		"vscode/settings.json", "my.envrc", "envrc", ".cargo/registry/x", "src/lefthook.go",
@@ -298,5 +358,238 @@ func TestProtectedWhyOfRenames(t *testing.T) {
 	}
 	if want := "moved from a protected path: direnv runs it on cd"; !c.Protected || c.ProtectedWhy != want {
 		t.Errorf("rename from .envrc: protected %v, why %q, want %q", c.Protected, c.ProtectedWhy, want)
+	}
+}
+
+// issueProtected is every path issue 21 found `apply --all` wrote without --allow-protected, each
+// with the entry of ProtectedPaths that now names its tool.
+var issueProtected = map[string]string{
+	"rust-toolchain.toml":          "rust-toolchain*",
+	"rust-toolchain":               "rust-toolchain*",
+	".hg/hgrc":                     ".hg",
+	".sl/config":                   ".sl",
+	".jj/repo/config.toml":         ".jj",
+	".lfsconfig":                   ".lfsconfig",
+	".gitattributes":               ".gitattributes",
+	".lazy.lua":                    ".lazy.lua",
+	"lint-staged.config.js":        "lint-staged.config.*",
+	".lintstagedrc.js":             ".lintstagedrc*",
+	"commitlint.config.js":         "commitlint.config.*",
+	".cirrus.yml":                  ".cirrus.yml",
+	".semaphore/semaphore.yml":     ".semaphore/**",
+	"appveyor.yml":                 "appveyor.yml",
+	".appveyor.yml":                ".appveyor.yml",
+	"cloudbuild.yaml":              "cloudbuild.y*ml",
+	"buildspec.yml":                "buildspec.y*ml",
+	".tekton/push.yaml":            ".tekton/**",
+	"netlify.toml":                 "netlify.toml",
+	"codemagic.yaml":               "codemagic.yaml",
+	".gitpod.yml":                  ".gitpod.yml",
+	".build.yml":                   ".build.yml",
+	".builds/test.yml":             ".builds/**",
+	"bitrise.yml":                  "bitrise.yml",
+	".harness/build.yaml":          ".harness/**",
+	".clinerules":                  ".clinerules",
+	".roo/mcp.json":                ".roo/**",
+	".roomodes":                    ".roomodes",
+	".kilocode/mcp.json":           ".kilocode/**",
+	".amazonq/mcp.json":            ".amazonq/**",
+	".goosehints":                  ".goosehints",
+	".junie/guidelines.md":         ".junie/**",
+	".rules":                       ".rules",
+	".kiro/hooks/lint.kiro.hook":   ".kiro/**",
+	"crush.json":                   "crush.json",
+	".crush.json":                  ".crush.json",
+	"AGENT.md":                     "AGENT.md",
+	".qwen/settings.json":          ".qwen/**",
+	"QWEN.md":                      "QWEN.md",
+	".trae/rules/project_rules.md": ".trae/**",
+	".augment/settings.json":       ".augment/**",
+}
+
+// patternExample is a path a protected pattern matches, made from the pattern itself: each
+// wildcard becomes a name.
+func patternExample(pattern string) string {
+	return strings.NewReplacer("**", "x", "*", "x", "?", "x").Replace(pattern)
+}
+
+// applyRefusesThenWrites stages every path of want (path → the reason it must be protected for)
+// at the top level and nested, beside ordinary files, and checks that apply --all writes the
+// ordinary files only, refusing each protected one with its reason, and that --allow-protected
+// then writes them all.
+func applyRefusesThenWrites(t *testing.T, base map[string]file, want map[string]string, whiteouts []string) {
+	t.Helper()
+	ordinary := []string{"main.go", "src/lib.rs", "docs/guide.md", "Makefile", "Taskfile.yml", "a.b/c.txt", "src/x.gitignore", "docs/AGENTS.md.txt"}
+	f := newFixture(t, base)
+	staged := map[string]file{}
+	for _, p := range ordinary {
+		staged[p] = file{Data: "ordinary " + p + "\n"}
+	}
+	for p := range want {
+		if !slices.Contains(whiteouts, p) {
+			staged[p] = file{Data: "run the agent's code\n"}
+		}
+	}
+	f.stage(t, staged)
+	for _, p := range whiteouts {
+		f.whiteout(t, p)
+	}
+	f.run(t)
+	cs := f.changes(t)
+	for p, why := range want {
+		if c, _ := cs.Find(p); c == nil || !c.Protected || c.ProtectedWhy != why {
+			t.Errorf("%s: change %+v, want protected because %q", p, c, why)
+		}
+	}
+	for _, p := range ordinary {
+		if c, _ := cs.Find(p); c == nil || c.Protected {
+			t.Errorf("ordinary %s: change %+v, want not protected", p, c)
+		}
+	}
+	res, err := f.s.Apply(ApplyOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := snapshot(t, f.project)
+	for _, p := range ordinary {
+		if snap[p] != "0644:ordinary "+p+"\n" {
+			t.Errorf("apply --all did not write ordinary %s: %q", p, snap[p])
+		}
+	}
+	reasons := map[string]string{}
+	for _, s := range res.Skipped {
+		reasons[s.Path] = s.Reason
+	}
+	for p, why := range want {
+		if got, was := snap[p], base[p]; (got == "") != (was.Data == "") || got != "" && got != "0644:"+was.Data {
+			t.Errorf("apply --all without --allow-protected changed %s: %q", p, got)
+		}
+		if r := reasons[p]; r != "protected: "+why+" (use --allow-protected)" {
+			t.Errorf("%s: skip reason %q, want it to say %q", p, r, why)
+		}
+	}
+	if _, err := f.s.Apply(ApplyOptions{All: true, AllowProtected: true}); err != nil {
+		t.Fatal(err)
+	}
+	snap = snapshot(t, f.project)
+	for p := range want {
+		got, ok := snap[p]
+		if slices.Contains(whiteouts, p) {
+			if ok {
+				t.Errorf("apply --allow-protected did not delete %s", p)
+			}
+		} else if got != "0644:run the agent's code\n" {
+			t.Errorf("apply --allow-protected did not write %s: %q", p, got)
+		}
+	}
+}
+
+// TestApplyAllRefusesEveryProtectedPath stages a path of every entry of ProtectedPaths (made
+// from its pattern) and every path issue 21 found written, each at the top level and nested:
+// apply --all writes none of them without --allow-protected, giving the entry's reason, and
+// writes them all with it; the ordinary files beside them are written either way.
+func TestApplyAllRefusesEveryProtectedPath(t *testing.T) {
+	whyOf := map[string]string{}
+	for _, p := range ProtectedPaths {
+		whyOf[p.Pattern] = p.Why
+	}
+	t.Run("list", func(t *testing.T) {
+		want := map[string]string{}
+		for _, e := range ProtectedPaths {
+			ex := patternExample(e.Pattern)
+			want[ex], want["sub/dir/"+ex] = e.Why, e.Why
+		}
+		applyRefusesThenWrites(t, nil, want, nil)
+	})
+	t.Run("issue", func(t *testing.T) {
+		want := map[string]string{}
+		for p, entry := range issueProtected {
+			if whyOf[entry] == "" {
+				t.Fatalf("%s: %q is not in ProtectedPaths", p, entry)
+			}
+			want[p], want["sub/dir/"+p] = whyOf[entry], whyOf[entry]
+		}
+		applyRefusesThenWrites(t, nil, want, nil)
+	})
+}
+
+// TestDotFileRule generates dot-names the list does not have and stages each as a new dot-file,
+// a file in a new dot-directory, a change to a dot-file the base has, a new file in and a change
+// to a file of a dot-directory the base has, and a deletion of a dot-file, at the top level and
+// nested: each is protected by the rule, with its reason.
+func TestDotFileRule(t *testing.T) {
+	list := newProtectedMatcher(ProtectedPaths, nil)
+	var names []string
+	for _, w := range []string{"editorconfig", "prettierrc.js", "eslintrc.cjs", "env", "newtool", "x", "config.d", "tool-versions.bak"} {
+		n := "." + w
+		if list.why(n) != "" {
+			t.Fatalf("%s is on the list: the test needs names the rule alone protects", n)
+		}
+		names = append(names, n)
+	}
+	base := map[string]file{}
+	want := map[string]string{}
+	var deleted []string
+	for _, n := range names {
+		for _, d := range []string{"", "sub/dir/"} {
+			base[d+n+"-old"] = file{Data: "old\n"}
+			base[d+n+"-gone"] = file{Data: "old\n"}
+			base[d+n+"-olddir/kept"] = file{Data: "old\n"}
+			want[d+n] = NewDotFileWhy
+			want[d+n+"-newdir/f"] = NewDotDirWhy
+			want[d+n+"-newdir/deeper/f"] = NewDotDirWhy
+			want[d+n+"-old"] = ChangedDotFileWhy
+			want[d+n+"-olddir/kept"] = DotDirWhy
+			want[d+n+"-olddir/new"] = DotDirWhy
+			want[d+n+"-gone"] = DeletedDotFileWhy
+			deleted = append(deleted, d+n+"-gone")
+		}
+	}
+	applyRefusesThenWrites(t, base, want, deleted)
+}
+
+// TestDotFileRuleExemptions: the user's `unprotected` names (and ! patterns of `protected`) take
+// dot-files off the rule, element by element; a project's .shadow.toml cannot.
+func TestDotFileRuleExemptions(t *testing.T) {
+	user, err := ParseConfig("user.toml", []byte(`unprotected = [".editorconfig", ".config/", ".tool", "docs/.vitepress/**"]
+protected = ["!.prettierrc"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := Config{Unprotected: List{".env"}, Protected: List{"!.eslintrc", "deploy/"}}
+	merged, warn := NarrowProject(user, project)
+	if len(warn) != 2 || !strings.Contains(warn[0], `"protected"`) || !strings.Contains(warn[1], `"unprotected"`) {
+		t.Errorf("project exemptions: warnings %q, want one for protected and one for unprotected", warn)
+	}
+	m := newProtectedMatcher(ProtectedPaths, merged.Protected)
+	has := func(string) bool { return false }
+	for p, want := range map[string]string{
+		".editorconfig":              "",
+		"sub/.editorconfig":          "",
+		".prettierrc":                "",
+		".config/tool/settings.ini":  "",
+		"docs/.vitepress/config.mts": "",
+		".env":                       NewDotFileWhy, // the project's exemption is dropped
+		".eslintrc":                  NewDotFileWhy,
+		".editorconfig.d/x":          NewDotDirWhy,
+		".config/.hidden":            "", // an exempt directory's content is
+		".tool/settings":             "",
+		".tool/.hidden":              NewDotFileWhy, // an exempt name is not its content
+		".vitepress/config.mts":      NewDotDirWhy,
+		"src/main.go":                "",
+		"deploy/x":                   "",
+	} {
+		if got := m.dotWhy(p, Added, has); got != want {
+			t.Errorf("dotWhy(%q) = %q, want %q", p, got, want)
+		}
+	}
+	if m.why("deploy/x") != ConfigProtectedWhy {
+		t.Errorf("the project's added protected path was dropped")
+	}
+	// A trusted project file is the user's word.
+	trusted := Overlay(user, project)
+	if m := newProtectedMatcher(ProtectedPaths, trusted.Protected); m.dotWhy(".env", Added, has) != "" {
+		t.Errorf("a trusted project's unprotected key was not taken: %q", trusted.Protected)
 	}
 }

@@ -217,7 +217,10 @@ func protectedHelp() string {
 	}
 	flush()
 	b.WriteString("  and every directory shaped like a git repository (named *.git, or holding HEAD and objects\n" +
-		"  or refs), with what is inside it.")
+		"  or refs), with what is inside it.\n" +
+		"And every other dot-file or dot-directory, at any depth, that the agent made, changed or deleted\n" +
+		"(tools read dot-files as configuration): your config's `unprotected` key takes names off, as\n" +
+		"unprotected = [\".gitignore\", \".editorconfig\"]; a project's .shadow.toml cannot.")
 	return b.String()
 }
 

@@ -26,6 +26,9 @@ func TestApplyHelpListsProtectedPaths(t *testing.T) {
 	if !strings.Contains(out, "shaped like a git repository") {
 		t.Errorf("apply --help does not mention git-shaped directories:\n%s", out)
 	}
+	if !strings.Contains(out, "every other dot-file or dot-directory") || !strings.Contains(out, "`unprotected`") {
+		t.Errorf("apply --help does not state the dot-file rule and its key:\n%s", out)
+	}
 }
 
 // --max-upper-bytes' help says what the jail does at the limit: the run's
