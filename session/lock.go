@@ -148,7 +148,9 @@ func (l *ProjectLock) Create() (*Session, error) {
 		return nil, fmt.Errorf("create session: the project lock was released")
 	}
 	cur, err := l.openSession()
-	if err != nil {
+	// Asked for a new session, the user has chosen not to bring a moved one along.
+	var moved *MovedError
+	if err != nil && !errors.As(err, &moved) {
 		return nil, err
 	}
 	if cur != nil {

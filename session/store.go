@@ -54,6 +54,9 @@ type Meta struct {
 	// BaseCommit is the commit HEAD named when the session started ("" outside a git repository,
 	// or for a session of an older shadow): `shadow export` branches from it.
 	BaseCommit string `json:"base_commit,omitempty"`
+	// Identity is the project directory's device and inode when the session started (nil for a
+	// session of an older shadow): a moved or renamed project is recognised by it.
+	Identity *ProjectIdentity `json:"project_identity,omitempty"`
 }
 
 // Store is the directory holding every session ($XDG_STATE_HOME/shadow).
@@ -418,19 +421,20 @@ func (st *Store) rebuildIndex(project string) {
 }
 
 // openByScan finds the project's open session by a scan of every readable session, whatever
-// the index says.
-func (st *Store) openByScan(project string) (*Session, error) {
+// the index says; with none, moved is the open session of this same directory at a path that is
+// gone (see MovedError).
+func (st *Store) openByScan(project string) (open, moved *Session, err error) {
 	all, _, err := st.all()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sessions := ofProject(all, project)
 	for i := len(sessions) - 1; i >= 0; i-- {
 		if sessions[i].Meta.State == StateOpen {
-			return sessions[i], nil
+			return sessions[i], nil, nil
 		}
 	}
-	return nil, nil
+	return nil, movedHere(all, project), nil
 }
 
 // addToIndex adds a new session to its project's index, durably, when the project has one.
@@ -466,8 +470,12 @@ func (st *Store) current(project string) (*Session, bool, error) {
 		return nil, false, bad[0]
 	}
 	// An index that lost a line (or all of them) must not hide an open session.
-	if s, err := st.openByScan(project); err != nil || s != nil {
+	s, moved, err := st.openByScan(project)
+	if err != nil || s != nil {
 		return s, s != nil, err
+	}
+	if moved != nil {
+		return nil, false, &MovedError{Project: project, OldPath: moved.Meta.Project, ID: moved.Meta.ID}
 	}
 	return nil, false, fmt.Errorf("project %s: %w", project, ErrNoSession)
 }
@@ -496,6 +504,8 @@ type Info struct {
 	State       State     `json:"state"`
 	// Incomplete says why some of a run's writes are missing from what is staged (Incomplete).
 	Incomplete string `json:"incomplete,omitempty"`
+	// Gone says the open session's project is no longer at its path (moved, renamed or removed).
+	Gone bool `json:"project_gone,omitempty"`
 	// Error is set for a session whose files could not be read.
 	Error string `json:"error,omitempty"`
 }
@@ -517,7 +527,9 @@ func (st *Store) List() ([]Info, error) {
 		if a := s.Meta.Active; a != nil && !recorded(runs, a) {
 			inf.Runs++
 		}
-		if s.Meta.State == StateOpen {
+		if s.Meta.State == StateOpen && s.ProjectGone() {
+			inf.Gone = true
+		} else if s.Meta.State == StateOpen {
 			if cs, err := s.Changes(); err != nil {
 				errs = append(errs, err)
 			} else {
@@ -713,7 +725,7 @@ func (st *Store) create(project string, lk *ProjectLock) (*Session, error) {
 		return nil, fmt.Errorf("create session %s: %w", id, err)
 	}
 	s := &Session{store: st, dir: dir, lock: lk, Meta: Meta{Version: metaVersion, ID: id, Project: project, Created: now.UTC(), State: StateOpen,
-		BaseCommit: gitHead(project)}}
+		BaseCommit: gitHead(project), Identity: identityOf(project)}}
 	fail := func(err error) (*Session, error) {
 		os.RemoveAll(dir)
 		return nil, err

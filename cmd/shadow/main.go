@@ -72,14 +72,25 @@ func run(args []string) int {
 	var ec *exitCode
 	if errors.As(err, &ec) {
 		if ec.err != nil {
-			fmt.Fprintln(os.Stderr, "shadow:", session.ExplainFull(ec.err, state))
+			fmt.Fprintln(os.Stderr, "shadow:", session.ExplainFull(movedHint(ec.err), state))
 		}
 		return ec.code
 	}
-	err = session.ExplainFull(err, state)
+	err = session.ExplainFull(movedHint(err), state)
 	fmt.Fprintln(os.Stderr, "shadow:", err)
 	if isUsageError(err) {
 		return exitUsage
 	}
 	return exitError
+}
+
+// movedHint adds to the error that finds a moved project's session the command that brings the
+// session along, as the user's shell runs it.
+func movedHint(err error) error {
+	var moved *session.MovedError
+	if !errors.As(err, &moved) {
+		return err
+	}
+	move := currentInvocation("").command("sessions", "move", moved.ID, moved.Project)
+	return fmt.Errorf("%w: bring the session along with `%s`, or start another with `shadow run --new`", err, move)
 }

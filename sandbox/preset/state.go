@@ -368,3 +368,29 @@ func mergeJSON(have, add map[string]any) map[string]any {
 	}
 	return have
 }
+
+// MoveState gives every preset's per-project state of the project at from to the project now at
+// to (the same project, moved or renamed), so that the agents' logins and conversations come
+// along. A preset that already has state for to keeps it. It returns the names of the presets
+// whose state moved.
+func MoveState(stateRoot, from, to string) ([]string, error) {
+	all, err := All()
+	if err != nil {
+		return nil, err
+	}
+	var moved []string
+	for _, p := range all {
+		src, dst := p.StateDir(stateRoot, from), p.StateDir(stateRoot, to)
+		if _, err := os.Lstat(src); err != nil {
+			continue
+		}
+		if _, err := os.Lstat(dst); err == nil {
+			continue
+		}
+		if err := os.Rename(src, dst); err != nil {
+			return moved, fmt.Errorf("move the %s agent's state: %w", p.Name, err)
+		}
+		moved = append(moved, p.Name)
+	}
+	return moved, nil
+}

@@ -1,0 +1,112 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// ProjectIdentity is what stays the same when a project's directory is moved or renamed within
+// its filesystem: its device and inode. A session records it at its start, so that the project
+// is recognised at its new path.
+type ProjectIdentity struct {
+	Dev uint64 `json:"dev"`
+	Ino uint64 `json:"ino"`
+}
+
+// identityOf is the identity of the directory at path, nil when it cannot be read.
+func identityOf(path string) *ProjectIdentity {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.IsDir() {
+		return nil
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	return &ProjectIdentity{Dev: uint64(st.Dev), Ino: st.Ino}
+}
+
+// ProjectGone reports whether the session's project directory no longer exists at the path the
+// session names (moved, renamed or removed).
+func (s *Session) ProjectGone() bool {
+	_, err := os.Lstat(s.Meta.Project)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// MovedError says that a project has no open session at its path, but an open session was
+// started for this same directory at a path that no longer exists: the project was moved or
+// renamed, and `shadow sessions move` gives the session its new path.
+type MovedError struct {
+	Project string // where the project is now
+	OldPath string // where it was when the session started
+	ID      string // the session
+}
+
+func (e *MovedError) Error() string {
+	return fmt.Sprintf("project %q has no session, but it is the directory that was %q when session %s started (moved or renamed)",
+		e.Project, e.OldPath, e.ID)
+}
+
+// movedHere is the open session, among all, whose project is gone from its path and was this
+// same directory (by identity), nil when there is none.
+func movedHere(all []*Session, project string) *Session {
+	id := identityOf(project)
+	if id == nil {
+		return nil
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		s := all[i]
+		if s.Meta.State != StateOpen || s.Meta.Identity == nil || *s.Meta.Identity != *id || s.Meta.Project == project {
+			continue
+		}
+		if s.ProjectGone() {
+			return s
+		}
+	}
+	return nil
+}
+
+// Move gives session id the project's new path, after the project's directory was moved or
+// renamed. to holds the writer lock of the new path and from that of the session's old one. The
+// session must be open, its old path gone, and the new one the same directory (by device and
+// inode) unless force is set.
+func (st *Store) Move(id string, to, from *ProjectLock, force bool) (*Session, error) {
+	s, err := st.load(id)
+	if err != nil {
+		return nil, err
+	}
+	dir := to.Project()
+	switch {
+	case s.Meta.State != StateOpen:
+		return nil, fmt.Errorf("move session %s: it is %s; only an open session moves", id, s.Meta.State)
+	case from.Project() != s.Meta.Project:
+		return nil, fmt.Errorf("move session %s: it belongs to %q, not %q", id, s.Meta.Project, from.Project())
+	case s.Meta.Project == dir:
+		return nil, fmt.Errorf("move session %s: it is already the session of %q", id, dir)
+	case !s.ProjectGone():
+		return nil, fmt.Errorf("move session %s: its project %q still exists; a session moves only with its project", id, s.Meta.Project)
+	case s.RunActive():
+		return nil, fmt.Errorf("move session %s: a run is active (pid %d); wait for it to end", id, s.Meta.Active.PID)
+	}
+	now := identityOf(dir)
+	if now == nil {
+		return nil, fmt.Errorf("move session %s: %q is not a directory", id, dir)
+	}
+	if !force && (s.Meta.Identity == nil || *s.Meta.Identity != *now) {
+		return nil, fmt.Errorf("move session %s: %q is not the directory that was %q (a copy, or another project): pass --force to move it anyway, and its staged changes are compared with what is there", id, dir, s.Meta.Project)
+	}
+	if cur, err := to.openSession(); err == nil && cur != nil {
+		return nil, fmt.Errorf("move session %s: %q already has an open session %s; apply or discard it first", id, dir, cur.Meta.ID)
+	}
+	s.Meta.Project, s.Meta.Identity = dir, now
+	if err := s.saveMeta(); err != nil {
+		return nil, err
+	}
+	st.rebuildIndex(dir)
+	st.rebuildIndex(from.Project())
+	s.lock = to
+	return s, nil
+}
