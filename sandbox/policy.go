@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -205,14 +207,29 @@ func IsJailError(err error) bool {
 	return errors.As(err, &je)
 }
 
-// keptEnv are the variables BuildEnv keeps without being asked; LC_* too.
+// keptEnv are the variables BuildEnv keeps without being asked; the locale
+// variables too (localeEnv), when their value is a locale name.
 var keptEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM",
-	"LANG", "TZ", "EDITOR", "VISUAL"}
+	"TZ", "EDITOR", "VISUAL"}
+
+// localeEnv are LANG and the locale categories of POSIX and glibc
+// (locale(7)): the LC_* variables a C library reads. Other LC_* names are
+// not locale settings (LC_TERMINAL, or whatever a host tool chose to call
+// its own) and are dropped like any other variable.
+var localeEnv = []string{"LANG", "LC_ALL", "LC_CTYPE", "LC_COLLATE", "LC_MESSAGES", "LC_MONETARY",
+	"LC_NUMERIC", "LC_TIME", "LC_ADDRESS", "LC_IDENTIFICATION", "LC_MEASUREMENT", "LC_NAME",
+	"LC_PAPER", "LC_TELEPHONE"}
+
+// localeName matches what a locale variable holds: C, POSIX, or
+// language[_territory][.codeset][@modifier]. A value with '/' would make the
+// C library load locale files from that path, so it is no locale name.
+var localeName = regexp.MustCompile(`^(C|POSIX|[a-zA-Z]{2,8}(_[a-zA-Z0-9]{2,3})?)(\.[a-zA-Z0-9_-]{1,20})?(@[a-zA-Z0-9_-]{1,20})?$`)
 
 // BuildEnv returns the jail's environment: the variables of host (in
 // os.Environ form) that are always kept (PATH HOME USER LOGNAME SHELL TERM
-// COLORTERM LANG LC_* TZ EDITOR VISUAL), plus those named in pass. Order
-// follows host; a name appears once.
+// COLORTERM TZ EDITOR VISUAL, and LANG and the LC_* locale categories of
+// localeEnv when set to a locale name or empty), plus those named in pass.
+// Order follows host; a name appears once.
 func BuildEnv(host []string, pass []string) []string {
 	want := make(map[string]bool, len(keptEnv)+len(pass))
 	for _, n := range keptEnv {
@@ -224,11 +241,11 @@ func BuildEnv(host []string, pass []string) []string {
 	seen := make(map[string]bool)
 	var env []string
 	for _, kv := range host {
-		name, _, ok := strings.Cut(kv, "=")
+		name, value, ok := strings.Cut(kv, "=")
 		if !ok || seen[name] {
 			continue
 		}
-		if want[name] || strings.HasPrefix(name, "LC_") {
+		if want[name] || slices.Contains(localeEnv, name) && (value == "" || localeName.MatchString(value)) {
 			seen[name] = true
 			env = append(env, kv)
 		}

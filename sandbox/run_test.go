@@ -28,6 +28,42 @@ func TestBuildEnv(t *testing.T) {
 	}
 }
 
+// TestBuildEnvLocale: LANG and each locale category pass with a locale name
+// and are dropped with anything else; an LC_ name that is no category is
+// dropped unless named with --env.
+func TestBuildEnvLocale(t *testing.T) {
+	categories := []string{"LANG", "LC_ALL", "LC_CTYPE", "LC_COLLATE", "LC_MESSAGES", "LC_MONETARY", "LC_NUMERIC",
+		"LC_TIME", "LC_ADDRESS", "LC_IDENTIFICATION", "LC_MEASUREMENT", "LC_NAME", "LC_PAPER", "LC_TELEPHONE"}
+	names := slices.Clone(categories)
+	for _, n := range localeEnv {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	good := []string{"C", "POSIX", "C.UTF-8", "en_US.UTF-8", "en_US.utf8", "de_DE@euro", "sr_RS.UTF-8@latin", "ja_JP.eucJP", "fil_PH", ""}
+	bad := []string{"/tmp/evil", "../../../tmp/x", "en_US.UTF-8/../../x", "$(id)", "en_US.UTF-8\n", "C;ls", "en US", strings.Repeat("a", 300)}
+	for _, name := range names {
+		for _, v := range good {
+			if got := BuildEnv([]string{name + "=" + v}, nil); !slices.Equal(got, []string{name + "=" + v}) {
+				t.Errorf("%s=%q: BuildEnv = %q, want it kept", name, v, got)
+			}
+		}
+		for _, v := range bad {
+			if got := BuildEnv([]string{name + "=" + v}, nil); len(got) != 0 {
+				t.Errorf("%s=%q: BuildEnv = %q, want it dropped", name, v, got)
+			}
+		}
+	}
+	for _, name := range []string{"LC_TERMINAL", "LC_TERMINAL_VERSION", "LC_FOO", "LC_", "LC_ALLX", "lc_all", "LC_SECRET_TOKEN"} {
+		if got := BuildEnv([]string{name + "=C"}, nil); len(got) != 0 {
+			t.Errorf("%s: BuildEnv = %q, want it dropped", name, got)
+		}
+		if got := BuildEnv([]string{name + "=C"}, []string{name}); !slices.Equal(got, []string{name + "=C"}) {
+			t.Errorf("%s named in --env: BuildEnv = %q", name, got)
+		}
+	}
+}
+
 func TestExitStatus(t *testing.T) {
 	j := newTestJail(t)
 	res, _, _ := j.run(t, j.policy(), "/bin/sh", "-c", "kill -TERM $$")
