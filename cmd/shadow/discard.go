@@ -12,7 +12,12 @@ func newDiscardCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "discard [--session ID] [--yes]",
 		Short: "Drop a session's staged changes (the project is not touched)",
-		Args:  cobra.NoArgs,
+		Long: `discard drops every change the session stages, its checkpoints and its pending decisions, and
+marks the session discarded; the next ` + "`shadow run`" + ` starts a new one. The project itself is not
+touched: what an apply already wrote stays written (` + "`shadow apply --rollback`" + ` undoes that first).
+It asks first on a terminal; --yes does not ask. It is refused while a run of the session is going,
+and needs no free disk space, so it works on a full disk.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			lk, s, err := f.writeSession("discard", cmd.ErrOrStderr())
 			if err != nil {

@@ -53,7 +53,10 @@ func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print shadow's version, commit, Go and libseccomp versions and the Landlock ABI",
-		Args:  cobra.NoArgs,
+		Long: `version prints what a bug report needs: shadow's version and the commit it was built from
+(marked modified when the tree had uncommitted changes), the Go version, the libseccomp version
+linked in, and the Landlock ABI this kernel offers (0: none).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bi, _ := debug.ReadBuildInfo()
 			v, c := buildVersion(version, commit, modified, bi)
