@@ -64,8 +64,13 @@ func (m *Model) decideHunk(v Verdict) {
 		// Accepting selected lines takes just them; rejecting them takes
 		// every other changed line.
 		var lines []int
+		changed := 0
 		for i, l := range h.Lines {
-			if l.Op != Context && sel[i] == (v == Accepted) {
+			if l.Op == Context {
+				continue
+			}
+			changed++
+			if sel[i] == (v == Accepted) {
 				lines = append(lines, i)
 			}
 		}
@@ -74,9 +79,76 @@ func (m *Model) decideHunk(v Verdict) {
 			d = Decision{Verdict: Rejected}
 		}
 		delete(f.selected, h.ID)
+		n, rest := len(sel), english.Count(changed-len(sel), "other changed line")
+		if v == Accepted {
+			m.setStatus(fmt.Sprintf("accepted only the %s of the hunk; its %s left out", english.Count(n, "selected line"), rest))
+		} else {
+			m.setStatus(fmt.Sprintf("rejected the %s of the hunk; its %s accepted", english.Count(n, "selected line"), rest))
+		}
 	}
 	m.record(f, map[string]Decision{h.ID: d})
 	m.advance(f, hi)
+}
+
+// lineMode reports whether the cursor is in a hunk with selected lines:
+// then j/k move among its changed lines, and a/r take only the selected.
+func (m *Model) lineMode() (*fileView, int, bool) {
+	if m.sideBySide || m.focus != diffPane {
+		return nil, -1, false
+	}
+	f, hi := m.cursorHunk()
+	if hi < 0 || len(f.selected[f.hunks[hi].ID]) == 0 {
+		return nil, -1, false
+	}
+	return f, hi, true
+}
+
+// inLineMode is lineMode's answer alone.
+func (m *Model) inLineMode() bool {
+	_, _, ok := m.lineMode()
+	return ok
+}
+
+// moveLine moves the cursor to the next (dir 1) or previous changed line of
+// its hunk, in line mode; at the hunk's edge it stays and says so.
+func (m *Model) moveLine(f *fileView, hi, dir int) {
+	rows := f.rows(false)
+	for i := f.cursor + dir; i >= 0 && i < len(rows); i += dir {
+		r := rows[i]
+		if r.kind != rowLine || int(r.hunk) != hi {
+			break
+		}
+		if f.hunks[hi].Lines[r.line].Op != Context {
+			f.cursor = i
+			m.scrollTo(f)
+			return
+		}
+	}
+	edge := "last"
+	if dir < 0 {
+		edge = "first"
+	}
+	m.setStatus(fmt.Sprintf("the %s changed line of the hunk · %s", edge, m.lineHint(f, hi)))
+}
+
+// lineHint says, in line mode, what is selected and what the keys do.
+func (m *Model) lineHint(f *fileView, hi int) string {
+	h := f.hunks[hi]
+	changed := 0
+	for _, l := range h.Lines {
+		if l.Op != Context {
+			changed++
+		}
+	}
+	k := m.keys
+	return fmt.Sprintf("%d of %d changed lines selected: %s accepts only them, %s rejects only them · %s toggles · %s move · esc clears",
+		len(f.selected[h.ID]), changed, k.Accept.Help().Key, k.Reject.Help().Key, k.SelectLine.Help().Key, "j/k")
+}
+
+// clearLines drops the selection of the hunk under the cursor.
+func (m *Model) clearLines(f *fileView, hi int) {
+	delete(f.selected, f.hunks[hi].ID)
+	m.setStatus("selection cleared: a and r take the whole hunk again")
 }
 
 // advance moves the cursor to the next hunk after a decision.
@@ -178,7 +250,8 @@ func (m *Model) split() {
 	}
 	pieces := Split(f.hunks[hi])
 	if len(pieces) < 2 {
-		m.setStatus("this hunk cannot be split further")
+		m.setStatus(fmt.Sprintf("this hunk cannot be split further: select its lines with %s on a + or - line, then %s or %s",
+			m.keys.SelectLine.Help().Key, m.keys.Accept.Help().Key, m.keys.Reject.Help().Key))
 		return
 	}
 	h := f.hunks[hi]
@@ -195,10 +268,16 @@ func (m *Model) split() {
 	m.setStatus(fmt.Sprintf("split into %s", english.Count(len(pieces), "hunk")))
 }
 
-// toggleLine selects or unselects the changed line under the cursor.
+// toggleLine selects or unselects the changed line under the cursor, or
+// says why it cannot.
 func (m *Model) toggleLine() {
+	k := m.keys
 	if m.sideBySide {
-		m.setStatus("line selection works in unified view (v)")
+		m.setError(fmt.Sprintf("line selection works in unified view (%s)", k.ToggleView.Help().Key))
+		return
+	}
+	if m.focus != diffPane {
+		m.setError(fmt.Sprintf("%s selects a line of the diff: %s to it, then j/k onto a + or - line", k.SelectLine.Help().Key, k.Focus.Help().Key))
 		return
 	}
 	f := m.file()
@@ -206,14 +285,26 @@ func (m *Model) toggleLine() {
 		return
 	}
 	rows := f.rows(false)
-	if f.cursor >= len(rows) || rows[f.cursor].kind != rowLine {
+	var r row
+	if f.cursor < len(rows) {
+		r = rows[f.cursor]
+	}
+	switch {
+	case f.cursor >= len(rows) || (r.kind != rowLine && r.kind != rowHunk):
+		m.setError(fmt.Sprintf("%s selects a + or - line of a hunk: move onto one with j/k", k.SelectLine.Help().Key))
+		return
+	case r.kind == rowHunk && f.hunks[r.hunk].Lines == nil:
+		m.setError(fmt.Sprintf("this file is decided whole (%s or %s): it has no lines to select", k.Accept.Help().Key, k.Reject.Help().Key))
+		return
+	case r.kind == rowHunk:
+		m.setError(fmt.Sprintf("%s selects a + or - line: the cursor is on the hunk's header, move onto a line with j", k.SelectLine.Help().Key))
+		return
+	case f.hunks[r.hunk].Lines[r.line].Op == Context:
+		m.setError(fmt.Sprintf("%s selects a + or - line: this line is unchanged context, move onto a changed one with j/k", k.SelectLine.Help().Key))
 		return
 	}
-	r := rows[f.cursor]
-	h := f.hunks[r.hunk]
-	if h.Lines[r.line].Op == Context {
-		return
-	}
+	hi := int(r.hunk)
+	h := f.hunks[hi]
 	sel := f.selected[h.ID]
 	if sel == nil {
 		sel = map[int]bool{}
@@ -224,5 +315,11 @@ func (m *Model) toggleLine() {
 	} else {
 		sel[int(r.line)] = true
 	}
-	m.move(1)
+	if len(sel) == 0 {
+		m.clearLines(f, hi)
+		return
+	}
+	// On to the next changed line of the hunk, as git add -p would ask.
+	m.moveLine(f, hi, 1)
+	m.setStatus(m.lineHint(f, hi))
 }

@@ -68,7 +68,7 @@ func DefaultKeyMap() KeyMap {
 		RejectFile:    b([]string{"R"}, "R", "reject whole file"),
 		AcceptAll:     b([]string{"ctrl+a"}, "ctrl+a", "accept everything undecided"),
 		Split:         b([]string{"s"}, "s", "split hunk"),
-		SelectLine:    b([]string{"space"}, "space", "select line (partial hunk)"),
+		SelectLine:    b([]string{"space"}, "space", "select +/- lines for a/r"),
 		Edit:          b([]string{"e"}, "e", "edit hunk in $EDITOR"),
 		Undo:          b([]string{"u"}, "u", "undo last decision"),
 		ToggleView:    b([]string{"v"}, "v", "unified / side-by-side"),

@@ -394,10 +394,16 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		} else {
 			m.focus = treePane
 		}
-	case key.Matches(msg, k.Down):
-		m.move(1)
-	case key.Matches(msg, k.Up):
-		m.move(-1)
+	case key.Matches(msg, k.Down), key.Matches(msg, k.Up):
+		dir := 1
+		if key.Matches(msg, k.Up) {
+			dir = -1
+		}
+		if f, hi, ok := m.lineMode(); ok {
+			m.moveLine(f, hi, dir)
+		} else {
+			m.move(dir)
+		}
 	case key.Matches(msg, k.PageDown):
 		m.move(max(1, m.diffHeight()-2))
 	case key.Matches(msg, k.PageUp):
@@ -472,6 +478,9 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 			f.invalidate()
 			m.clampAll()
 		}
+	case msg.String() == "esc" && m.inLineMode():
+		f, hi, _ := m.lineMode()
+		m.clearLines(f, hi)
 	case msg.String() == "esc" && m.search != "":
 		m.search = ""
 		m.renderGen++
@@ -487,6 +496,9 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		m.mode = modeConfirmApply
 	case key.Matches(msg, k.Rollback):
 		m.mode = modeConfirmRollback
+	}
+	if f, hi, ok := m.lineMode(); ok && m.status == "" && m.mode == modeNormal {
+		m.setStatus(m.lineHint(f, hi))
 	}
 	return m, nil
 }

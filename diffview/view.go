@@ -326,9 +326,17 @@ func (c *renderCtx) row(r row, cursor bool) string {
 	if cursor && c.m.focus == diffPane {
 		gs = st.CursorLineNo
 	}
+	// The mark column shows the line cursor (what space would select) and
+	// the selected lines.
 	mark := " "
-	if c.f.selected[h.ID][int(r.line)] {
+	selected, here := c.f.selected[h.ID][int(r.line)], cursor && c.m.focus == diffPane
+	switch {
+	case selected && here:
+		mark = st.Selected.Render("◉")
+	case selected:
 		mark = st.Selected.Render("●")
+	case here:
+		mark = st.CursorLineNo.Render("▸")
 	}
 	text := c.cached(r.hunk, r.line, r.partner, c.width-ansi.StringWidth(gutter)-2)
 	return gs.Render(gutter) + mark + text
