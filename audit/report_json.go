@@ -1,9 +1,10 @@
 package audit
 
 import (
-	"encoding/json"
 	"io"
 	"time"
+
+	"github.com/shadow-sandbox/shadow/internal/jsonout"
 )
 
 // JSONSchemaVersion is the version of the JSON report schema (SCHEMA.md). It
@@ -114,7 +115,5 @@ func (r Report) JSON() JSONReport {
 
 // WriteJSON writes the report as indented JSON (schema: JSONReport, SCHEMA.md).
 func (r Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r.JSON())
+	return jsonout.NewEncoder(w).Encode(r.JSON())
 }

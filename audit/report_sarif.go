@@ -3,12 +3,13 @@ package audit
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"unicode"
+
+	"github.com/shadow-sandbox/shadow/internal/jsonout"
 )
 
 // RulesDocURL is where each rule is documented; SARIF helpUri points at the
@@ -211,9 +212,7 @@ func (r Report) WriteSARIF(w io.Writer) error {
 		}
 	}
 	log := sarifLog{Schema: "https://json.schemastore.org/sarif-2.1.0.json", Version: "2.1.0", Runs: []sarifRun{run}}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(log)
+	return jsonout.NewEncoder(w).Encode(log)
 }
 
 // AnchorFile is where SARIF attaches findings that concern no file (the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/internal/jsonout"
 	"github.com/shadow-sandbox/shadow/session"
 )
 
@@ -81,9 +81,7 @@ it to ID), --since ID everything staged after checkpoint ID; 'shadow log' lists 
 				if err != nil {
 					return err
 				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(doc)
+				return jsonout.NewEncoder(out).Encode(doc)
 			}
 			patches, err := s.Patches(changes)
 			if err != nil {

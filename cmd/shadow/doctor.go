@@ -1,11 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/shadow-sandbox/shadow/internal/jsonout"
 	"github.com/shadow-sandbox/shadow/sandbox/doctor"
 	"github.com/shadow-sandbox/shadow/session"
 )
@@ -30,9 +30,7 @@ with the exact remedy for this distribution. Exit status 0 when 'shadow run' wil
 			}
 			rep := doctor.RunWith(cmd.Context(), doctor.Options{StateDir: state, StateDirErr: err})
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
+				if err := jsonout.NewEncoder(cmd.OutOrStdout()).Encode(rep); err != nil {
 					return err
 				}
 			} else {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -9,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shadow-sandbox/shadow/internal/english"
+	"github.com/shadow-sandbox/shadow/internal/jsonout"
 
 	"github.com/shadow-sandbox/shadow/diffview"
 )
@@ -35,9 +35,7 @@ shows a step, 'shadow revert --to ID' drops what came after it.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(steps)
+				return jsonout.NewEncoder(out).Encode(steps)
 			}
 			if len(steps) == 0 {
 				fmt.Fprintf(out, "session %s has no checkpoint yet\n", s.ID())

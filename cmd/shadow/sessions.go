@@ -1,13 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/shadow-sandbox/shadow/internal/jsonout"
 	"github.com/shadow-sandbox/shadow/sandbox/preset"
 	"github.com/shadow-sandbox/shadow/session"
 )
@@ -49,9 +49,7 @@ the session the project's new path.`,
 				if list == nil {
 					list = []session.Info{}
 				}
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(list)
+				return jsonout.NewEncoder(cmd.OutOrStdout()).Encode(list)
 			}
 			if len(list) == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no sessions")
