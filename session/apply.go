@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -841,22 +840,32 @@ func leftEmpty(root *projectRoot, upper string, ops []op, deleted map[string]boo
 // by a file or symlink, or hidden by an opaque directory that does not have it again. No symlink
 // of the upper layer is followed.
 func agentHasDir(upper, dir string) bool {
+	cur, err := unix.Open(upper, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return true
+	}
+	defer func() { unix.Close(cur) }()
 	opaque := false
-	p := upper
 	for _, c := range strings.Split(dir, "/") {
-		p = filepath.Join(p, c)
-		fi, err := os.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) {
+		var st unix.Stat_t
+		err := unix.Fstatat(cur, c, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if errors.Is(err, unix.ENOENT) {
 			// Not staged: the project's directory shows through, unless an opaque one hides it.
 			return !opaque
 		}
 		if err != nil {
 			return true
 		}
-		if !fi.IsDir() {
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			return false
 		}
-		opaque = opaque || isOpaque(p)
+		opaque = opaque || isOpaque(cur, c)
+		next, err := unix.Openat(cur, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return true
+		}
+		unix.Close(cur)
+		cur = next
 	}
 	return true
 }
@@ -890,24 +899,24 @@ func onlyDeleted(root *projectRoot, dir string, deleted, gone map[string]bool) b
 // emptiedDirs lists dir and every directory below it, parents first, when every non-directory
 // below dir is in deleted; otherwise it fails.
 func emptiedDirs(root *projectRoot, dir string, deleted map[string]bool) ([]removedDir, error) {
-	var out []removedDir
-	err := filepath.WalkDir(filepath.Join(root.path, filepath.FromSlash(dir)), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root.path, p)
-		rel = filepath.ToSlash(rel)
-		if !d.IsDir() {
+	fd, err := openat(root.fd, dir, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", visible(dir), err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	out := []removedDir{{Path: dir, Mode: statFromUnix(&st).Mode}}
+	err = walkAt(fd, dir, func(rel string, _ int, _ string, st *unix.Stat_t) error {
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			if !deleted[rel] {
-				return fmt.Errorf("%s stays", rel)
+				return fmt.Errorf("%s stays", visible(rel))
 			}
 			return nil
 		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		out = append(out, removedDir{Path: rel, Mode: statOf(fi).Mode})
+		out = append(out, removedDir{Path: rel, Mode: statFromUnix(st).Mode})
 		return nil
 	})
 	return out, err

@@ -41,7 +41,7 @@ func mergedView(t testing.TB, project, upper string) map[string]string {
 		}
 		if d.IsDir() {
 			lower, lerr := os.Lstat(filepath.Join(project, rel))
-			if isOpaque(p) || (lerr == nil && !lower.IsDir()) {
+			if isOpaque(unix.AT_FDCWD, p) || (lerr == nil && !lower.IsDir()) {
 				drop(rel)
 			}
 			return nil

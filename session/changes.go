@@ -7,21 +7,18 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/diffview"
 	"github.com/shadow-sandbox/shadow/internal/english"
+	"github.com/shadow-sandbox/shadow/internal/quote"
 )
 
 // Status is a change's git-style letter.
@@ -145,30 +142,34 @@ type rawEntry struct {
 	holes   int64
 }
 
-// isWhiteout reports whether an upper entry is an overlay whiteout: a 0/0 character device, or a
-// zero-size file carrying the overlay.whiteout xattr (nested overlays).
-func isWhiteout(p string, st *unix.Stat_t) bool {
+// isWhiteout reports whether the upper entry name of the directory dir is an overlay whiteout: a
+// 0/0 character device, or a zero-size file carrying the overlay.whiteout xattr (nested overlays).
+func isWhiteout(dir int, name string, st *unix.Stat_t) bool {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFCHR:
 		return st.Rdev == 0
 	case unix.S_IFREG:
-		return st.Size == 0 && hasXattr(p, "overlay.whiteout")
+		return st.Size == 0 && hasXattr(dir, name, "overlay.whiteout")
 	}
 	return false
 }
 
-// hasXattr checks both the user. (userxattr mounts) and trusted. namespaces.
-func hasXattr(p, name string) bool {
+// hasXattr checks both the user. (userxattr mounts) and trusted. namespaces, on the entry name of
+// the directory dir.
+func hasXattr(dir int, name, attr string) bool {
+	p := procPath(dir, name)
 	for _, ns := range []string{"user.", "trusted."} {
-		if _, err := unix.Lgetxattr(p, ns+name, nil); err == nil {
+		if _, err := unix.Lgetxattr(p, ns+attr, nil); err == nil {
 			return true
 		}
 	}
 	return false
 }
 
-// isOpaque reports whether an upper directory replaces the lower one (overlay.opaque = "y").
-func isOpaque(p string) bool {
+// isOpaque reports whether the upper directory name of dir replaces the lower one
+// (overlay.opaque = "y").
+func isOpaque(dir int, name string) bool {
+	p := procPath(dir, name)
 	buf := make([]byte, 8)
 	for _, ns := range []string{"user.", "trusted."} {
 		n, err := unix.Lgetxattr(p, ns+"overlay.opaque", buf)
@@ -190,11 +191,21 @@ func scanUpper(upper string, host *projectRoot, opts scanOptions) ([]rawEntry, e
 		tasks: []scanTask{{}}, pending: 1}
 	sc.more = sync.NewCond(&sc.mu)
 	// Each goroutine holds a root of its own, which caches the host directories it looks into;
-	// the caller's root is one of them.
-	roots := []*projectRoot{host}
+	// the caller's root is one of them. Each opens the upper directories beneath a root of the
+	// upper layer of its own, never by a path joined to it (a staged path may be longer than
+	// PATH_MAX).
+	up, err := openRoot(upper)
+	if err != nil {
+		return nil, fmt.Errorf("scan staged changes: %w", err)
+	}
+	defer up.Close()
+	roots, ups := []*projectRoot{host}, []*projectRoot{up}
 	defer func() {
-		for _, r := range roots[1:] {
-			r.Close()
+		for i := 1; i < len(roots); i++ {
+			roots[i].Close()
+		}
+		for i := 1; i < len(ups); i++ {
+			ups[i].Close()
 		}
 	}()
 	for range applyWorkers - 1 {
@@ -203,13 +214,18 @@ func scanUpper(upper string, host *projectRoot, opts scanOptions) ([]rawEntry, e
 			return nil, err
 		}
 		roots = append(roots, r)
+		u, err := up.clone()
+		if err != nil {
+			return nil, err
+		}
+		ups = append(ups, u)
 	}
 	var wg sync.WaitGroup
-	for _, r := range roots {
+	for i, r := range roots {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sc.work(r)
+			sc.work(r, ups[i])
 		}()
 	}
 	wg.Wait()
@@ -266,8 +282,9 @@ type scanTask struct {
 	closed   bool
 }
 
-// work does the scan's tasks with host until there are none left, or one failed.
-func (sc *upperScan) work(host *projectRoot) {
+// work does the scan's tasks with host and up (a root of the upper layer) until there are none
+// left, or one failed.
+func (sc *upperScan) work(host, up *projectRoot) {
 	for {
 		sc.mu.Lock()
 		for len(sc.tasks) == 0 && sc.pending > 0 && sc.err == nil {
@@ -281,7 +298,7 @@ func (sc *upperScan) work(host *projectRoot) {
 		sc.tasks = sc.tasks[:len(sc.tasks)-1]
 		sc.mu.Unlock()
 
-		p, more, err := sc.dir(host, t)
+		p, more, err := sc.dir(host, up, t)
 
 		sc.mu.Lock()
 		if err != nil && sc.err == nil {
@@ -306,17 +323,16 @@ func (sc *upperScan) work(host *projectRoot) {
 // dir does the task t: it describes the entries of an upper directory, and returns what it found
 // and the tasks that follow (the subdirectories, and the parts of a large directory beyond the
 // first scanChunk entries).
-func (sc *upperScan) dir(host *projectRoot, t scanTask) (*scanPart, []scanTask, error) {
+func (sc *upperScan) dir(host, up *projectRoot, t scanTask) (*scanPart, []scanTask, error) {
 	p := &scanPart{sc: sc, host: host, rel: t.rel, shadowed: t.shadowed, hidden: map[string]bool{}}
-	full := filepath.Join(sc.upper, filepath.FromSlash(t.rel))
 	if t.closed {
 		// Its entries need it entered, which opening it would not tell. What stays closed is
 		// told below, by the open or by each entry.
-		_ = readableDir(full)
+		_ = up.readableDir(t.rel)
 	}
-	d, err := os.Open(full)
-	if errors.Is(err, fs.ErrPermission) && t.rel != "" && readableDir(full) == nil {
-		d, err = os.Open(full) // closed since it was looked at
+	d, err := up.openDir(t.rel)
+	if errors.Is(err, fs.ErrPermission) && t.rel != "" && up.readableDir(t.rel) == nil {
+		d, err = up.openDir(t.rel) // closed since it was looked at
 	}
 	if err != nil {
 		switch {
@@ -327,7 +343,7 @@ func (sc *upperScan) dir(host *projectRoot, t scanTask) (*scanPart, []scanTask, 
 				readErr: fmt.Errorf("cannot read the staged directory: %w", unix.EACCES)})
 			return p, nil, nil
 		}
-		return p, nil, fmt.Errorf("scan staged changes: %w", err)
+		return p, nil, fmt.Errorf("scan staged changes: %s: %w", visible(t.rel), err)
 	}
 	defer d.Close()
 	p.dfd = int(d.Fd())
@@ -335,7 +351,7 @@ func (sc *upperScan) dir(host *projectRoot, t scanTask) (*scanPart, []scanTask, 
 	ents := t.ents
 	if ents == nil {
 		if ents, err = d.ReadDir(-1); err != nil {
-			return p, nil, fmt.Errorf("scan staged changes: %w", err)
+			return p, nil, fmt.Errorf("scan staged changes: %s: %w", visible(t.rel), err)
 		}
 		for len(ents) > scanChunk {
 			more = append(more, scanTask{rel: t.rel, shadowed: t.shadowed, ents: ents[len(ents)-scanChunk:]})
@@ -379,7 +395,6 @@ type subdir struct {
 // by looking up their whole path again.
 func (p *scanPart) entry(name string, open bool) error {
 	child := relJoin(p.rel, name)
-	full := filepath.Join(p.sc.upper, filepath.FromSlash(child))
 	st, fd, err := statEntry(p.dfd, name, open)
 	if errors.Is(err, unix.EACCES) {
 		// In a directory shadow cannot enter (of another owner): listed as unread.
@@ -399,7 +414,7 @@ func (p *scanPart) entry(name string, open bool) error {
 			return err
 		}
 		sub := p.shadowed
-		if isOpaque(full) || (h.exists && h.stat.Type != 'd') {
+		if isOpaque(p.dfd, name) || (h.exists && h.stat.Type != 'd') {
 			if err := p.hideHost(child); err != nil {
 				return err
 			}
@@ -408,7 +423,7 @@ func (p *scanPart) entry(name string, open bool) error {
 		p.subdirs = append(p.subdirs, subdir{child, sub, st.Mode&0o500 != 0o500})
 		return nil
 	}
-	if isWhiteout(full, &st) {
+	if isWhiteout(p.dfd, name, &st) {
 		return p.hideHost(child)
 	}
 	r := rawEntry{path: child, stat: statFromUnix(&st), shadowed: p.shadowed}
@@ -484,15 +499,19 @@ func (p *scanPart) hideHost(rel string) error {
 		p.hidden[rel] = true
 		return nil
 	}
-	root := p.host.path
-	return filepath.WalkDir(filepath.Join(root, rel), func(f string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
+	fd, err := openat(p.host.fd, rel, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+	if err != nil {
+		return nil // gone or replaced since it was looked at: nothing there to hide
+	}
+	defer unix.Close(fd)
+	// What cannot be read below it hides nothing the change set could name.
+	_ = walkAt(fd, rel, func(f string, _ int, _ string, st *unix.Stat_t) error {
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			p.hidden[f] = true
 		}
-		r, _ := filepath.Rel(root, f)
-		p.hidden[filepath.ToSlash(r)] = true
 		return nil
 	})
+	return nil
 }
 
 // Changes computes the session's change set from its upper layer, classified (ignored, protected,
@@ -977,14 +996,4 @@ func (s Summary) Headline() string {
 
 // visible quotes a path for a one-line message when it holds control characters, invalid UTF-8 or
 // spaces at its ends, so that a file name can never inject terminal escapes or fake lines.
-func visible(p string) string {
-	if !utf8.ValidString(p) || strings.TrimSpace(p) != p {
-		return strconv.Quote(p)
-	}
-	for _, r := range p {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
-			return strconv.Quote(p)
-		}
-	}
-	return p
-}
+func visible(p string) string { return quote.Path(p) }

@@ -167,10 +167,7 @@ func (s *Session) contents(b *bases, host *projectRoot, c *Change, limit int64) 
 		}
 	}
 	if c.New.Kind == KindFile {
-		f, err := os.OpenFile(filepath.Join(s.UpperDir(), filepath.FromSlash(c.Path)), os.O_RDONLY|noFollow, 0)
-		if errors.Is(err, fs.ErrPermission) {
-			f, err = s.openStaged(c.Path)
-		}
+		f, err := s.openStaged(c.Path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read staged %s: %w", visible(c.Path), err)
 		}

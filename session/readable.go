@@ -46,11 +46,14 @@ func openOwned(dir int, name string) (int, error) {
 // readableDir makes the staged directory path one that shadow can list and enter: when its mode
 // denies that to its owner and shadow runs as that owner, u+rx is added (and stays). It fails with
 // EACCES when the directory stays closed.
-func readableDir(path string) error {
-	if unix.Faccessat(unix.AT_FDCWD, path, unix.R_OK|unix.X_OK, unix.AT_EACCESS) == nil {
+func readableDir(path string) error { return readableDirAt(unix.AT_FDCWD, path) }
+
+// readableDirAt is readableDir for the entry name of the open directory dir.
+func readableDirAt(dir int, name string) error {
+	if unix.Faccessat(dir, name, unix.R_OK|unix.X_OK, unix.AT_EACCESS) == nil {
 		return nil
 	}
-	fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}

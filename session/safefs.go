@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,8 +67,13 @@ func validRel(rel string) error {
 	return nil
 }
 
-// openat opens rel beneath dirfd without following any symlink on the way or at the end.
+// openat opens rel beneath dirfd without following any symlink on the way or at the end. A rel
+// of PATH_MAX bytes or more, which the kernel refuses in one lookup (ENAMETOOLONG), is opened in
+// steps (openInSteps): the depth of a path is never a limit.
 func openat(dirfd int, rel string, flags int, mode uint32) (int, error) {
+	if len(rel) >= unix.PathMax {
+		return openInSteps(dirfd, rel, flags, mode)
+	}
 	flags |= unix.O_CLOEXEC | unix.O_NOFOLLOW
 	if !forceWalk {
 		how := &unix.OpenHow{Flags: uint64(flags), Mode: uint64(mode),
@@ -87,6 +95,27 @@ func openat(dirfd int, rel string, flags int, mode uint32) (int, error) {
 	}
 	defer closeIfNot(dir, dirfd)
 	return unix.Openat(dir, name, flags, mode)
+}
+
+// openInSteps is openat for a rel too long for one lookup: its directories are opened a part of
+// under PATH_MAX bytes at a time, each part beneath the directory the one before it opened.
+func openInSteps(dirfd int, rel string, flags int, mode uint32) (int, error) {
+	cur := dirfd
+	for len(rel) >= unix.PathMax {
+		i := strings.LastIndexByte(rel[:unix.PathMax-1], '/')
+		if i <= 0 {
+			closeIfNot(cur, dirfd)
+			return -1, unix.ENAMETOOLONG // a component longer than any name can be
+		}
+		next, err := openat(cur, rel[:i], unix.O_DIRECTORY|unix.O_RDONLY, 0)
+		closeIfNot(cur, dirfd)
+		if err != nil {
+			return -1, err
+		}
+		cur, rel = next, rel[i+1:]
+	}
+	defer closeIfNot(cur, dirfd)
+	return openat(cur, rel, flags, mode)
 }
 
 // walkParent opens every directory of rel but the last component, one at a time with O_NOFOLLOW,
@@ -189,6 +218,34 @@ func (r *projectRoot) mkdirAll(dir string) error {
 		cur = next
 	}
 	return nil
+}
+
+// openDir opens the directory rel beneath the root ("" for the root itself) for reading its
+// entries, never through a symlink, however long rel is.
+func (r *projectRoot) openDir(rel string) (*os.File, error) {
+	var fd int
+	var err error
+	if rel == "" {
+		fd, err = unix.Openat(r.fd, ".", unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	} else if err = validRel(rel); err == nil {
+		fd, err = openat(r.fd, rel, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), rel), nil
+}
+
+// readableDir is the package's readableDir for the directory rel beneath the root.
+func (r *projectRoot) readableDir(rel string) error {
+	if rel == "" {
+		return readableDir(r.path)
+	}
+	dir, name, err := r.openParent(rel, false)
+	if err != nil {
+		return err
+	}
+	return readableDirAt(dir, name)
 }
 
 // hostEntry is what is at a project path right now.
@@ -493,4 +550,71 @@ func (f fdIO) Write(p []byte) (int, error) {
 		done += n
 	}
 	return done, nil
+}
+
+// procPath names the entry name of the open directory dir by a path of a few bytes, however
+// deep dir is: for the calls that take only a path (the xattr calls), never a path joined past
+// PATH_MAX. /proc/self/fd/N is the directory itself; name is looked up in it. With dir
+// AT_FDCWD, name is the path.
+func procPath(dir int, name string) string {
+	if dir == unix.AT_FDCWD {
+		return name
+	}
+	return "/proc/self/fd/" + strconv.Itoa(dir) + "/" + name
+}
+
+// walkAt calls fn for every entry below the directory dir, whose path is rel ("" for the root
+// of the walk), parents before what they hold, without following a symlink: each directory is
+// opened relative to its parent's descriptor, so that no path is built and depth is no limit.
+// fn gets the entry's path, the descriptor of its directory and its name there; returning
+// fs.SkipDir for a directory leaves out what it holds.
+func walkAt(dir int, rel string, fn func(rel string, dir int, name string, st *unix.Stat_t) error) error {
+	names, err := readNames(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		child := relJoin(rel, name)
+		var st unix.Stat_t
+		if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			return err
+		}
+		err := fn(child, dir, name, &st)
+		if errors.Is(err, fs.SkipDir) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			continue
+		}
+		sub, err := unix.Openat(dir, name, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		err = walkAt(sub, child, fn)
+		unix.Close(sub)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readNames lists the names in the open directory dir (its offset is not moved: a duplicate
+// descriptor reads them).
+func readNames(dir int) ([]string, error) {
+	fd, err := unix.Openat(dir, ".", unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), ".")
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	sort.Strings(names)
+	return names, err
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/shadow-sandbox/shadow/assets"
+	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/sandbox/doctor"
 	"github.com/shadow-sandbox/shadow/session"
@@ -72,12 +73,14 @@ func run(args []string) int {
 	var ec *exitCode
 	if errors.As(err, &ec) {
 		if ec.err != nil {
-			fmt.Fprintln(os.Stderr, "shadow:", session.ExplainFull(movedHint(ec.err), state))
+			fmt.Fprintln(os.Stderr, "shadow:", quote.Text(session.ExplainFull(movedHint(ec.err), state).Error()))
 		}
 		return ec.code
 	}
+	// Errors of the system name paths unquoted, and a staged path is the agent's: whatever
+	// a message holds, no byte of it acts on the terminal.
 	err = session.ExplainFull(movedHint(err), state)
-	fmt.Fprintln(os.Stderr, "shadow:", err)
+	fmt.Fprintln(os.Stderr, "shadow:", quote.Text(err.Error()))
 	if isUsageError(err) {
 		return exitUsage
 	}

@@ -9,9 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/internal/quote"
 )
 
 // OpaqueXattr marks a directory that replaces the one below it (userxattr
@@ -302,7 +303,7 @@ func joinRel(rel, name string) string {
 
 // visiblePath quotes p for an error message, so that a name with control
 // characters cannot write to the terminal.
-func visiblePath(p string) string { return strconv.Quote(p) }
+func visiblePath(p string) string { return quote.Path(p) }
 
 // DiskUsage is the space the files below directory fd take on disk; what
 // cannot be read counts nothing.
