@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,10 +39,60 @@ type commitRecord struct {
 
 const commitFile = "commit.json"
 
+// gitSafe is set on every git command shadow runs: no hook runs (update-ref would run
+// reference-transaction, and core.hooksPath may name a directory of the project, which the
+// agent writes), and no fsmonitor is asked.
+var gitSafe = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}
+
 // git runs git in dir with extra environment, stdin and args, and returns its standard output.
 // Its error is one line: the git command and the first line git wrote on standard error.
+//
+// No command it runs can run a program the project chooses. Hooks and fsmonitor are off
+// (gitSafe). Filters are the project's choice too, by its .gitattributes, of drivers the host's
+// config defines (`git lfs install` defines one): shadow's blobs are made with --no-filters
+// (gitTree), but any command that writes the index re-reads racily clean entries through their
+// filters, so every filter driver the config defines is turned off as well (noFilters). The
+// commands are plumbing that run no diff or merge, so no textconv or merge driver runs.
 func git(dir string, env []string, stdin []byte, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
+	off, err := noFilters(dir, env)
+	if err != nil {
+		return "", err
+	}
+	return runGit(dir, env, stdin, append(slices.Clone(gitSafe), off...), args...)
+}
+
+// noFilters is the -c options that turn off every filter driver git's config defines for dir.
+func noFilters(dir string, env []string) ([]string, error) {
+	out, err := runGit(dir, env, nil, gitSafe, "config", "-z", "--name-only", "--get-regexp", `^filter\.`)
+	if err != nil {
+		// Exit 1 is no match; a failure to read the config fails the command that follows.
+		return nil, nil
+	}
+	var opts []string
+	seen := map[string]bool{}
+	for _, key := range strings.Split(out, "\x00") {
+		i := strings.LastIndexByte(key, '.')
+		if i <= len("filter") {
+			continue
+		}
+		name := key[len("filter."):i]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if strings.ContainsAny(name, "=\n") {
+			return nil, fmt.Errorf("git: the filter driver %s cannot be turned off for shadow's git commands (its name has = or a newline): rename it in your git config", visible(name))
+		}
+		for _, k := range []string{"clean=", "smudge=", "process=", "required=false"} {
+			opts = append(opts, "-c", "filter."+name+"."+k)
+		}
+	}
+	return opts, nil
+}
+
+// runGit runs git with the options opts before the command and its args.
+func runGit(dir string, env []string, stdin []byte, opts []string, args ...string) (string, error) {
+	cmd := exec.Command("git", append(slices.Clone(opts), args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "GIT_LITERAL_PATHSPECS=1", "LC_ALL=C"), env...)
 	if stdin != nil {
@@ -125,26 +176,21 @@ func (s *Session) CommitApply(res *ApplyResult, msg string) (string, error) {
 		return "", fmt.Errorf("apply --commit: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	tmp := []string{"GIT_INDEX_FILE=" + filepath.Join(dir, "index")}
-	if parent != "" {
-		if _, err := git(top, tmp, nil, "read-tree", parent); err != nil {
-			return "", err
-		}
-	}
-	list := []byte(strings.Join(paths, "\x00") + "\x00")
-	if _, err := git(top, tmp, list, "update-index", "--add", "--remove", "-z", "--stdin"); err != nil {
-		return "", err
-	}
-	tree, err := git(top, tmp, nil, "write-tree")
+	entries, err := s.appliedEntries(res, paths, dir)
 	if err != nil {
 		return "", err
 	}
+	tree, err := gitTree(top, dir, parent, entries)
+	if err != nil {
+		return "", fmt.Errorf("apply --commit: %w", err)
+	}
+	tmp := []string{"GIT_INDEX_FILE=" + filepath.Join(dir, "index")}
 	if msg == "" {
 		if msg, err = s.commitMessage(res); err != nil {
 			return "", err
 		}
 	}
-	args := []string{"commit-tree", strings.TrimSpace(tree), "-F", "-"}
+	args := []string{"commit-tree", tree, "-F", "-"}
 	if parent != "" {
 		args = append(args, "-p", parent)
 	}
@@ -177,6 +223,40 @@ func (s *Session) CommitApply(res *ApplyResult, msg string) (string, error) {
 		return "", fmt.Errorf("apply --commit: HEAD moved while the commit was made: %w", err)
 	}
 	return commit, nil
+}
+
+// appliedEntries are the tree entries of what an apply wrote: the bytes, mode or symlink target
+// each path has in the project now (read without following a symlink), or its removal; paths
+// are the same paths relative to the git work tree's top.
+func (s *Session) appliedEntries(res *ApplyResult, paths []string, dir string) ([]treeEntry, error) {
+	root, err := openRoot(s.Meta.Project)
+	if err != nil {
+		return nil, fmt.Errorf("apply --commit: %w", err)
+	}
+	defer root.Close()
+	entries := make([]treeEntry, len(res.Files))
+	for i, f := range res.Files {
+		h, err := root.lstat(f.Path)
+		if err != nil {
+			return nil, fmt.Errorf("apply --commit: %w", err)
+		}
+		e := treeEntry{Path: paths[i]}
+		switch {
+		case !h.exists:
+		case h.stat.Type == 'l':
+			e.Mode, e.Target = "120000", h.target
+		case h.stat.Type == 'f':
+			e.Mode = blobMode(h.stat.Mode)
+			p := filepath.Join(s.Meta.Project, filepath.FromSlash(f.Path))
+			if e.Source, err = blobSource(p, h.stat.Mode, func() (*os.File, error) { return root.openRead(f.Path) }, dir, i); err != nil {
+				return nil, fmt.Errorf("apply --commit: read %s: %w", visible(f.Path), err)
+			}
+		default:
+			return nil, fmt.Errorf("apply --commit: %s is no longer a file or a symlink", visible(f.Path))
+		}
+		entries[i] = e
+	}
+	return entries, nil
 }
 
 // setIndex makes the index entries of paths those of entries (`git ls-files -s -z` output): a

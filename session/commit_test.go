@@ -1,9 +1,11 @@
 package session
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -162,5 +164,85 @@ func TestCheckCommitNoIdentity(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "user.email") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// TestCommitApplyRunsNothingTheProjectChooses: the host's git config names a clean filter (as
+// `git lfs install` sets one up), a process filter, a textconv, a merge driver, an fsmonitor and
+// a hooks directory, the last two in the project; the agent's .gitattributes selects the filters
+// and drivers and every conversion git makes on add (text, eol, ident, working-tree-encoding),
+// and its .githooks and fsmonitor script are applied too. apply --commit must run none of them:
+// no marker is written, every committed blob is the bytes apply wrote, and the index holds the
+// committed entries.
+func TestCommitApplyRunsNothingTheProjectChooses(t *testing.T) {
+	f := gitFixture(t)
+	marks := t.TempDir()
+	mark := func(what string) string { return "touch " + filepath.Join(marks, what) }
+	hooks := []string{"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "reference-transaction", "post-index-change"}
+	staged := map[string]file{
+		".gitattributes": {Data: "* filter=evil diff=evil merge=evil text eol=crlf ident\n" +
+			"*.u16 working-tree-encoding=UTF-16\nproc.txt filter=proc\n"},
+		"a.txt":      {Data: "line one\r\n$Id: the agent's $\r\n"},
+		"x.u16":      {Data: "\xff\xfeh\x00i\x00\r\x00\n\x00"},
+		"proc.txt":   {Data: "process me\n"},
+		".fsmonitor": {Data: "#!/bin/sh\n" + mark("fsmonitor") + "\n", Mode: 0o755},
+	}
+	for _, h := range hooks {
+		staged[".githooks/"+h] = file{Data: "#!/bin/sh\n" + mark("hook-"+h) + "\n", Mode: 0o755}
+	}
+	f.stage(t, staged)
+	global := "[filter \"evil\"]\n\tclean = " + mark("clean") + " && tr a-z A-Z\n\tsmudge = cat\n\trequired = true\n" +
+		"[filter \"proc\"]\n\tprocess = " + mark("process") + "\n\trequired = true\n" +
+		"[diff \"evil\"]\n\ttextconv = " + mark("textconv") + " && cat\n" +
+		"[merge \"evil\"]\n\tdriver = " + mark("merge") + "\n" +
+		"[core]\n\thooksPath = " + filepath.Join(f.project, ".githooks") + "\n"
+	if err := os.WriteFile(os.Getenv("GIT_CONFIG_GLOBAL"), []byte(global), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.CheckCommit(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.s.Apply(ApplyOptions{All: true, AllowProtected: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit, err := f.s.CommitApply(res, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head := gitT(t, f.project, "rev-parse", "HEAD"); head != commit {
+		t.Fatalf("HEAD %s, commit %s", head, commit)
+	}
+	if ran, _ := os.ReadDir(marks); len(ran) > 0 {
+		var names []string
+		for _, e := range ran {
+			names = append(names, e.Name())
+		}
+		t.Errorf("apply --commit ran what the project chose: %s", strings.Join(names, ", "))
+	}
+	for _, p := range append(slices.Collect(maps.Keys(staged)), "gone.txt") {
+		wrote, err := os.ReadFile(filepath.Join(f.project, p))
+		blob, gerr := git(f.project, nil, nil, "cat-file", "blob", "HEAD:"+p)
+		switch {
+		case os.IsNotExist(err):
+			if gerr == nil {
+				t.Errorf("%s: deleted by apply, but the commit has it", p)
+			}
+		case err != nil || gerr != nil:
+			t.Errorf("%s: %v, %v", p, err, gerr)
+		case blob != string(wrote):
+			t.Errorf("%s: committed %q, apply wrote %q", p, blob, wrote)
+		}
+		tree := strings.Fields(gitT(t, f.project, "ls-tree", "HEAD", "--", p))
+		index := strings.Fields(gitT(t, f.project, "ls-files", "-s", "--", p))
+		if len(tree) != len(index) || len(tree) > 0 && (tree[0] != index[0] || tree[2] != index[1]) {
+			t.Errorf("%s: committed %q, the index holds %q", p, tree, index)
+		}
+	}
+	if tree := strings.Fields(gitT(t, f.project, "ls-tree", "HEAD", "--", ".githooks/pre-commit")); len(tree) == 0 || tree[0] != "100755" {
+		t.Errorf("an executable applied file is committed as %q", tree)
+	}
+	if len(res.Files) != len(staged)+2 { // and the fixture's new.txt and gone.txt
+		t.Errorf("applied %d files, want %d: %+v", len(res.Files), len(staged)+2, res.Files)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
@@ -71,9 +73,7 @@ func (s *Session) Export(opts ExportOptions) (*ExportResult, error) {
 	}
 	defer os.RemoveAll(dir)
 	var (
-		removed []string // top-relative paths the branch does not have
-		blobs   []string // files to hash, one a line
-		entries []string // "mode path" of each blob, in the order of blobs
+		entries []treeEntry
 		touched []string
 	)
 	for i := range cs.Changes {
@@ -97,67 +97,34 @@ func (s *Session) Export(opts ExportOptions) (*ExportResult, error) {
 		}
 		at := func(p string) string { return filepath.ToSlash(filepath.Join(prefix, p)) }
 		if c.From != "" {
-			removed = append(removed, at(c.From))
+			entries = append(entries, treeEntry{Path: at(c.From)})
 		}
 		touched = append(touched, c.Path)
 		switch c.New.Kind {
 		case KindNone:
-			removed = append(removed, at(c.Path))
+			entries = append(entries, treeEntry{Path: at(c.Path)})
 		case KindSymlink:
-			tmp := filepath.Join(dir, fmt.Sprintf("link%d", i))
-			if err := os.WriteFile(tmp, []byte(c.New.Target), 0o600); err != nil {
-				return nil, fmt.Errorf("export: %w", err)
-			}
-			blobs, entries = append(blobs, tmp), append(entries, "120000 "+at(c.Path))
+			entries = append(entries, treeEntry{Path: at(c.Path), Mode: "120000", Target: c.New.Target})
 		case KindFile:
 			src, err := s.exportSource(c, dir, i)
 			if err != nil {
 				return nil, err
 			}
-			mode := "100644"
-			if c.New.Mode&0o100 != 0 {
-				mode = "100755"
-			}
-			blobs, entries = append(blobs, src), append(entries, mode+" "+at(c.Path))
+			entries = append(entries, treeEntry{Path: at(c.Path), Mode: blobMode(c.New.Mode), Source: src})
 		}
 	}
-	var info strings.Builder
-	if len(blobs) > 0 {
-		out, err := git(top, nil, []byte(strings.Join(blobs, "\n")+"\n"), "hash-object", "-w", "--no-filters", "--stdin-paths")
-		if err != nil {
-			return nil, fmt.Errorf("export: store the staged files: %w", err)
-		}
-		ids := strings.Fields(out)
-		if len(ids) != len(blobs) {
-			return nil, fmt.Errorf("export: git hash-object gave %s for %s", english.Count(len(ids), "id"), english.Count(len(blobs), "file"))
-		}
-		for i, e := range entries {
-			mode, p, _ := strings.Cut(e, " ")
-			info.WriteString(mode + " " + ids[i] + "\t" + p + "\x00")
-		}
-	}
-	zero := strings.Repeat("0", len(s.Meta.BaseCommit))
-	for _, p := range removed {
-		info.WriteString("0 " + zero + "\t" + p + "\x00")
-	}
-	tmp := []string{"GIT_INDEX_FILE=" + filepath.Join(dir, "index")}
-	if _, err := git(top, tmp, nil, "read-tree", s.Meta.BaseCommit); err != nil {
-		return nil, fmt.Errorf("export: %w", err)
-	}
-	if _, err := git(top, tmp, []byte(info.String()), "update-index", "-z", "--index-info"); err != nil {
-		return nil, fmt.Errorf("export: %w", err)
-	}
-	tree, err := git(top, tmp, nil, "write-tree")
+	tree, err := gitTree(top, dir, s.Meta.BaseCommit, entries)
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
+	zero := strings.Repeat("0", len(s.Meta.BaseCommit))
 	msg := opts.Message
 	if msg == "" {
 		if msg, err = s.exportMessage(len(touched)); err != nil {
 			return nil, err
 		}
 	}
-	out, err := git(top, nil, []byte(msg), "commit-tree", strings.TrimSpace(tree), "-p", s.Meta.BaseCommit, "-F", "-")
+	out, err := git(top, nil, []byte(msg), "commit-tree", tree, "-p", s.Meta.BaseCommit, "-F", "-")
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
@@ -170,29 +137,116 @@ func (s *Session) Export(opts ExportOptions) (*ExportResult, error) {
 	return res, nil
 }
 
-// exportSource is a file git can read the staged content of c from: the staged file itself, or
-// a copy in dir where its name or mode keeps git from reading it there.
+// exportSource is a file git can read the staged content of c from (blobSource).
 func (s *Session) exportSource(c *Change, dir string, i int) (string, error) {
 	p := filepath.Join(s.UpperDir(), filepath.FromSlash(c.Path))
-	if !strings.ContainsAny(p, "\n\r") && c.New.Mode&0o400 != 0 {
-		return p, nil
-	}
-	in, err := s.openStaged(c.Path)
+	src, err := blobSource(p, c.New.Mode, func() (*os.File, error) { return s.openStaged(c.Path) }, dir, i)
 	if err != nil {
 		return "", fmt.Errorf("export: read staged %s: %w", visible(c.Path), err)
+	}
+	return src, nil
+}
+
+// treeEntry is one path gitTree puts into a tree: a blob of the bytes in Source (or, for a
+// symlink, of Target), or with no Mode the path's removal.
+type treeEntry struct {
+	Path   string // relative to the work tree's top, slash-separated
+	Mode   string // "100644", "100755" or "120000"; "" removes Path
+	Source string // the file holding a regular file's bytes
+	Target string // a symlink's target
+}
+
+// blobMode is the git mode of a regular file of permission bits mode.
+func blobMode(mode uint32) string {
+	if mode&0o100 != 0 {
+		return "100755"
+	}
+	return "100644"
+}
+
+// gitTree writes the tree of the commit base ("" for none) with entries put in, using a
+// temporary index in dir, and returns the tree's id. It is how both `apply --commit` and
+// `export --branch` make a tree: the blobs are the bytes shadow holds, stored with `git
+// hash-object --no-filters`, and only plumbing that reads no work-tree file runs, so no filter,
+// end-of-line, ident or encoding conversion the project's .gitattributes selects ever runs, and
+// the commit holds what review showed.
+func gitTree(top, dir, base string, entries []treeEntry) (string, error) {
+	var sources []string
+	for i, e := range entries {
+		switch e.Mode {
+		case "":
+			continue
+		case "120000":
+			tmp := filepath.Join(dir, fmt.Sprintf("link%d", i))
+			if err := os.WriteFile(tmp, []byte(e.Target), 0o600); err != nil {
+				return "", err
+			}
+			sources = append(sources, tmp)
+		default:
+			sources = append(sources, e.Source)
+		}
+	}
+	var ids []string
+	if len(sources) > 0 {
+		out, err := git(top, nil, []byte(strings.Join(sources, "\n")+"\n"), "hash-object", "-w", "--no-filters", "--stdin-paths")
+		if err != nil {
+			return "", fmt.Errorf("store the files: %w", err)
+		}
+		if ids = strings.Fields(out); len(ids) != len(sources) {
+			return "", fmt.Errorf("git hash-object gave %s for %s", english.Count(len(ids), "id"), english.Count(len(sources), "file"))
+		}
+	}
+	zero := strings.Repeat("0", len(base))
+	if len(ids) > 0 {
+		zero = strings.Repeat("0", len(ids[0]))
+	}
+	var info strings.Builder
+	for _, e := range entries {
+		if e.Mode != "" {
+			info.WriteString(e.Mode + " " + ids[0] + "\t" + e.Path + "\x00")
+			ids = ids[1:]
+		} else if zero != "" {
+			info.WriteString("0 " + zero + "\t" + e.Path + "\x00")
+		}
+	}
+	tmp := []string{"GIT_INDEX_FILE=" + filepath.Join(dir, "index")}
+	if base != "" {
+		if _, err := git(top, tmp, nil, "read-tree", base); err != nil {
+			return "", err
+		}
+	}
+	if _, err := git(top, tmp, []byte(info.String()), "update-index", "-z", "--index-info"); err != nil {
+		return "", err
+	}
+	tree, err := git(top, tmp, nil, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(tree), nil
+}
+
+// blobSource is a file git can read a blob's bytes from: the file at p itself, or a copy in dir
+// (read through open) where its name, length or mode (perm bits) keeps git from reading it there.
+func blobSource(p string, mode uint32, open func() (*os.File, error), dir string, i int) (string, error) {
+	if !strings.ContainsAny(p, "\n\r") && len(p) < unix.PathMax && mode&0o400 != 0 {
+		return p, nil
+	}
+	in, err := open()
+	if err != nil {
+		return "", err
 	}
 	defer in.Close()
 	tmp := filepath.Join(dir, fmt.Sprintf("file%d", i))
 	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("export: %w", err)
+		return "", err
 	}
 	_, err = io.Copy(out, in)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return "", fmt.Errorf("export: copy staged %s: %w", visible(c.Path), err)
+		return "", err
 	}
 	return tmp, nil
 }
