@@ -452,8 +452,7 @@ func (r *agentRig) driveAgent(t *testing.T, scr *tmuxScreen, it interactive, sin
 			}
 			// Ready if it stays so: an agent may draw its prompt and then
 			// put a question over it.
-			time.Sleep(time.Second)
-			if again := scr.screen(); strings.Contains(again, it.ready) && !asks(again, it) {
+			if again := settledScreen(scr); strings.Contains(again, it.ready) && !asks(again, it) {
 				break
 			}
 			continue
@@ -469,11 +468,11 @@ func (r *agentRig) driveAgent(t *testing.T, scr *tmuxScreen, it interactive, sin
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// As a person: look at the screen a moment, type, see the words, send.
-	time.Sleep(2 * time.Second)
+	// As a person: wait for the screen to settle, type, see the words, send.
+	settledScreen(scr)
 	scr.sendText(editPrompt)
-	waitScreen(t, scr, 10*time.Second, editPrompt)
-	time.Sleep(500 * time.Millisecond)
+	waitScreen(t, scr, screenDeadline, editPrompt)
+	settledScreen(scr)
 	scr.send("Enter")
 	approved := map[string]time.Time{}
 	for !r.model.Called() {
@@ -489,9 +488,9 @@ func (r *agentRig) driveAgent(t *testing.T, scr *tmuxScreen, it interactive, sin
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	waitScreen(t, scr, time.Minute, r.model.Final)
+	waitScreen(t, scr, screenDeadline, r.model.Final)
 	for _, k := range it.quit {
-		time.Sleep(300 * time.Millisecond)
+		settledScreen(scr)
 		if strings.HasPrefix(k, "/") {
 			scr.sendText(k)
 		} else {
@@ -499,6 +498,25 @@ func (r *agentRig) driveAgent(t *testing.T, scr *tmuxScreen, it interactive, sin
 		}
 	}
 	return first
+}
+
+// settledScreen waits until the screen has not changed for a moment (the agent has drawn what it
+// was drawing and waits for keys), and returns it. A screen that keeps changing (a spinner, a
+// clock) is returned as it is after a bound: typing then is what a person would do.
+func settledScreen(s *tmuxScreen) string {
+	const quiet, bound = 700 * time.Millisecond, 30 * time.Second
+	last, since := s.screen(), time.Now()
+	for start := time.Now(); time.Since(start) < bound; time.Sleep(100 * time.Millisecond) {
+		cur := s.screen()
+		if cur != last {
+			last, since = cur, time.Now()
+			continue
+		}
+		if time.Since(since) >= quiet {
+			break
+		}
+	}
+	return last
 }
 
 // asks reports whether screen shows one of the agent's first questions.

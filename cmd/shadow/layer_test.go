@@ -68,7 +68,14 @@ func TestPrecaptureWatchesTheRunsLayer(t *testing.T) {
 			t.Fatal("the agent did not write")
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // the precapture looks every 20 ms at first
+	// The host edit comes once the precapture has taken a.txt's pre-image: a small file's bytes
+	// are read before the pack that receives them is made, and while the session's first run goes
+	// only the precapture makes a pack.
+	for deadline := time.Now().Add(60 * time.Second); !precaptured(c.state); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the precapture never took a.txt's pre-image")
+		}
+	}
 	if err := os.WriteFile(filepath.Join(p, "a.txt"), []byte("ONE\n"+strings.TrimPrefix(lines, "one\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -80,4 +87,10 @@ func TestPrecaptureWatchesTheRunsLayer(t *testing.T) {
 	if got := readFile(t, filepath.Join(p, "a.txt")); got != "ONE\n"+strings.TrimPrefix(lines, "one\n")+"agent\n" {
 		t.Errorf("a.txt after the apply:\n%s\nwant the host's edit and the agent's line", got)
 	}
+}
+
+// precaptured reports whether a session under state has a pack of pre-images in its base/.
+func precaptured(state string) bool {
+	packs, _ := filepath.Glob(filepath.Join(state, "shadow", "sessions", "*", "base", "pack-*"))
+	return len(packs) > 0
 }

@@ -103,10 +103,14 @@ func (s *tmuxScreen) screen() string {
 	return string(out)
 }
 
+// screenDeadline bounds every wait for a screen: generous, since on a busy machine a program's
+// start (a preflight, a jail, an agent's first frame) can take many times what it takes alone.
+const screenDeadline = 90 * time.Second
+
 // waitFor polls the screen until it shows want.
 func (s *tmuxScreen) waitFor(want string) string {
 	s.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(screenDeadline)
 	for {
 		scr := s.screen()
 		if strings.Contains(scr, want) {

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,13 +29,18 @@ func TestReviewDuringRunInTmux(t *testing.T) {
 
 func reviewDuringRun(t *testing.T, c *cli, p string) {
 	c.must(p, "run", "--", "sh", "-c", "echo gamma >> a.txt")
-	run := exec.Command(c.bin, "run", "--", "sleep", "5")
+	// The run lasts until the test is done with it, however slowly the review starts on a busy
+	// machine: SIGTERM then stops it (a checkpoint, then the command) and the test waits for that.
+	run := exec.Command(c.bin, "run", "--", "sleep", "600")
 	run.Dir, run.Env = p, c.env
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = run.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	t.Cleanup(func() {
+		_ = run.Process.Signal(syscall.SIGTERM)
+		_ = run.Wait()
+	})
+	for deadline := time.Now().Add(60 * time.Second); ; {
 		if out, _, _ := c.run(p, "sessions"); strings.Contains(out, "(running)") {
 			break
 		}
