@@ -131,7 +131,7 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 	fl.BoolVar(&allowOutside, "allow-outside-links", false, "apply staged symlinks whose target leaves the project")
 	fl.BoolVar(&rollback, "rollback", false, "undo the last apply (or every apply back to --to)")
 	fl.StringVar(&to, "to", "", "with --rollback: undo every apply back to and including APPLY_ID")
-	fl.BoolVar(&commit, "commit", false, "make a git commit of exactly the paths written")
+	fl.BoolVar(&commit, "commit", false, "make a git commit of exactly the paths and bytes written (no git filter or hook runs)")
 	fl.StringVarP(&message, "message", "m", "", "with --commit: the commit message")
 	return cmd
 }
