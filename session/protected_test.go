@@ -1,6 +1,8 @@
 package session
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -586,6 +588,19 @@ protected = ["!.prettierrc"]
 	}
 	if m.why("deploy/x") != ConfigProtectedWhy {
 		t.Errorf("the project's added protected path was dropped")
+	}
+	// With no project file, the user's own config is folded the same way.
+	dir := t.TempDir()
+	userPath := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(userPath, []byte(`unprotected = [".editorconfig"]`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadConfig(userPath, t.TempDir(), filepath.Join(dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := newProtectedMatcher(ProtectedPaths, loaded.Protected); m.dotWhy(".editorconfig", Modified, has) != "" || len(loaded.Unprotected) != 0 {
+		t.Errorf("the user's unprotected key was not taken without a project file: %+v", loaded.Config)
 	}
 	// A trusted project file is the user's word.
 	trusted := Overlay(user, project)
