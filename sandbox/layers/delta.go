@@ -71,7 +71,10 @@ func (t *Tracker) WriteDelta(upper, dst int) ([]string, error) {
 			cur[p] = e
 		}
 	}
-	d := &delta{upper: upper, dst: dst, cur: cur, seen: t.seen, prev: t.prev, made: map[string]bool{}}
+	d := &delta{upper: upper, dst: dst, cur: cur, seen: t.seen, prev: t.prev, made: map[string]bool{},
+		upperDirs: &dirChain{root: upper}, dstDirs: &dirChain{root: dst}}
+	defer d.upperDirs.close()
+	defer d.dstDirs.close()
 	paths := make([]string, 0, len(cur))
 	for p := range cur {
 		paths = append(paths, p)
@@ -110,6 +113,94 @@ type delta struct {
 	made     map[string]bool
 	replaced []string
 	changed  []string
+	// upperDirs and dstDirs keep open the directories of the last path looked up in each
+	// tree: paths come sorted, so the next one's parent is mostly open already, and a
+	// checkpoint of a tree n directories deep costs n lookups, not n*n.
+	upperDirs, dstDirs *dirChain
+}
+
+// dirChain is the open directories along one path below root, parents first.
+type dirChain struct {
+	root  int
+	paths []string
+	fds   []int
+	limit int // chainLimit, 0 until the first lookup
+}
+
+// chainLimit bounds the descriptors a chain keeps: an eighth of what the process may hold (the
+// walk of the layer holds one per level as well), at most 4096. Past it the chain lets go of its
+// highest directories; a path above those is opened from the root again.
+func chainLimit() int {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		return 64
+	}
+	return int(max(16, min(4096, rl.Cur/8)))
+}
+
+// parent returns a descriptor of the directory holding p (the caller closes it) and p's
+// last name.
+func (c *dirChain) parent(p string) (int, string, error) {
+	dir, name := parentOf(p), p[strings.LastIndexByte(p, '/')+1:]
+	keep := 0
+	for keep < len(c.paths) && (c.paths[keep] == dir || strings.HasPrefix(dir, c.paths[keep]+"/")) {
+		keep++
+	}
+	for len(c.fds) > keep {
+		unix.Close(c.fds[len(c.fds)-1])
+		c.fds, c.paths = c.fds[:len(c.fds)-1], c.paths[:len(c.paths)-1]
+	}
+	cur, at := c.root, ""
+	if keep > 0 {
+		cur, at = c.fds[keep-1], c.paths[keep-1]
+	}
+	fd, err := unix.FcntlInt(uintptr(cur), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", err
+	}
+	rest := strings.TrimPrefix(strings.TrimPrefix(dir, at), "/")
+	if rest == "" {
+		return fd, name, nil
+	}
+	for _, comp := range strings.Split(rest, "/") {
+		next, err := unix.Openat(fd, comp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return -1, "", fmt.Errorf("open %s: %w", visiblePath(dir), err)
+		}
+		at = joinRel(at, comp)
+		if c.limit == 0 {
+			c.limit = chainLimit()
+		}
+		if len(c.fds) >= c.limit {
+			unix.Close(c.fds[0])
+			c.fds, c.paths = c.fds[1:], c.paths[1:]
+		}
+		if kept, err := unix.FcntlInt(uintptr(next), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+			c.fds, c.paths = append(c.fds, kept), append(c.paths, at)
+		}
+		fd = next
+	}
+	return fd, name, nil
+}
+
+// stat is statIn through the chain.
+func (c *dirChain) stat(p string) (dir int, name string, st unix.Stat_t, err error) {
+	if dir, name, err = c.parent(p); err != nil {
+		return -1, "", st, err
+	}
+	if err = unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		unix.Close(dir)
+		return -1, "", st, err
+	}
+	return dir, name, st, nil
+}
+
+func (c *dirChain) close() {
+	for _, fd := range c.fds {
+		unix.Close(fd)
+	}
+	c.fds, c.paths = nil, nil
 }
 
 // visit puts path p of the upper layer into the delta when it changed.
@@ -161,7 +252,7 @@ func (d *delta) visit(p string) error {
 		return err
 	}
 	defer unix.Close(dir)
-	src, _, st, err := statIn(d.upper, p)
+	src, _, st, err := d.upperDirs.stat(p)
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
 	}
@@ -252,7 +343,7 @@ func (d *delta) ensureDir(p string) error {
 	if err := unix.Mkdirat(dir, name, 0o700); err != nil && err != unix.EEXIST {
 		return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
 	}
-	src, _, st, err := statIn(d.upper, p)
+	src, _, st, err := d.upperDirs.stat(p)
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
 	}
@@ -270,7 +361,7 @@ func (d *delta) ensureDir(p string) error {
 }
 
 // openParent opens p's parent directory in dst.
-func (d *delta) openParent(p string) (int, string, error) { return openParentIn(d.dst, p) }
+func (d *delta) openParent(p string) (int, string, error) { return d.dstDirs.parent(p) }
 
 // openParentIn opens the directory holding p below root, without following
 // symlinks, and returns it with p's last name.
