@@ -27,6 +27,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/diffview"
 	"github.com/shadow-sandbox/shadow/internal/english"
+	"github.com/shadow-sandbox/shadow/sandbox"
 )
 
 // Exit codes of the app.
@@ -205,8 +206,11 @@ func NewModel(ctx context.Context, opts Options) (Model, error) {
 	return m, nil
 }
 
-// ExitCode is the app's exit status once it has quit: 0, 3 when the
-// preflight blocked, 1 when something failed.
+// ExitCode is the app's exit status once it has quit, as `shadow run` would
+// have exited: the agent's status once it ran (124 when --timeout stopped
+// it, 128+N when signal N killed it, 125 when the jail could not be built),
+// 3 when the preflight blocked, 1 when something else failed, 0 when no
+// agent ran or it keeps running detached.
 func (m Model) ExitCode() int { return m.exit }
 
 // Err is what made the app fail, if anything.
@@ -290,6 +294,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case agentStartFailedMsg:
 		m.agentErr = msg.err
 		m.result = &AgentResult{ExitCode: -1}
+		m.exit = ExitError
 		return m, nil
 	case frameMsg:
 		if m.run == nil || msg.run != m.run {
@@ -302,6 +307,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		res := msg.res
 		m.result, m.agentErr = &res, msg.err
+		switch {
+		case res.ExitCode >= 0:
+			m.exit = res.ExitCode
+		case msg.err != nil:
+			m.exit = ExitError
+		}
 		m.holding, m.held = false, nil
 		m.menu = false
 		m.now = m.opts.Now()
@@ -384,6 +395,9 @@ func (m Model) preflightKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		if p.err != nil {
 			m.exit, m.err = ExitError, p.err
+			if sandbox.IsJailError(p.err) {
+				m.exit = sandbox.ExitNoJail
+			}
 		}
 		return m, tea.Quit
 	case key.Matches(msg, m.keys.Down):

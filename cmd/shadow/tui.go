@@ -26,7 +26,11 @@ session: accept or reject each hunk, apply, roll back. Quitting before applying 
 open for 'shadow review'.
 
 Detaching leaves the agent running in its jail; 'shadow tui --attach' comes back to it, and the
-review follows when it ends.`,
+review follows when it ends.
+
+Exit status: as shadow run's once the agent ran: CMD's own; 124 when --timeout stopped it; 125 when
+the jail could not be built; 128+N when it died of signal N. 3 when the preflight blocked it; 0 when
+it keeps running detached.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if attach {
 				if len(args) > 0 {
@@ -139,7 +143,7 @@ func finishTUI(ctx context.Context, opts ui.Options, jail *ui.Jail, s *session.S
 	switch {
 	case jail.Detached():
 		fmt.Fprintf(os.Stderr, "the agent keeps running in session %s: `%s` to come back to it\n", s.ID(), in.command("tui", "--attach"))
-	case code == exitOK:
+	case code != exitBlocked:
 		fmt.Fprintln(os.Stderr, comeBackLine(jail.Store, s, in))
 	}
 	return withCode(code, nil)
