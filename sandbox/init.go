@@ -118,6 +118,12 @@ func initMain() {
 	if err != nil {
 		fail("", err)
 	}
+	writer := -1 // the checkpoints' lock, held until PID 1 ends
+	if layer != nil && layer.checkpoints >= 0 {
+		if writer, err = lockWriter(layer.checkpoints); err != nil {
+			fail("", err)
+		}
+	}
 	if layer != nil {
 		// The host watches the run's layer while the run goes (the session's precapture).
 		_ = unix.Sendmsg(layerFD, []byte{'L'}, unix.UnixRights(layer.upper), nil, 0)
@@ -223,9 +229,16 @@ func initMain() {
 		_ = status.Encode(message{Merging: true})
 		signal.Ignore(unix.SIGTERM, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT)
 		end.LayerBytes, end.LayerFull = layer.usage()
-		cpErr := cps.take(CheckpointRunEnd)
-		if err := layer.finish(s.Checkpoints.Next, errors.Join(cpErr, cps.failed)); err != nil {
+		cpErr := errors.Join(cps.take(CheckpointRunEnd), cps.failed)
+		if cpErr == nil {
+			// Everything the run wrote is in its checkpoints: a merge cut
+			// short here is done again by the next command.
+			markWritten(writer)
+		}
+		if err := layer.finish(s.Checkpoints.Next, cpErr); err != nil {
 			end.StagingError = err.Error()
+		} else if cpErr != nil {
+			markWritten(writer)
 		}
 	}
 	_ = status.Encode(end)

@@ -100,6 +100,9 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 	if !m.Ready {
 		return res, reported("build", m)
 	}
+	// PID 1 holds the checkpoints' lock now: a command that finds this
+	// shadow gone learns from the lock file whom it waits for.
+	noteWriter(p.Checkpoints, j.cmd.Process.Pid)
 	// PID 1 sent the run's layer before it said it is ready.
 	if p.RunLayer != nil {
 		if layer := j.receiveLayer(); layer != nil {

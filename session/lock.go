@@ -22,7 +22,8 @@ type ProjectLock struct {
 	project string
 	f       *os.File
 	// Recovered says what was done about an interrupted apply or rollback found when the lock was
-	// taken; empty when there was none.
+	// taken, and what an interrupted revert or checkpoint left that was removed; empty when there
+	// was none.
 	Recovered string
 }
 
@@ -58,7 +59,8 @@ func (st *Store) projectFile(project, kind string) string {
 }
 
 // LockProject takes the project's writer lock, then finishes or rolls back any apply that a
-// crash interrupted (Recovered says which).
+// crash interrupted and removes what an interrupted revert or checkpoint left in the open session
+// (Recovered says which).
 func (st *Store) LockProject(project string, opts LockOptions) (*ProjectLock, error) {
 	path := st.projectFile(project, "lock")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -98,7 +100,15 @@ func (st *Store) LockProject(project string, opts LockOptions) (*ProjectLock, er
 		lk.Release()
 		return nil, err
 	}
-	lk.Recovered = msg
+	tidied, err := lk.tidy()
+	if err != nil {
+		lk.Release()
+		return nil, err
+	}
+	if msg != "" && tidied != "" {
+		msg += "; "
+	}
+	lk.Recovered = msg + tidied
 	return lk, nil
 }
 

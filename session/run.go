@@ -101,9 +101,10 @@ func (s *Session) closeStaleRun() error {
 	r := *s.Meta.Active
 	r.End = time.Now().UTC()
 	r.ExitCode = -1
-	// It may have died before it merged its checkpoints into the staging layer: what it had
-	// written when it took the last one is staged now.
-	if _, err := s.mergeCheckpoints(); err != nil {
+	// Its jail may still be writing its last checkpoint, or have died before it merged its
+	// checkpoints into the staging layer: what it had written when it took the last one is
+	// staged now.
+	if err := s.settleRun(); err != nil {
 		return err
 	}
 	// The process that ran it may have died before it synced the staged layer.
@@ -209,6 +210,11 @@ func (s *Session) endRun(exitCode int, changes bool) (cs *ChangeSet, csErr, err 
 	}
 	if s.Meta.Active == nil {
 		return fail(fmt.Errorf("end run: session %s has no active run", s.Meta.ID))
+	}
+	// A jail killed before it merged leaves checkpoints for the staging layer, or none for
+	// what its command wrote last.
+	if err := s.settleRun(); err != nil {
+		return fail(err)
 	}
 	// The jail mounts the overlay volatile: what the run staged becomes durable here, flushed
 	// while the pre-images are taken, and before the run is recorded as ended.

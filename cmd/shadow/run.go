@@ -93,6 +93,9 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 		return err
 	}
 	defer lk.Release()
+	if err := s.AwaitCheckpoints(cmd.ErrOrStderr()); err != nil {
+		return err
+	}
 	p := setup.policy
 	p.Upper = s.UpperDir()
 	p.CacheDir, p.RuntimeDir = s.CacheDir(), s.RuntimeDir()

@@ -53,6 +53,9 @@ func (f *sessionFlags) readSession() (*session.Store, *session.Session, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := s.AwaitCheckpoints(os.Stderr); err != nil {
+		return nil, nil, err
+	}
 	s.SetProtected(protectedFromConfig(s.Project()))
 	return st, s, nil
 }
@@ -141,6 +144,9 @@ func (f *sessionFlags) writeSession(command string, stderr io.Writer) (*session.
 		s, err = lk.Get(f.id)
 	} else if s, err = lk.Current(); err != nil {
 		err = noSessionHint(err, project)
+	}
+	if err == nil {
+		err = s.AwaitCheckpoints(stderr)
 	}
 	if err != nil {
 		lk.Release()
