@@ -23,24 +23,41 @@ type modes struct {
 	modKeys   [8]bool             // XTMODKEYS resources set to a value
 	titles    int                 // titles pushed on the title stack
 	cursor    bool                // cursor style changed (DECSCUSR other than 0)
+	insert    bool                // insert mode (IRM, ANSI mode 4)
+	g0        bool                // G0 designated other than ASCII (ESC ( 0, ESC ( A)
+	shifted   bool                // shifted out to G1 (SO)
+	colours   [4]bool             // per oscColours entry: set by the program
 }
 
-// decModes are the DEC private modes that are restored, with their value at
-// a shell prompt. Modes that follow the user's settings (cursor blink, alt
-// sends escape) are not, and neither is 1048: restoring it would move the
-// cursor.
+// oscColours are the colours an OSC sets and the OSC that resets them.
+var oscColours = [len(modes{}.colours)]struct{ set, reset int }{
+	{4, 104},  // palette
+	{10, 110}, // foreground
+	{11, 111}, // background
+	{12, 112}, // cursor
+}
+
+// decModes are the DEC private modes the filter lets through, besides the
+// alternate screens (47, 1047, 1049) and 1048 (save the cursor: restoring it
+// would move the cursor), with their value at a shell prompt: Restore puts
+// back each one the program left changed. Every other DEC mode is dropped
+// (csiAllowed): those that follow the user's settings (auto-repeat, alt
+// sends escape), resize the window (DECCOLM) or make the terminal wait for
+// the program (highlight mouse tracking, 1001).
 var decModes = [...]struct {
 	mode int
 	set  bool // the value at a shell prompt
 }{
 	{1, false},    // DECCKM: application cursor keys
 	{5, false},    // DECSCNM: reverse video
+	{6, false},    // DECOM: origin mode
 	{7, true},     // DECAWM: autowrap
 	{9, false},    // X10 mouse reporting
+	{12, false},   // cursor blinking (terminfo's cnorm resets it)
 	{25, true},    // DECTCEM: cursor visible
 	{66, false},   // DECNKM: application keypad
+	{69, false},   // DECLRMM: left and right margins
 	{1000, false}, // mouse: button reporting
-	{1001, false}, // mouse: highlight tracking
 	{1002, false}, // mouse: motion while a button is down
 	{1003, false}, // mouse: all motion
 	{1004, false}, // focus in and out reports
@@ -93,6 +110,12 @@ func (s *modes) noteCSI(seq []byte) {
 	}
 	inter := string(h.inter)
 	switch {
+	case h.prefix == 0 && inter == "" && (final == 'h' || final == 'l'): // SM, RM
+		for _, m := range params(h.params) {
+			if m == 4 {
+				s.insert = final == 'h'
+			}
+		}
 	case h.prefix == '?' && inter == "" && (final == 'h' || final == 'l'):
 		for _, m := range params(h.params) {
 			s.setDEC(m, final == 'h')
@@ -175,7 +198,34 @@ func (s *modes) noteCSI(seq []byte) {
 	case h.prefix == 0 && inter == "!" && final == 'p': // DECSTR: soft reset
 		s.setDEC(25, true)
 		s.setDEC(1, false)
+		s.setDEC(6, false)
+		s.setDEC(7, true)
 		s.keypad = false
+		s.insert = false
+		s.g0, s.shifted = false, false
+	}
+}
+
+// noteControl records what a C0 control that passed changes: the shift
+// between G0 and G1.
+func (s *modes) noteControl(b byte) {
+	switch b {
+	case 0x0e: // SO
+		s.shifted = true
+	case 0x0f: // SI
+		s.shifted = false
+	}
+}
+
+// noteOSC records the colours a kept OSC sets or resets.
+func (s *modes) noteOSC(n int) {
+	for i, c := range oscColours {
+		switch n {
+		case c.set:
+			s.colours[i] = true
+		case c.reset:
+			s.colours[i] = false
+		}
 	}
 }
 
@@ -192,6 +242,10 @@ func (s *modes) noteEsc(seq []byte) {
 		s.c1Bits8 = false
 	case "\x1bc": // RIS: the terminal is back to its defaults
 		*s = modes{}
+	case "\x1b(B":
+		s.g0 = false
+	case "\x1b(0", "\x1b(A":
+		s.g0 = true
 	}
 }
 
@@ -267,6 +321,22 @@ func (s *modes) restore() []byte {
 	}
 	if s.cursor {
 		csi("0 q")
+	}
+	if s.insert {
+		csi("4l")
+	}
+	if s.shifted {
+		b = append(b, 0x0f) // SI
+	}
+	if s.g0 {
+		b = append(b, "\x1b(B"...)
+	}
+	for i, c := range oscColours {
+		if s.colours[i] {
+			b = append(b, "\x1b]"...)
+			b = strconv.AppendInt(b, int64(c.reset), 10)
+			b = append(b, "\x1b\\"...)
+		}
 	}
 	if s.keypad {
 		b = append(b, "\x1b>"...)

@@ -1,29 +1,35 @@
 // Package termfilter filters a jailed program's terminal output before it
-// reaches the user's real terminal. Text, colours, cursor movement and screen
-// modes pass; what lets a program reach beyond its screen is dropped: the
-// clipboard (OSC 52), font changes (OSC 50), sequences that make the terminal
-// answer (ENQ, device attributes, status and cursor reports, mode and setting
-// queries, colour queries, window reports, kitty's keyboard, colour, pointer
-// and notification queries), whose answers would otherwise be typed into the
-// user's shell after the program ends, and sequences that reprogram keys or
-// move and resize the window.
+// reaches the user's real terminal. It is an allow-list (allow.go): text,
+// colours, cursor movement, erasing, scrolling regions, the screen modes a
+// full-screen program needs, titles, colour settings and http(s) links pass;
+// every other escape sequence, control sequence, control string and C1
+// control is dropped, in its 7-bit, 8-bit and UTF-8 encoded forms alike. So
+// what lets a program reach beyond its screen never passes: the clipboard
+// (OSC 52), fonts, files and commands of the host (OSC 7, 51, 633, file://
+// links), notifications, sequences that make the terminal answer (ENQ,
+// device attributes, status and cursor reports, mode and setting queries,
+// colour queries, window reports), whose answers would otherwise be typed
+// into the user's shell after the program ends, and sequences that reprogram
+// keys, lock the keyboard, turn on local echo or move and resize the window.
 //
 // The filter also follows the modes the program sets (alternate screen,
 // cursor visibility, mouse and focus reports, bracketed paste, keyboard
-// protocols, …); Restore returns what undoes those it left set, and only
-// those.
+// protocols, insert mode, character sets, colours, …); Restore returns what
+// undoes those it left set, and only those.
 //
 // The filter never lets through a sequence it has not seen to its end: an
 // escape sequence split across Write calls is held until it completes, and a
 // sequence longer than a fixed bound is dropped whole while it streams by, so
-// memory stays bounded whatever the program writes.
+// memory stays bounded whatever the program writes. A C1 control inside a
+// string (a raw 0x9C among them) ends the string for the filter as it does
+// for some terminal, so that nothing a terminal reads as plain text passes as
+// a string's content.
 package termfilter
 
 import (
 	"bytes"
 	"errors"
 	"io"
-	"strconv"
 )
 
 // Bounds on what is held while a sequence is incomplete.
@@ -72,6 +78,7 @@ type Writer struct {
 	seq    []byte // the incomplete sequence, as received
 	out    []byte // output of the current Write
 	cont   int    // UTF-8 continuation bytes still expected in ground state
+	scont  int    // and inside a string
 	prevC2 bool   // last string byte was 0xC2 (a UTF-8 encoded C1 may follow)
 	head   bool   // the head of the string (OSC number, DCS header) was decided on
 	closed bool
@@ -94,7 +101,7 @@ func (f *Writer) Write(p []byte) (int, error) {
 	f.out = f.out[:0]
 	for i := 0; i < len(p); {
 		if f.st == stGround && f.cont == 0 {
-			// Fast path: a run of ASCII without ESC or ENQ, and of whole
+			// Fast path: a run of ASCII without ESC, ENQ, SO or SI, and of whole
 			// UTF-8 characters that cannot encode a C1 control (their lead
 			// byte is not 0xC2), passes as is.
 			// So does a whole SGR sequence (colours: CSI digits, ';' or
@@ -102,7 +109,7 @@ func (f *Writer) Write(p []byte) (int, error) {
 			// no mode.
 			j := i
 			for j < len(p) {
-				if x := p[j]; x < 0x80 && x != 0x1b && x != enq {
+				if x := p[j]; x >= 0x20 && x < 0x80 || x < 0x20 && x != 0x1b && x != enq && x != 0x0e && x != 0x0f {
 					j++
 				} else if n := wholeChar(p[j:]); n > 0 {
 					j += n
@@ -183,7 +190,7 @@ func (f *Writer) Close() error {
 func (f *Writer) reset() {
 	f.st = stGround
 	f.seq = f.seq[:0]
-	f.cont = 0
+	f.cont, f.scont = 0, 0
 	f.prevC2 = false
 }
 
@@ -194,6 +201,7 @@ func (f *Writer) emit(b ...byte) { f.out = append(f.out, b...) }
 func (f *Writer) control(b byte) {
 	if b != enq {
 		f.emit(b)
+		f.modes.noteControl(b)
 	}
 }
 
@@ -331,6 +339,8 @@ func (f *Writer) ground(b byte) {
 		// terminals read it as a control.
 		f.seq = append(f.seq[:0], b)
 		f.c1(b)
+	case b < 0x20:
+		f.control(b)
 	default:
 		switch {
 		case b >= 0xc3 && b <= 0xdf:
@@ -355,17 +365,17 @@ func (f *Writer) c1(b byte) {
 		f.beginString(kindDCS)
 	case 0x98, 0x9e, 0x9f: // SOS, PM, APC
 		f.beginString(kindOther)
-	case 0x9a, 0x9c: // DECID (answers like DA1), stray ST
-		f.drop()
 	default:
-		f.emit(f.seq...)
+		if keepC1(b) {
+			f.emit(f.seq...)
+		}
 		f.drop()
 	}
 }
 
 func (f *Writer) beginString(k strKind) {
 	f.kind = k
-	f.prevC2 = false
+	f.prevC2, f.scont = false, 0
 	f.head = false
 	if k == kindOther {
 		f.seq = f.seq[:0]
@@ -393,13 +403,20 @@ func (f *Writer) escape(b byte) {
 		f.c1(b + 0x40)
 	case b < 0x7f:
 		f.seq = append(f.seq, b)
-		f.emit(f.seq...)
-		f.modes.noteEsc(f.seq)
-		f.drop()
+		f.finishEsc()
 	default:
 		f.drop()
 		f.ground(b)
 	}
+}
+
+// finishEsc decides on a complete escape sequence.
+func (f *Writer) finishEsc() {
+	if keepEsc(f.seq) {
+		f.emit(f.seq...)
+		f.modes.noteEsc(f.seq)
+	}
+	f.drop()
 }
 
 func (f *Writer) escInter(b byte) {
@@ -419,9 +436,7 @@ func (f *Writer) escInter(b byte) {
 		f.seq = append(f.seq, b)
 	case b < 0x7f:
 		f.seq = append(f.seq, b)
-		f.emit(f.seq...)
-		f.modes.noteEsc(f.seq)
-		f.drop()
+		f.finishEsc()
 	default:
 		f.drop()
 		f.ground(b)
@@ -475,6 +490,13 @@ func (f *Writer) csiDrop(b byte) {
 
 // str collects an OSC or DCS string.
 func (f *Writer) str(b byte) {
+	if c1, isST := f.stringC1(b); c1 {
+		if isST {
+			f.seq = append(f.seq, b)
+			f.finishString()
+		}
+		return
+	}
 	switch {
 	case b == 0x07 && f.kind == kindOSC:
 		f.seq = append(f.seq, b)
@@ -487,22 +509,18 @@ func (f *Writer) str(b byte) {
 	case isAbort(b):
 		f.drop()
 		return
-	case b == 0x9c && f.prevC2:
-		f.seq = append(f.seq, b)
-		f.finishString()
-		return
 	case b == enq:
 		// Ignored inside a string by a careful terminal, acted on by
 		// others: not kept.
 		return
 	}
-	f.prevC2 = b == 0xc2
+	f.trackUTF8(b)
 	f.seq = append(f.seq, b)
 	switch {
 	case f.head:
 	case f.kind == kindOSC && b == ';':
 		f.head = true
-		if dropOSCNumber(oscNumber(f.seq)) {
+		if !oscNumberAllowed(oscNumber(f.seq)) {
 			f.seq = f.seq[:0]
 			f.st = stDiscard
 			return
@@ -526,19 +544,85 @@ func (f *Writer) str(b byte) {
 func (f *Writer) finishString() {
 	if keepString(f.kind, f.seq) {
 		f.emit(f.seq...)
+		if f.kind == kindOSC {
+			num, _, _ := bytes.Cut(stringPayload(f.seq), []byte(";"))
+			if n, ok := number(num); ok {
+				f.modes.noteOSC(n)
+			}
+		}
 	}
 	f.drop()
 }
 
+// stringC1 acts on a C1 control met inside a string, UTF-8 encoded (after
+// 0xC2) or raw (a byte 0x80 to 0x9F that continues no character), and
+// reports whether b was one. Some terminal ends the string at any of them
+// and acts on the control, raw 0x9C (ST) included: so the filter ends it
+// too, dropping it, and then treats the control as in plain text, so that
+// nothing the terminal reads outside a string escapes the filter. Only the
+// encoded ST ends the string as its terminator (isST): then the state is
+// left as it is, for the caller to finish the string.
+func (f *Writer) stringC1(b byte) (c1, isST bool) {
+	if b < 0x80 || b > 0x9f || !f.prevC2 && f.scont > 0 {
+		return false, false
+	}
+	encoded := f.prevC2
+	if encoded && b == 0x9c {
+		f.prevC2, f.scont = false, 0
+		return true, true
+	}
+	f.st, f.prevC2, f.scont = stGround, false, 0
+	if encoded {
+		f.seq = append(f.seq[:0], 0xc2, b)
+	} else {
+		f.seq = append(f.seq[:0], b)
+	}
+	f.c1(b)
+	return true, false
+}
+
+// trackUTF8 follows the UTF-8 characters of a string, so that a byte in the
+// C1 range is told from a continuation byte.
+func (f *Writer) trackUTF8(b byte) {
+	switch {
+	case b >= 0x80 && b <= 0xbf:
+		if f.scont > 0 {
+			f.scont--
+		}
+	case b >= 0xc2 && b <= 0xdf:
+		f.scont = 1
+	case b >= 0xe0 && b <= 0xef:
+		f.scont = 2
+	case b >= 0xf0 && b <= 0xf4:
+		f.scont = 3
+	default:
+		f.scont = 0
+	}
+	f.prevC2 = b == 0xc2
+}
+
 // through consumes a string that is being dropped or passed whole.
 func (f *Writer) through(b byte, pass bool) {
+	if pass && b >= 0x80 {
+		// A passed string is sixel data, ASCII: a terminal may read any
+		// other byte as a C1 control that ends it. It ends here, in the
+		// terminal too, and the byte is plain text again.
+		f.emit(0x1b, '\\')
+		f.drop()
+		f.ground(b)
+		return
+	}
+	if c1, isST := f.stringC1(b); c1 {
+		if isST {
+			f.drop()
+		}
+		return
+	}
 	if pass && b != enq {
 		f.emit(b)
 	}
 	switch {
 	case b == 0x07 && f.kind == kindOSC, isAbort(b):
-		f.drop()
-	case b == 0x9c && f.prevC2:
 		f.drop()
 	case b == 0x1b:
 		if pass {
@@ -548,7 +632,7 @@ func (f *Writer) through(b byte, pass bool) {
 			f.st = stDiscardEsc
 		}
 	}
-	f.prevC2 = b == 0xc2
+	f.trackUTF8(b)
 }
 
 // introLen is the length of the introducer at the start of seq: ESC x, or a
@@ -581,27 +665,11 @@ func oscNumber(seq []byte) int {
 	if i < 0 {
 		i = len(p)
 	}
-	n, err := strconv.Atoi(string(p[:i]))
-	if err != nil {
+	n, ok := number(p[:i])
+	if !ok {
 		return -1
 	}
 	return n
-}
-
-// dropOSCNumber reports whether an OSC command is dropped whatever it holds.
-func dropOSCNumber(n int) bool {
-	switch n {
-	case 46, // xterm: change the log file, a file on the host
-		50,   // set or query the font
-		52,   // clipboard
-		60,   // xterm: query allowed window operations
-		61,   // xterm: query disallowed window operations
-		1337, // iTerm2: file transfer, reports
-		5113, // kitty: file transfer
-		5522: // kitty: extended clipboard
-		return true
-	}
-	return false
 }
 
 func keepString(k strKind, seq []byte) bool {
@@ -612,66 +680,6 @@ func keepString(k strKind, seq []byte) bool {
 	case kindDCS:
 		h, ok := dcsHeader(seq)
 		return ok && keepDCS(h)
-	}
-	return false
-}
-
-// keepOSC decides on an OSC body. Any field that is a lone "?" is a query
-// (OSC 4, 5, 10–19, …): the terminal would answer it. kitty's own commands
-// put the "?" elsewhere.
-func keepOSC(body []byte) bool {
-	fields := bytes.Split(body, []byte(";"))
-	n, err := strconv.Atoi(string(fields[0]))
-	if err != nil {
-		return false
-	}
-	if dropOSCNumber(n) {
-		return false
-	}
-	switch n {
-	case 21, // kitty colour control: "key=?" asks for a colour
-		22: // pointer shape: "?name,…" asks which shapes exist
-		// Neither colour specs nor shape names hold a "?".
-		if bytes.IndexByte(body, '?') >= 0 {
-			return false
-		}
-	case 99: // kitty notifications
-		if len(fields) > 1 && notificationAnswers(fields[1]) {
-			return false
-		}
-	}
-	for _, fl := range fields[1:] {
-		if string(fl) == "?" {
-			return false
-		}
-	}
-	return true
-}
-
-// notificationAnswers reports whether the metadata of a kitty notification
-// (OSC 99, colon-separated key=value) makes the terminal answer: p=? and
-// p=alive ask at once; a=report (activation and buttons) and c=1 (close)
-// answer whenever the user acts on the notification, maybe long after the
-// program has ended.
-func notificationAnswers(meta []byte) bool {
-	for _, kv := range bytes.Split(meta, []byte(":")) {
-		k, v, _ := bytes.Cut(kv, []byte("="))
-		switch string(k) {
-		case "p":
-			if string(v) == "?" || string(v) == "alive" {
-				return true
-			}
-		case "a":
-			for _, act := range bytes.Split(v, []byte(",")) {
-				if string(act) == "report" {
-					return true
-				}
-			}
-		case "c":
-			if string(v) != "" && string(v) != "0" {
-				return true
-			}
-		}
 	}
 	return false
 }
@@ -729,62 +737,6 @@ func keepDCS(h ctlHeader) bool {
 		return true
 	}
 	return h.prefix == '=' && len(h.inter) == 0 && h.final == 's' && (string(h.params) == "1" || string(h.params) == "2")
-}
-
-// keepCSI decides on a complete control sequence.
-func keepCSI(seq []byte) bool {
-	h, ok := parseControl(seq[introLen(seq):])
-	if !ok {
-		return false
-	}
-	inter := string(h.inter) // short: compared, never stored
-	if h.final == 'm' && h.prefix == 0 && inter == "" {
-		return true // SGR, by far the most common
-	}
-	switch {
-	case inter == "" && h.final == 'c': // DA1, DA2 (>), DA3 (=)
-		return false
-	case inter == "" && h.final == 'n': // DSR, CPR and their DEC forms
-		return false
-	case inter == "" && h.final == 'x' && h.prefix == 0: // DECREQTPARM
-		return false
-	case inter == "" && h.final == 'i' && (h.prefix == 0 || h.prefix == '?'): // media copy: printer
-		return false
-	case inter == "" && h.final == 't' && h.prefix == 0:
-		// Window operations: reports (11, 13–21) answer, 1–9 and ≥24 move,
-		// resize or iconify the window. Only the title stack (22, 23) stays.
-		return windowOpKept(h.params)
-	case h.prefix == '>' && inter == "" && h.final == 'q': // XTVERSION
-		return false
-	case h.prefix == '?' && inter == "" && (h.final == 'u' || h.final == 'S' || h.final == 'm'):
-		// kitty keyboard flags query, XTSMGRAPHICS, XTQMODKEYS
-		return false
-	case inter == "$" && (h.final == 'p' || h.final == 'w' || h.final == 'u'): // DECRQM, DECRQPSR, DECRQTSR
-		return false
-	case inter == "#" && h.final == '|': // XTREPORTSGR
-		return false
-	case inter == "'" && h.final == '|': // DECRQLP
-		return false
-	case inter == "*" && h.final == 'y': // DECRQCRA: checksum of screen contents
-		return false
-	case inter == "&" && h.final == 'u': // DECRQUPSS: user-preferred character set
-		return false
-	case inter == "\"" && h.final == 'v': // DECRQDE: displayed extent
-		return false
-	case inter == "," && h.final == 'w': // DECRQKT: key type
-		return false
-	case inter == "+" && h.final == 'x': // DECRQPKFM: key programming memory
-		return false
-	case inter == "+" && h.final == 'p': // DECSR: secure reset, confirmed by a report
-		return false
-	case inter == "#" && h.final == 'R': // XTREPORTCOLORS: colour stack
-		return false
-	case inter == "'" && h.final == 'z':
-		// DECELR: turns on locator reports, sent whenever the pointer is
-		// used, after the program has ended too
-		return false
-	}
-	return true
 }
 
 func windowOpKept(params []byte) bool {
