@@ -54,8 +54,8 @@ func TestGitLayouts(t *testing.T) {
 			newRepo(t, filepath.Join(base, "main"), "first")
 			hostGit(t, filepath.Join(base, "main"), "config", "extensions.worktreeConfig", "true")
 			hostGit(t, filepath.Join(base, "main"), "worktree", "add", "-q", "-b", "feature", filepath.Join(base, "wt"))
-			hostGit(t, filepath.Join(base, "wt"), "config", "--worktree", "shadow.marker", "per-worktree")
-			return filepath.Join(base, "wt"), `git status --porcelain --branch && git log --format=%s && git config shadow.marker`
+			hostGit(t, filepath.Join(base, "wt"), "config", "--worktree", "branch.feature.description", "per-worktree")
+			return filepath.Join(base, "wt"), `git status --porcelain --branch && git log --format=%s && git config branch.feature.description`
 		}, "## feature\nfirst\nper-worktree\n"},
 		{"submodule alone", func(t *testing.T, base string) (string, string) {
 			newRepo(t, filepath.Join(base, "lib"), "lib commit")

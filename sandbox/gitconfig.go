@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The jail never sees the host's git configuration: a credential helper, a
@@ -107,4 +109,317 @@ func writeGitConfig(root, home, content string) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return bindReadOnly(path, path)
+}
+
+// Every other git configuration file the jail shows (the project's .git/config, a submodule's
+// .git/modules/<name>/config at any depth, a worktree's config.worktree, the common dir of a
+// linked worktree, the repositories nested in the project) is shown scrubbed the same way
+// (SPEC §3): shadow reads it on the host with git itself and PID 1 binds what is left, read-only,
+// over it. What is left is what git needs to work read-only there: the sections of keptSections,
+// every URL without its userinfo (in values and in subsection names: remote.*.url, pushurl,
+// url.*.insteadOf, submodule.*.url, lfs.url, http.<url>.*), and none of droppedKeys.
+
+// shownConfig is one git configuration file of the jail: Content, scrubbed, bound read-only over
+// Path (a real host path, the same in the jail).
+type shownConfig struct {
+	Path    string
+	Content string
+}
+
+// keptSections are the sections of a repository's configuration the jail keeps. Anything else is
+// dropped: credential.* and include.*/includeIf.* above all, and the sections of tools that keep
+// a secret or a command in a repository's config (sendemail.smtpPass, imap.pass and imap.tunnel,
+// alias.*, gpg.program, a [github] or [gitlab] token) and that read-only git does not need.
+var keptSections = map[string]bool{
+	"core": true, "extensions": true, "remote": true, "branch": true, "submodule": true,
+	"worktree": true, "user": true, "init": true, "index": true, "feature": true, "pack": true,
+	"gc": true, "fetch": true, "pull": true, "push": true, "merge": true, "rebase": true,
+	"diff": true, "status": true, "log": true, "color": true, "advice": true, "lfs": true,
+	"http": true, "url": true, "pager": true, "format": true, "commit": true, "tag": true,
+	"blame": true, "grep": true, "i18n": true, "interactive": true, "mailmap": true, "notes": true,
+	"rerere": true, "protocol": true, "am": true, "apply": true, "checkout": true, "clone": true,
+	"column": true, "fsck": true, "maintenance": true, "sparse": true, "filter": true,
+	"transfer": true, "trailer": true, "sequence": true, "stash": true, "add": true,
+	"splitindex": true, "versionsort": true,
+}
+
+// droppedKeys are the keys of kept sections that are dropped whatever their subsection
+// ("section.name"): a header git sends with every request (actions/checkout writes
+// http.https://github.com/.extraheader with the job's token), and the programs git runs to get a
+// secret or to reach a remote, which may carry one on their command line (sshpass -p, ssh -i).
+var droppedKeys = map[string]bool{
+	"http.extraheader": true, "core.sshcommand": true, "core.askpass": true, "core.gitproxy": true,
+}
+
+// gitConfigs returns the git configuration files the jail shows for project, scrubbed.
+func gitConfigs(project string) []shownConfig {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		git = ""
+	}
+	var out []shownConfig
+	seen := map[string]bool{}
+	var add func(path string, depth int)
+	add = func(path string, depth int) {
+		real, err := filepath.EvalSymlinks(path)
+		if err != nil || seen[real] {
+			return
+		}
+		if fi, err := os.Stat(real); err != nil || !fi.Mode().IsRegular() {
+			return
+		}
+		seen[real] = true
+		content, includes := scrubGitConfig(git, real)
+		out = append(out, shownConfig{Path: real, Content: content})
+		// A file an include names is read raw by anyone who opens it: scrubbed too when the
+		// jail shows it (git's own limit on include depth is 10).
+		if depth >= 10 {
+			return
+		}
+		shown := append([]string{project}, gitDirsOf(project)...)
+		for _, inc := range includes {
+			if strings.HasPrefix(inc, "~") {
+				continue // $HOME is the jail's own, empty
+			}
+			if !filepath.IsAbs(inc) {
+				inc = filepath.Join(filepath.Dir(real), inc)
+			}
+			for _, s := range shown {
+				if within(inc, s) {
+					add(inc, depth+1)
+					break
+				}
+			}
+		}
+	}
+	for _, g := range repositoryGitDirs(project) {
+		for _, f := range configFilesOf(g) {
+			add(f, 0)
+		}
+	}
+	return out
+}
+
+// repositoryGitDirs are the git directories of the repositories the jail shows in project: its
+// own (gitDirsOf) and those of the repositories nested in it, found down to nestedRepoDepth
+// directories below it.
+func repositoryGitDirs(project string) []string {
+	dirs := gitDirsOf(project)
+	level := []string{project}
+	for depth := 0; depth < nestedRepoDepth && len(level) > 0; depth++ {
+		var next []string
+		for _, d := range level {
+			entries, err := os.ReadDir(d)
+			if err != nil {
+				continue
+			}
+			for _, e := range entries {
+				if !e.IsDir() || e.Name() == ".git" || e.Name() == "node_modules" {
+					continue
+				}
+				sub := filepath.Join(d, e.Name())
+				dirs = append(dirs, gitDirsOf(sub)...)
+				next = append(next, sub)
+			}
+		}
+		level = next
+	}
+	return dirs
+}
+
+// nestedRepoDepth is how many directories below the project a nested repository is looked for
+// (folder/org/repo/.git is three).
+const nestedRepoDepth = 3
+
+// gitDirsOf returns the real git directories of the worktree dir: its .git directory, or the
+// gitdir a .git file names and the common dir that gitdir names (a linked worktree's
+// <main>/.git/worktrees/<name> holds only HEAD, index and the like; objects, refs and config are
+// in the common dir).
+func gitDirsOf(dir string) []string {
+	dotgit := filepath.Join(dir, ".git")
+	fi, err := os.Lstat(dotgit)
+	if err != nil {
+		return nil
+	}
+	if fi.IsDir() {
+		return []string{dotgit}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil
+	}
+	b, err := os.ReadFile(dotgit)
+	if err != nil {
+		return nil
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	gitdir, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+	if !ok {
+		return nil
+	}
+	gitdir = strings.TrimSpace(gitdir)
+	if !filepath.IsAbs(gitdir) {
+		gitdir = filepath.Join(dir, gitdir)
+	}
+	gitdir, err = filepath.EvalSymlinks(gitdir)
+	if err != nil {
+		return nil
+	}
+	dirs := []string{gitdir}
+	if c, err := os.ReadFile(filepath.Join(gitdir, "commondir")); err == nil {
+		common := strings.TrimSpace(string(c))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gitdir, common)
+		}
+		if common, err = filepath.EvalSymlinks(common); err == nil {
+			dirs = append(dirs, common)
+		}
+	}
+	return dirs
+}
+
+// configFilesOf lists the configuration files of git directory g: its config and
+// config.worktree, its linked worktrees' config.worktree, and those of the submodules' git
+// directories under modules/ (a name may hold slashes, a submodule have submodules of its own).
+func configFilesOf(g string) []string {
+	files := []string{filepath.Join(g, "config"), filepath.Join(g, "config.worktree")}
+	if wts, err := os.ReadDir(filepath.Join(g, "worktrees")); err == nil {
+		for _, w := range wts {
+			if w.IsDir() {
+				files = append(files, filepath.Join(g, "worktrees", w.Name(), "config.worktree"))
+			}
+		}
+	}
+	var modules func(dir string, depth int)
+	modules = func(dir string, depth int) {
+		entries, err := os.ReadDir(dir)
+		if err != nil || depth > 16 {
+			return
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			sub := filepath.Join(dir, e.Name())
+			if _, err := os.Lstat(filepath.Join(sub, "HEAD")); err == nil {
+				files = append(files, configFilesOf(sub)...)
+				continue
+			}
+			modules(sub, depth+1)
+		}
+	}
+	modules(filepath.Join(g, "modules"), 0)
+	return files
+}
+
+// scrubGitConfig returns the content the jail shows for the git configuration file path, and
+// the include paths it names (dropped from the content). git is the host's git; without it, or
+// when git cannot read the file, the jail gets a file with a comment alone.
+func scrubGitConfig(git, path string) (content string, includes []string) {
+	var b strings.Builder
+	b.WriteString("# Shown by shadow: this file without credentials, includes or credential programs.\n")
+	if git == "" {
+		return b.String(), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, git, "config", "--file", path, "--no-includes", "--list", "-z")
+	cmd.Dir = "/"
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=/nonexistent"}
+	out, err := cmd.Output()
+	if err != nil {
+		return b.String(), nil
+	}
+	header := ""
+	for _, entry := range bytes.Split(out, []byte{0}) {
+		if len(entry) == 0 {
+			continue
+		}
+		key, value, hasValue := strings.Cut(string(entry), "\n")
+		first, last := strings.Index(key, "."), strings.LastIndex(key, ".")
+		if first <= 0 || last == len(key)-1 {
+			continue
+		}
+		section, name, sub := key[:first], key[last+1:], ""
+		if last > first {
+			sub = key[first+1 : last]
+		}
+		if (section == "include" || section == "includeif") && name == "path" && hasValue {
+			includes = append(includes, value)
+		}
+		if !keptSections[section] || droppedKeys[section+"."+name] {
+			continue
+		}
+		h := "[" + section + "]\n"
+		if sub != "" {
+			h = "[" + section + " \"" + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(stripUserinfo(sub)) + "\"]\n"
+		}
+		if h != header {
+			b.WriteString(h)
+			header = h
+		}
+		if !hasValue {
+			b.WriteString("\t" + name + "\n")
+			continue
+		}
+		b.WriteString("\t" + name + " = " + quoteConfigValue(stripUserinfo(value)) + "\n")
+	}
+	return b.String(), includes
+}
+
+// stripUserinfo removes the userinfo (user:token@) of every URL in s. As git and curl read a
+// URL, it is what comes before the last @ of the authority, which ends at the first /, ? or #.
+func stripUserinfo(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "://")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i+3])
+		s = s[i+3:]
+		end := strings.IndexAny(s, "/?#")
+		if end < 0 {
+			end = len(s)
+		}
+		if at := strings.LastIndex(s[:end], "@"); at >= 0 {
+			s = s[at+1:]
+		}
+	}
+}
+
+// showGitConfigs binds, under root, the scrubbed content of each file of configs read-only over
+// it, once the project and .git are mounted. A path the jail does not show as a regular file (or
+// reaches through a symlink) is skipped: there is nothing there to hide.
+func showGitConfigs(root string, configs []shownConfig) error {
+	if len(configs) == 0 {
+		return nil
+	}
+	rootFD, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", root, err)
+	}
+	defer unix.Close(rootFD)
+	src := root + "/.shadow-gitconfig"
+	defer os.Remove(src)
+	for _, c := range configs {
+		kind, err := maskedKind(rootFD, c.Path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Path, err)
+		}
+		if kind != unix.S_IFREG {
+			continue
+		}
+		// The bind keeps the file; its name on the root goes before the next one is written.
+		if err := os.WriteFile(src, []byte(c.Content), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", src, err)
+		}
+		if err := bindReadOnly(src, root+c.Path); err != nil {
+			return err
+		}
+		if err := os.Remove(src); err != nil {
+			return fmt.Errorf("remove %s: %w", src, err)
+		}
+	}
+	return nil
 }
