@@ -108,7 +108,7 @@ func buildCatalog() []*Rule {
 			Why:    "A workload identity token is a cloud or cluster credential.",
 			check:  checkFS005},
 		{ID: "FS006", Title: "Project registry config holds a token", Domain: DomainFS, Severity: High, Dependency: true,
-			Reads:  "project .npmrc and .yarnrc.yml (_authToken, _auth, _password, npmAuthToken)",
+			Reads:  "project .npmrc, .yarnrc and .yarnrc.yml (_authToken, _auth, _password, npmAuthToken)",
 			Remedy: "Replace the literal token with ${NPM_TOKEN} and revoke the exposed token.",
 			Why:    "Every dependency's install script can read a token kept in the project.",
 			check:  checkFS006},

@@ -209,7 +209,7 @@ func checkFS006(s *scan) outcome {
 		return failed(bad...)
 	}
 	if len(configs) == 0 {
-		return passed(note("no project .npmrc or .yarnrc.yml"))
+		return passed(note("no project .npmrc, .yarnrc or .yarnrc.yml"))
 	}
 	return passed(note("%s, credentials only as ${VAR} references", english.Count(len(configs), "registry config file")))
 }

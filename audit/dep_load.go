@@ -331,7 +331,30 @@ func readYarnrc(path, rel string) (registryConfig, *manifest.Yarnrc) {
 	return rc, y
 }
 
-// projectRegistryConfigs finds and parses the project's .npmrc and
+// readYarnrcClassic parses a project yarn 1 .yarnrc and lists its literal
+// credentials ("//host/:_authToken" and the other npm credential keys).
+func readYarnrcClassic(path, rel string) registryConfig {
+	rc := registryConfig{rel: rel}
+	b, err := readCapped(path, manifest.MaxConfigSize)
+	if err != nil {
+		rc.err = err
+		return rc
+	}
+	y, err := manifest.ParseYarnrcClassic(rel, b)
+	if err != nil {
+		rc.err = err
+		return rc
+	}
+	for _, e := range y.Entries {
+		name := e.Key[strings.LastIndexByte(e.Key, ':')+1:]
+		if (manifest.NpmrcEntry{Name: name}).IsSecret() && literalSecret(e.Value) {
+			rc.tokens = append(rc.tokens, tokenHit{key: e.Key, line: e.Line})
+		}
+	}
+	return rc
+}
+
+// projectRegistryConfigs finds and parses the project's .npmrc, .yarnrc and
 // .yarnrc.yml files without reading node_modules (FS006 runs inside the jail
 // without the dependency rules, and must stay cheap there).
 func projectRegistryConfigs(project string) ([]registryConfig, error) {
@@ -364,6 +387,8 @@ func projectRegistryConfigs(project string) ([]registryConfig, error) {
 		case ".yarnrc.yml":
 			rc, _ := readYarnrc(p, rel)
 			out = append(out, rc)
+		case ".yarnrc":
+			out = append(out, readYarnrcClassic(p, rel))
 		}
 		return nil
 	})

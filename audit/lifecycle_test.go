@@ -151,3 +151,25 @@ func TestYarnPathInYarnrcYml(t *testing.T) {
 		t.Errorf("yarnPath: %s\n%s", f.Result, evidenceText(f))
 	}
 }
+
+// TestYarnrcClassicToken: a literal credential in a yarn 1 .yarnrc fails
+// FS006 as one in .npmrc does; a ${VAR} reference passes.
+func TestYarnrcClassicToken(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		fail bool
+	}{
+		{`"//registry.npmjs.org/:_authToken" "` + fakeGitHubToken + `"`, true},
+		{`"//npm.acme.invalid/:_password" c2VjcmV0`, true},
+		{`_auth dXNlcjpwYXNz`, true},
+		{`"//registry.npmjs.org/:_authToken" "${NPM_TOKEN}"`, false},
+		{`registry "https://registry.yarnpkg.com"`, false},
+	} {
+		project := emptyProject(t)
+		writeFile(t, filepath.Join(project, ".yarnrc"), "# yarn\n"+c.line+"\n")
+		f := finding(t, verify(t, fixtureEnv(t, "jail"), project, ProfileUntrusted, DomainFS), "FS006")
+		if got := f.Result == Fail && strings.Contains(evidenceText(f), ".yarnrc:2: "); got != c.fail {
+			t.Errorf("%s: %s\n%s", c.line, f.Result, evidenceText(f))
+		}
+	}
+}
