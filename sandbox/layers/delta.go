@@ -125,6 +125,8 @@ type dirChain struct {
 	paths []string
 	fds   []int
 	limit int // chainLimit, 0 until the first lookup
+	// opened counts the directories looked up by name, what a lookup costs.
+	opened int
 }
 
 // chainLimit bounds the descriptors a chain keeps: an eighth of what the process may hold (the
@@ -168,6 +170,7 @@ func (c *dirChain) parent(p string) (int, string, error) {
 		if err != nil {
 			return -1, "", fmt.Errorf("open %s: %w", visiblePath(dir), err)
 		}
+		c.opened++
 		at = joinRel(at, comp)
 		if c.limit == 0 {
 			c.limit = chainLimit()
