@@ -45,8 +45,12 @@ type runLayer struct {
 	scratch   int
 	limit     int64
 	overLimit bool
-	// fresh is the layer's signature before the command started.
-	fresh [2]uint64
+	// fresh is the layer's signature before the command started; walked
+	// what the last walk of it found, and nextWalk when the next may start
+	// (see changed).
+	fresh    [2]uint64
+	walked   layers.Footprint
+	nextWalk time.Time
 	// prevDelta is the layer of the last checkpoint written (-1: none).
 	prevDelta int
 }
@@ -126,7 +130,7 @@ func mountRunLayer(root, dir, project, staging, fallback string, size int64, for
 		return nil, fmt.Errorf("mount overlay on %s (lower %s:%s, upper the run's layer): %w", dir, staging, project, err)
 	}
 	// What an unwritten layer uses: the first write moves it (see changed).
-	l.fresh = l.signature()
+	l.fresh, l.walked = l.signature(), layers.Measure(l.upper)
 	if l.onDisk {
 		return l, nil
 	}
@@ -346,12 +350,23 @@ func (l *runLayer) mergeCheckpoint(n int) error {
 	return nil
 }
 
-// changed reports whether the run's layer's signature moved since the last
-// look (sig): how PID 1 notices writes for the quiet checkpoint.
+// changed reports whether the run's layer moved since the last look (sig,
+// and the last walk): how PID 1 notices writes for the quiet checkpoint.
+// The block and inode counts of a tmpfs miss a rewrite of the same size, a
+// rename onto a file, a truncate and write: a walk of the layer sees them
+// (the latest change time, see layers.Footprint). The walk costs in
+// proportion to the files the layer holds, so for a large layer it is
+// taken less often than every poll (at most a fifth of PID 1's time).
 func (l *runLayer) changed(sig *[2]uint64) bool {
 	now := l.signature()
 	moved := now != *sig
 	*sig = now
+	if start := time.Now(); !start.Before(l.nextWalk) {
+		walked := layers.Measure(l.upper)
+		l.nextWalk = start.Add(5 * time.Since(start))
+		moved = moved || walked != l.walked
+		l.walked = walked
+	}
 	return moved
 }
 
