@@ -323,8 +323,8 @@ func TestRawSTEndsStrings(t *testing.T) {
 	}
 }
 
-// TestColourRestore: a palette, foreground, background or cursor colour
-// left set is reset by Restore.
+// TestColourRestore: a palette, foreground, background or cursor colour, a
+// character set or a scrolling region left set is reset by Restore.
 func TestColourRestore(t *testing.T) {
 	for _, c := range []struct{ set, reset string }{
 		{"4;1;rgb:ff/00/00", "104"}, {"10;#ffffff", "110"}, {"11;#000000", "111"}, {"12;red", "112"},
@@ -344,6 +344,18 @@ func TestColourRestore(t *testing.T) {
 	f.Write([]byte(esc + "(0\x0eq"))
 	if r := string(f.Restore()); r != "\x0f"+esc+"(B" {
 		t.Errorf("line drawing left on: Restore = %q", r)
+	}
+	for _, c := range []struct{ in, want string }{
+		{esc + "[2;20r", esc + "7" + esc + "[r" + esc + "8"},
+		{esc + "[2;20r" + esc + "[r", ""},
+		{esc + "[2;20r" + esc + "[;r", ""},
+		{esc + "[2;20r" + esc + "[!p", ""},
+	} {
+		f := New(&bytes.Buffer{})
+		f.Write([]byte(c.in))
+		if r := string(f.Restore()); r != c.want {
+			t.Errorf("after %q: Restore = %q, want %q", c.in, r, c.want)
+		}
 	}
 }
 

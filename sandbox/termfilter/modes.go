@@ -27,6 +27,7 @@ type modes struct {
 	g0        bool                // G0 designated other than ASCII (ESC ( 0, ESC ( A)
 	shifted   bool                // shifted out to G1 (SO)
 	colours   [4]bool             // per oscColours entry: set by the program
+	region    bool                // scrolling region set (DECSTBM with parameters)
 }
 
 // oscColours are the colours an OSC sets and the OSC that resets them.
@@ -195,7 +196,13 @@ func (s *modes) noteCSI(seq []byte) {
 	case h.prefix == 0 && inter == " " && final == 'q': // DECSCUSR
 		p := params(h.params)
 		s.cursor = len(p) > 0 && p[0] != 0
+	case h.prefix == 0 && inter == "" && final == 'r': // DECSTBM
+		s.region = false
+		for _, p := range params(h.params) {
+			s.region = s.region || p > 0
+		}
 	case h.prefix == 0 && inter == "!" && final == 'p': // DECSTR: soft reset
+		s.region = false
 		s.setDEC(25, true)
 		s.setDEC(1, false)
 		s.setDEC(6, false)
@@ -324,6 +331,10 @@ func (s *modes) restore() []byte {
 	}
 	if s.insert {
 		csi("4l")
+	}
+	if s.region {
+		// DECSTBM homes the cursor: saved and restored around it.
+		b = append(b, "\x1b7\x1b[r\x1b8"...)
 	}
 	if s.shifted {
 		b = append(b, 0x0f) // SI
