@@ -128,16 +128,14 @@ func unfinishedCheckpoints(dir string) []string {
 	return out
 }
 
-// settleRun makes the session whole after a run's jail is gone, or waits until it is: it removes
-// a checkpoint its PID 1 did not finish writing, merges the checkpoints PID 1 did not merge, and
-// marks the session incomplete when PID 1 ended before all the run wrote was in a checkpoint.
+// settleRun makes the session whole after a run's jail is gone, or waits until it is: it merges
+// the checkpoints PID 1 did not merge, and marks the session incomplete when PID 1 ended before
+// all the run wrote was in a checkpoint. A checkpoint PID 1 did not finish writing is never
+// merged; the next command that takes the project's lock removes it, and says so (tidy).
 func (s *Session) settleRun() error {
 	dir := s.CheckpointDir()
 	_, ws, err := awaitWriter(dir, nil)
 	if err != nil {
-		return err
-	}
-	if _, err := s.removeUnfinishedCheckpoints(); err != nil {
 		return err
 	}
 	if _, err := s.mergeCheckpoints(); err != nil {
