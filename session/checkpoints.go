@@ -234,9 +234,9 @@ func (s *Session) Revert(id string) ([]Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(cps, func(c Checkpoint) bool { return c.ID == id })
-	if i < 0 {
-		return nil, fmt.Errorf("session %s has no checkpoint %q (`shadow log` lists them)", s.Meta.ID, id)
+	i, err := FindCheckpoint(cps, id)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", s.Meta.ID, err)
 	}
 	drop := cps[i+1:]
 	if len(drop) == 0 {

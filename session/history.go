@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -308,6 +309,7 @@ func (s *Session) Log() ([]StepStat, error) {
 		if err != nil {
 			return nil, err
 		}
+		patches = pairRenames(patches)
 		st := StepStat{Checkpoint: c, Files: len(patches)}
 		for _, p := range patches {
 			e := diffview.StatOf(p, diffview.Options{})
@@ -319,9 +321,49 @@ func (s *Session) Log() ([]StepStat, error) {
 	return out, nil
 }
 
-// FindCheckpoint returns the index of checkpoint id in cps.
+// pairRenames makes a deleted and an added file of the same mode and content one rename, as the
+// change set's rename detection does: a step that moved a file changed one file, no lines.
+func pairRenames(patches []diffview.FilePatch) []diffview.FilePatch {
+	added := map[string][]int{}
+	for i, p := range patches {
+		if p.OldMode == 0 && p.NewMode != 0 && len(p.New) > 0 && !p.TooLarge {
+			k := string(p.New)
+			added[k] = append(added[k], i)
+		}
+	}
+	drop := map[int]bool{}
+	for i, p := range patches {
+		if p.NewMode != 0 || p.OldMode == 0 || len(p.Old) == 0 || p.TooLarge {
+			continue
+		}
+		for k, j := range added[string(p.Old)] {
+			if patches[j].NewMode != p.OldMode {
+				continue
+			}
+			cands := added[string(p.Old)]
+			added[string(p.Old)] = append(cands[:k:k], cands[k+1:]...)
+			patches[j].OldPath, patches[j].OldMode, patches[j].Old = p.OldPath, p.OldMode, p.Old
+			drop[i] = true
+			break
+		}
+	}
+	out := patches[:0]
+	for i, p := range patches {
+		if !drop[i] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// FindCheckpoint returns the index of checkpoint id in cps: its id ("c3") or its number alone
+// ("3"), as `shadow log` lists them.
 func FindCheckpoint(cps []Checkpoint, id string) (int, error) {
-	if i := slices.IndexFunc(cps, func(c Checkpoint) bool { return c.ID == id }); i >= 0 {
+	want := id
+	if n, err := strconv.Atoi(id); err == nil && n > 0 {
+		want = "c" + strconv.Itoa(n)
+	}
+	if i := slices.IndexFunc(cps, func(c Checkpoint) bool { return c.ID == want }); i >= 0 {
 		return i, nil
 	}
 	return 0, fmt.Errorf("no checkpoint %q (`shadow log` lists them)", id)

@@ -49,6 +49,7 @@ next run. The project itself is never touched.`,
 			if err != nil {
 				return fmt.Errorf("session %s: %w", s.ID(), err)
 			}
+			to = cps[i].ID
 			drop := cps[i+1:]
 			if len(drop) == 0 {
 				fmt.Fprintf(out, "nothing to revert: %s is the last checkpoint\n", to)
@@ -75,8 +76,8 @@ next run. The project itself is never touched.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "reverted to %s: dropped %s (%s); `shadow revert --undo` puts them back until the next run\n",
-				to, english.Count(len(dropped), "checkpoint"), checkpointIDs(dropped))
+			fmt.Fprintf(out, "reverted to %s: dropped %s (%s); `shadow revert --undo` puts %s back until the next run\n",
+				to, english.Count(len(dropped), "checkpoint"), checkpointIDs(dropped), english.Noun(len(dropped), "it", "them"))
 			return nil
 		},
 	}
