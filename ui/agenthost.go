@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -76,6 +77,75 @@ type AgentHostState struct {
 	Argv      []string  `json:"argv"`
 	Started   time.Time `json:"started"`
 	Layers    []Layer   `json:"layers"`
+	// Attached is the app attached to the agent now; nil while it runs detached.
+	Attached *AttachedApp `json:"attached,omitempty"`
+}
+
+// AttachedApp is the shadow tui attached to an agent host: its process and
+// the terminal it runs in, so that another app can say who holds the agent.
+type AttachedApp struct {
+	PID int    `json:"pid"`
+	TTY string `json:"tty,omitempty"`
+}
+
+// String names the app: "pid 4242, terminal /dev/pts/3".
+func (a AttachedApp) String() string {
+	if a.TTY == "" {
+		return fmt.Sprintf("pid %d", a.PID)
+	}
+	return fmt.Sprintf("pid %d, terminal %s", a.PID, a.TTY)
+}
+
+// peerApp is the app at the other end of c: its pid from the socket's
+// credentials, its terminal from what its standard input is.
+func peerApp(c net.Conn) *AttachedApp {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return nil
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var cred *unix.Ucred
+	_ = raw.Control(func(fd uintptr) {
+		cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	})
+	if err != nil || cred == nil {
+		return nil
+	}
+	a := &AttachedApp{PID: int(cred.Pid)}
+	if tty, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/0", cred.Pid)); err == nil && strings.HasPrefix(tty, "/dev/") {
+		a.TTY = tty
+	}
+	return a
+}
+
+// BusyError says that another app is attached to the agent, and which.
+type BusyError struct {
+	Holder *AttachedApp // nil when the host did not say
+}
+
+// Error says who holds the agent and what can be done.
+func (e *BusyError) Error() string {
+	who := "another shadow tui"
+	if e.Holder != nil {
+		who += " (" + e.Holder.String() + ")"
+	}
+	return who + " is attached to this agent; " + BusyAdvice()
+}
+
+// BusyAdvice is what can be done about an agent another app holds, with the default keys.
+func BusyAdvice() string {
+	k := DefaultKeyMap()
+	return fmt.Sprintf("wait for it to end there, or detach it there (%s then %s) and run shadow tui --attach here, or stop it there (%s then %s)",
+		k.Prefix.Help().Key, k.Detach.Help().Key, k.Prefix.Help().Key, k.Stop.Help().Key)
+}
+
+// IsBusy reports whether err says that another app holds the agent.
+func IsBusy(err error) bool {
+	var b *BusyError
+	return errors.As(err, &b)
 }
 
 // hostExit is the payload of an exit frame.
@@ -114,6 +184,9 @@ func FindAgentHost(s *session.Session) (AgentHostState, error) {
 	}
 	if st.PID <= 0 || unix.Kill(st.PID, 0) == unix.ESRCH {
 		return st, fmt.Errorf("session %s: %w (its agent host, pid %d, is gone)", s.ID(), ErrNoAgent, st.PID)
+	}
+	if st.Attached != nil && unix.Kill(st.Attached.PID, 0) == unix.ESRCH {
+		st.Attached = nil // the app died; the host notices when its connection closes
 	}
 	return st, nil
 }
@@ -197,6 +270,31 @@ type agentHost struct {
 	client net.Conn
 	replay []byte
 	exit   []byte // the exit frame's payload once the agent has ended
+	// state is what the state file says; its Attached follows the client.
+	state AgentHostState
+}
+
+// setClientLocked makes c (nil: none) the client and says so in the state
+// file, until the agent has ended (then the file is gone).
+func (h *agentHost) setClientLocked(c net.Conn) {
+	h.client = c
+	h.state.Attached = nil
+	if c != nil {
+		h.state.Attached = peerApp(c)
+	}
+	if h.exit == nil {
+		_ = writeHostState(h.dir, h.state)
+	}
+}
+
+// writeHostState replaces the state file whole, so a reader never sees part of it.
+func writeHostState(dir string, st AgentHostState) error {
+	data, _ := json.MarshalIndent(st, "", "  ")
+	tmp := hostStatePath(dir) + ".tmp"
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, hostStatePath(dir))
 }
 
 // startHost does everything up to a running agent and a listening socket.
@@ -251,14 +349,13 @@ func startHost(spec hostSpec) (*agentHost, error) {
 	}
 	state := AgentHostState{PID: os.Getpid(), Socket: sock, SessionID: s.ID(), Argv: spec.Argv,
 		Started: time.Now().UTC(), Layers: spec.Layers}
-	data, _ := json.MarshalIndent(state, "", "  ")
-	if err := os.WriteFile(hostStatePath(dir), append(data, '\n'), 0o600); err != nil {
+	if err := writeHostState(dir, state); err != nil {
 		closeAll()
 		_ = s.EndRun(sandbox.ExitNoJail)
 		return fail(fmt.Errorf("agent host: write %s: %w", hostStatePath(dir), err))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &agentHost{ln: ln, master: master, dir: dir, stop: cancel, ended: make(chan struct{}), requests: make(chan string, 8)}
+	h := &agentHost{ln: ln, master: master, dir: dir, stop: cancel, ended: make(chan struct{}), requests: make(chan string, 8), state: state}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() { <-sigs; cancel() }()
@@ -324,7 +421,7 @@ func (h *agentHost) sendLocked(typ byte, p []byte) {
 	_ = h.client.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	if err := writeFrame(h.client, typ, p); err != nil {
 		h.client.Close()
-		h.client = nil
+		h.setClientLocked(nil)
 	}
 }
 
@@ -354,12 +451,12 @@ func (h *agentHost) checkpointAnswered(trigger string) {
 // finish removes the state file and socket (no client can attach any more)
 // and tells the attached client how the run ended.
 func (h *agentHost) finish(ex hostExit) {
+	data, _ := json.Marshal(ex)
+	h.mu.Lock()
+	h.exit = data // from now on no client change rewrites the state file
 	_ = os.Remove(hostStatePath(h.dir))
 	_ = os.Remove(hostSocketPath(h.dir))
 	h.ln.Close()
-	data, _ := json.Marshal(ex)
-	h.mu.Lock()
-	h.exit = data
 	if h.client != nil {
 		h.sendLocked(frameExit, data)
 	}
@@ -402,12 +499,16 @@ func (h *agentHost) attach(c net.Conn) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.client != nil {
+		var holder []byte
+		if h.state.Attached != nil {
+			holder, _ = json.Marshal(h.state.Attached)
+		}
 		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-		_ = writeFrame(c, frameBusy, nil)
+		_ = writeFrame(c, frameBusy, holder)
 		c.Close()
 		return
 	}
-	h.client = c
+	h.setClientLocked(c)
 	if len(h.replay) > 0 {
 		h.sendLocked(frameData, h.replay)
 	}
@@ -439,7 +540,7 @@ func (h *agentHost) readClient(c net.Conn) {
 	defer func() {
 		h.mu.Lock()
 		if h.client == c {
-			h.client = nil
+			h.setClientLocked(nil)
 		}
 		h.mu.Unlock()
 		c.Close()
@@ -600,9 +701,6 @@ func (c *hostClient) isDetached() bool {
 // errDetached ends the agent phase of an app that detached.
 var errDetached = errors.New("detached: the agent keeps running")
 
-// errBusy says that another app is attached to the agent.
-var errBusy = errors.New("another shadow tui is attached to this agent; detach it there first")
-
 // relay moves bytes between tty (the app's pty) and the host until the
 // agent ends or the app detaches. Cancelling ctx stops the agent.
 func (c *hostClient) relay(ctx context.Context, tty *os.File) (AgentResult, error) {
@@ -657,7 +755,14 @@ func (c *hostClient) relay(ctx context.Context, tty *os.File) (AgentResult, erro
 				return AgentResult{ExitCode: -1}, fmt.Errorf("relay the agent's output: %w", err)
 			}
 		case frameBusy:
-			return AgentResult{ExitCode: -1}, errBusy
+			b := &BusyError{}
+			if len(p) > 0 {
+				var a AttachedApp
+				if json.Unmarshal(p, &a) == nil && a.PID > 0 {
+					b.Holder = &a
+				}
+			}
+			return AgentResult{ExitCode: -1}, b
 		case frameCheckpointed:
 			var cp sandbox.Checkpoint
 			if err := json.Unmarshal(p, &cp); err == nil && c.checkpointed != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/sandbox"
@@ -117,6 +119,21 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 	if err != nil {
 		t.Fatalf("find the agent host: %v", err)
 	}
+	// The state file names the app attached: this process.
+	if host.Attached == nil || host.Attached.PID != os.Getpid() {
+		t.Fatalf("the agent's state does not name the attached app (pid %d): %+v", os.Getpid(), host.Attached)
+	}
+	// Another app turned away is told who holds the agent, and what to do.
+	other, err := dialAgentHost(host.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = other.relay(context.Background(), newAppPty(t).tty)
+	var busy *BusyError
+	if !errors.As(err, &busy) || busy.Holder == nil || busy.Holder.PID != os.Getpid() ||
+		!strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(err.Error(), "shadow tui --attach") {
+		t.Fatalf("a second app is not told who holds the agent: %v", err)
+	}
 	if host.PID == os.Getpid() || cur.Meta.Active == nil || cur.Meta.Active.PID != host.PID || !cur.RunActive() {
 		t.Fatalf("the run is not recorded as the agent host's: host pid %d, active %+v", host.PID, cur.Meta.Active)
 	}
@@ -132,6 +149,13 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 	}
 	if e := waitEnd(t, first); !errors.Is(e.err, errDetached) {
 		t.Fatalf("after detach the agent function returned %+v, want errDetached", e)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if h, err := FindAgentHost(cur); err == nil && h.Attached == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("after detaching the agent's state still names an attached app: %+v (%v)", h.Attached, err)
+		}
 	}
 	cancel() // the app leaving must not stop a detached agent
 	time.Sleep(300 * time.Millisecond)
@@ -154,7 +178,7 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := third.relay(context.Background(), newAppPty(t).tty); !errors.Is(err, errBusy) {
+	if _, err := third.relay(context.Background(), newAppPty(t).tty); !IsBusy(err) {
 		t.Fatalf("a second client was not turned away: %v", err)
 	}
 	if _, err := app2.master.Write([]byte("hello\r")); err != nil {
@@ -177,5 +201,27 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 	}
 	if _, err := FindAgentHost(j2.Session); !errors.Is(err, ErrNoAgent) {
 		t.Fatalf("the ended agent can still be found: %v", err)
+	}
+}
+
+// An app turned away because another holds the agent shows no run of its own (no end box, no
+// review of an ended run): it quits with the error naming the holder.
+func TestAppTurnedAwayShowsNoEndedRun(t *testing.T) {
+	m := newModel(t, testOptions(nil, idleAgent).withReview(t))
+	m.phase = phaseAgent
+	busy := &BusyError{Holder: &AttachedApp{PID: 4242, TTY: "/dev/pts/7"}}
+	next, cmd := m.Update(agentExitMsg{res: AgentResult{ExitCode: -1}, err: busy})
+	m = next.(Model)
+	if cmd == nil {
+		t.Fatal("the app turned away does not quit")
+	}
+	if _, ok := cmd().(tea.QuitMsg); !ok || m.result != nil || m.ExitCode() != ExitError {
+		t.Errorf("the app turned away shows an ended run (result %+v, exit %d)", m.result, m.ExitCode())
+	}
+	if err := m.Err(); err == nil || !strings.Contains(err.Error(), "pid 4242, terminal /dev/pts/7") || !strings.Contains(err.Error(), "shadow tui --attach") {
+		t.Errorf("the app's error does not name the holder and what to do: %v", err)
+	}
+	if s := screen(m); strings.Contains(s, "could not run") || strings.Contains(s, "files staged") {
+		t.Errorf("the screen shows a fake end:\n%s", s)
 	}
 }

@@ -305,6 +305,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.detaching {
 			return m, nil
 		}
+		if IsBusy(msg.err) {
+			// Another app holds the agent, which runs on: no run ended here,
+			// so there is nothing to show; the app ends saying who holds it.
+			m.exit, m.err = ExitError, msg.err
+			return m, tea.Quit
+		}
 		res := msg.res
 		m.result, m.agentErr = &res, msg.err
 		switch {

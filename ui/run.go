@@ -212,7 +212,7 @@ func (j *Jail) hostAgent(argv []string, layers []Layer) AgentFunc {
 		stop := j.forwardCheckpoints(c)
 		res, err := c.relay(ctx, tty)
 		stop()
-		if errors.Is(err, errDetached) || errors.Is(err, errBusy) {
+		if errors.Is(err, errDetached) || IsBusy(err) {
 			return res, err
 		}
 		// Once the agent has ended, its host releases the lock before it

@@ -22,10 +22,17 @@ type tmuxScreen struct {
 
 func newTmux(t *testing.T, dir string, env []string, argv ...string) *tmuxScreen {
 	t.Helper()
+	return newTmuxOn(t, fmt.Sprintf("shadow-test-%d", os.Getpid()), dir, env, argv...)
+}
+
+// newTmuxOn is newTmux on a tmux server of its own, named socket: a second terminal beside the
+// first.
+func newTmuxOn(t *testing.T, socket, dir string, env []string, argv ...string) *tmuxScreen {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (apt-get install tmux)")
 	}
-	s := &tmuxScreen{t: t, socket: fmt.Sprintf("shadow-test-%d", os.Getpid())}
+	s := &tmuxScreen{t: t, socket: socket}
 	shell := "env"
 	for _, e := range env {
 		shell += " " + shellQuote(e)

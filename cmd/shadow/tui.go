@@ -57,7 +57,10 @@ it keeps running detached.`,
 			lk, s, created, err := f.openSession(setup, "tui", cmd.ErrOrStderr())
 			if errors.Is(err, session.ErrBusy) {
 				if cur, e := setup.store.Current(setup.project); e == nil {
-					if _, e := ui.FindAgentHost(cur); e == nil {
+					if host, e := ui.FindAgentHost(cur); e == nil {
+						if host.Attached != nil {
+							return heldAgent(cur, setup.project, host)
+						}
 						return fmt.Errorf("a detached agent still runs in session %s of %s: shadow tui --attach comes back to it", cur.ID(), setup.project)
 					}
 				}
@@ -119,6 +122,9 @@ func attachTUI(ctx context.Context, setup *runSetup) error {
 	if err != nil {
 		return err
 	}
+	if host.Attached != nil {
+		return heldAgent(s, setup.project, host)
+	}
 	s.SetProtected(setup.cfg.Protected)
 	jail := &ui.Jail{Session: s, Store: st, Policy: setup.policy, Granted: setup.granted, Attach: &host,
 		Apply: session.ApplyOptions{Protected: setup.cfg.Protected}}
@@ -131,6 +137,13 @@ func attachTUI(ctx context.Context, setup *runSetup) error {
 		opts.PrefixKey = *setup.cfg.PrefixKey
 	}
 	return finishTUI(ctx, opts, jail, s)
+}
+
+// heldAgent is the error of an app that finds the project's agent attached to another app: who
+// holds it (its process and terminal) and what can be done.
+func heldAgent(s *session.Session, project string, host ui.AgentHostState) error {
+	return fmt.Errorf("the agent of session %s of %s runs in another shadow tui (%s): %s",
+		s.ID(), project, host.Attached, ui.BusyAdvice())
 }
 
 // finishTUI runs the app and says how to come back to the session or the agent.
