@@ -227,34 +227,40 @@ func (m *ignoreMatcher) rules(dir string) []ignoreRule {
 	return r
 }
 
-// Ignored reports whether p (a file when isDir is false) is ignored.
+// Ignored reports whether p (a file when isDir is false) is ignored. Each directory on the way is
+// looked at once, with the rules of those above it gathered as it goes: a path n directories deep
+// costs n steps, not n*n joins of its names.
 func (m *ignoreMatcher) Ignored(p string, isDir bool) bool {
-	parts := strings.Split(p, "/")
-	for i := 1; i <= len(parts); i++ {
-		prefix := strings.Join(parts[:i], "/")
-		dirLike := i < len(parts) || isDir
-		if m.decide(prefix, dirLike, parts[:i-1]) {
+	sets := [][]ignoreRule{m.exclude, m.rules("")}
+	for end := 0; end < len(p); {
+		next := strings.IndexByte(p[end+1:], '/')
+		last := next < 0
+		if last {
+			end = len(p)
+		} else {
+			end += 1 + next
+		}
+		prefix := p[:end]
+		if m.decide(prefix, !last || isDir, sets) {
 			return true
+		}
+		if !last {
+			sets = append(sets, m.rules(prefix))
 		}
 	}
 	return false
 }
 
-// decide applies every rule that can see p (exclude first, then root to deepest .gitignore) and
-// reports whether the last match excludes it. dirs are p's ancestor directory names.
-func (m *ignoreMatcher) decide(p string, isDir bool, dirs []string) bool {
+// decide applies every rule that can see p (exclude first, then root to deepest .gitignore: the
+// rule sets of sets, in order) and reports whether the last match excludes it.
+func (m *ignoreMatcher) decide(p string, isDir bool, sets [][]ignoreRule) bool {
 	ignored := false
-	apply := func(rules []ignoreRule) {
+	for _, rules := range sets {
 		for _, r := range rules {
 			if r.match(p, isDir) {
 				ignored = !r.negate
 			}
 		}
-	}
-	apply(m.exclude)
-	apply(m.rules(""))
-	for i := 1; i <= len(dirs); i++ {
-		apply(m.rules(strings.Join(dirs[:i], "/")))
 	}
 	return ignored
 }
