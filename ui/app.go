@@ -161,6 +161,10 @@ type Model struct {
 	detaching bool // the app is leaving the agent running
 	note      string
 
+	// listed is, once the agent has ended, the number of files the review lists: the staged
+	// count the end box and the status bar show from then on.
+	listed *int
+
 	// holding is set while a prompt checkpoint is taken: held are the keys, pastes and clicks
 	// for the agent since its Enter, sent once PID 1 answers (checkpoint.go); holdGen names the
 	// hold for its time limit.
@@ -322,7 +326,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.holding, m.held = false, nil
 		m.menu = false
 		m.now = m.opts.Now()
-		return m, m.pollStats()
+		return m, tea.Batch(m.pollStats(), countListed(m.opts.Review))
 	case tickMsg:
 		if m.phase != phaseAgent {
 			return m, nil
@@ -334,6 +338,15 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(tick(), m.pollStats())
 	case statsMsg:
 		m.stats = Stats(msg)
+		if m.listed != nil {
+			m.stats.Files = *m.listed
+		}
+		return m, nil
+	case listedMsg:
+		if msg.err == nil {
+			n := msg.n
+			m.listed, m.stats.Files = &n, n
+		}
 		return m, nil
 	case checkpointMsg:
 		return m.checkpointed(msg)
@@ -774,6 +787,24 @@ func tick() tea.Cmd {
 // countdown counts the preflight's auto-start down by a second.
 func countdown(gen int) tea.Cmd {
 	return tea.Tick(time.Second, func(time.Time) tea.Msg { return countdownMsg{gen: gen} })
+}
+
+// listedMsg is how many files the review lists, counted once the agent has ended.
+type listedMsg struct {
+	n   int
+	err error
+}
+
+// countListed counts the files the review lists, by loading them as the review does: the end
+// box says what the review will show.
+func countListed(src diffview.Source) tea.Cmd {
+	if src == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		files, err := src.Load()
+		return listedMsg{n: len(files), err: err}
+	}
 }
 
 // pollStats reads the live counts.

@@ -1,0 +1,52 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// feed runs cmd and the commands it batches, feeding each message back to the model.
+func feed(t *testing.T, m Model, cmd tea.Cmd) Model {
+	t.Helper()
+	if cmd == nil {
+		return m
+	}
+	switch msg := cmd().(type) {
+	case tea.BatchMsg:
+		for _, c := range msg {
+			m = feed(t, m, c)
+		}
+	case nil:
+	default:
+		next, _ := m.Update(msg)
+		m = next.(Model)
+	}
+	return m
+}
+
+// The end box and the status bar count what the review lists, not the entries of the staging
+// layer: a file the agent changed and changed back is staged on disk and listed nowhere.
+func TestEndBoxCountsWhatTheReviewLists(t *testing.T) {
+	opts := testOptions(nil, idleAgent).withReview(t)
+	opts.Stats = func() Stats { return Stats{Files: 2} } // a.txt, and b.txt changed back
+	m := newModel(t, opts)
+	m.phase = phaseAgent
+	m = step(t, m, statsMsg{Files: 2})
+	next, cmd := m.Update(agentExitMsg{res: AgentResult{ExitCode: 0}})
+	m = feed(t, next.(Model), cmd)
+	files, err := opts.Review.Load()
+	if err != nil || len(files) != 1 {
+		t.Fatalf("the review lists %d files (%v), want a.txt", len(files), err)
+	}
+	s := screen(m)
+	if !strings.Contains(s, "1 file staged") || !strings.Contains(s, " 1 staged") {
+		t.Errorf("the end box or the status bar does not count the 1 file the review lists:\n%s", s)
+	}
+	// A later poll of the staging layer does not take it back.
+	m = feed(t, m, m.pollStats())
+	if s := screen(m); !strings.Contains(s, "1 file staged") {
+		t.Errorf("a poll after the end changed the count:\n%s", s)
+	}
+}
