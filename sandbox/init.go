@@ -69,6 +69,9 @@ type message struct {
 	Checkpoint      string      `json:"checkpoint,omitempty"`
 	Checkpointed    *Checkpoint `json:"checkpointed,omitempty"`
 	CheckpointError string      `json:"checkpoint_error,omitempty"`
+	// PID 1: what the user should know of the run's checkpoints (their
+	// budget stopped the quiet ones).
+	CheckpointNote string `json:"checkpoint_note,omitempty"`
 	// PID 1: a checkpoint the host asked for (this is its reason) is done,
 	// after the message of the checkpoint it wrote, if any.
 	CheckpointAnswered string `json:"checkpoint_answered,omitempty"`
@@ -526,6 +529,7 @@ type checkpointer struct {
 	dirty    time.Time // when a write was first seen since the last checkpoint
 	last     time.Time // when the layer last changed
 	failed   error     // a checkpoint that could not be written
+	budget   *historyBudget
 }
 
 func newCheckpointer(layer *runLayer, cp checkpointSpec, control *json.Decoder, status *json.Encoder) *checkpointer {
@@ -541,6 +545,9 @@ func newCheckpointer(layer *runLayer, cp checkpointSpec, control *json.Decoder, 
 	}
 	if c.quiet > 0 || (layer.onDisk && layer.limit > 0) {
 		c.tick = time.NewTicker(time.Second).C
+	}
+	if c.quiet > 0 {
+		c.budget = newHistoryBudget(layer, 0)
 	}
 	// Measured from before the command started: a write at once, then
 	// quiet, still takes a quiet checkpoint.
@@ -575,6 +582,9 @@ func (c *checkpointer) take(trigger string) error {
 		return err
 	}
 	if cp != nil {
+		if c.budget != nil {
+			c.budget.wrote(c.layer, cp)
+		}
 		_ = c.status.Encode(message{Checkpointed: cp})
 	}
 	return nil
@@ -596,6 +606,13 @@ func (c *checkpointer) poll() {
 		return
 	}
 	if c.quiet > 0 && !c.dirty.IsZero() && now.Sub(c.last) >= c.quiet {
+		if ok, note := c.budget.allowQuiet(c.layer); !ok {
+			c.dirty = time.Time{}
+			if note != "" {
+				_ = c.status.Encode(message{CheckpointNote: note})
+			}
+			return
+		}
 		c.take(CheckpointQuiet)
 	}
 }

@@ -173,6 +173,9 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 			if m.CheckpointError != "" {
 				fmt.Fprintln(warnings(p), "shadow: checkpoint:", m.CheckpointError)
 			}
+			if m.CheckpointNote != "" {
+				fmt.Fprintln(warnings(p), "shadow: checkpoints:", m.CheckpointNote)
+			}
 			if m.CheckpointAnswered != "" && p.CheckpointAnswered != nil {
 				p.CheckpointAnswered(m.CheckpointAnswered)
 			}
