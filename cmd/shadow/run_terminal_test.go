@@ -76,3 +76,34 @@ func TestRunSummaryAfterOutputInTmux(t *testing.T) {
 		last = i
 	}
 }
+
+// TestRunRelaysOnlyWhatDraws runs, through `shadow run` on a pty, a command
+// that writes what issue reviews got past the relay's filter: host commands
+// and notifications in OSC 7, 51, 633 and 777, OSC 8 links to file:// and
+// ssh://, the keyboard-lock, local-echo and newline modes, and an OSC 52
+// hidden behind a raw 0x9C in a title and in a sixel image. None reaches the
+// terminal; the text around them and an http link do, and insert mode left
+// on is reset at the end.
+func TestRunRelaysOnlyWhatDraws(t *testing.T) {
+	c := newCLI(t)
+	p := fixture(t, map[string]string{"a.txt": "a\n"})
+	script := `printf 'A\033]7;file://host/etc\033\\B\033]51;["call","Tapi_x",[]]\007C\033]633;E;rm -rf ~\007D' &&
+printf '\033]777;notify;x;y\033\\E\033]8;;file:///etc/passwd\033\\F\033]8;;ssh://h/\033\\G' &&
+printf '\033[2h\033[12l\033[20hH\033]0;t\234\23552;c;ZXZpbA==\007I\033Pq#0~~\234\23552;c;ZXZpbA==\007J' &&
+printf '\033]8;;https://example.com/\033\\K\033]8;;\033\\\033[4hZ'`
+	out := c.ptyRun(p, "run", "--", "sh", "-c", script)
+	for _, bad := range []string{"]7;", "]51;", "]633;", "]777;", "file://", "ssh://", "\x1b[2h", "\x1b[12l", "\x1b[20h", "52;c;", "ZXZpbA=="} {
+		if strings.Contains(out, bad) {
+			t.Errorf("%q reached the terminal:\n%q", bad, out)
+		}
+	}
+	for _, want := range []string{"A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "\x1b]8;;https://example.com/\x1b\\K", "\x1b[4hZ"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%q is missing:\n%q", want, out)
+		}
+	}
+	z, sum := strings.LastIndex(out, "Z"), strings.Index(out, "shadow: command exited")
+	if z < 0 || sum < z || !strings.Contains(out[z:sum], "\x1b[4l") {
+		t.Errorf("insert mode left on is not reset before the summary:\n%q", out)
+	}
+}
