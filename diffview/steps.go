@@ -35,6 +35,9 @@ type Step struct {
 // one path (OldPath and NewPath are the same).
 type StepChanges struct {
 	Step, Later []FilePatch
+	// Files, Added and Removed are what the step changed, counted as `shadow log` counts it
+	// (session.CountStep): a step whose work a later one undid still changed them.
+	Files, Added, Removed int
 }
 
 // stepMarks is where one step's changes to a path lie in the path's latest text (the new side
@@ -267,6 +270,8 @@ type narrowing struct {
 	steps []Step // as the source listed them when the step was loaded
 	at    int    // the step shown, an index in steps
 	marks map[string]*stepMarks
+	// files, added and removed are what the step changed (StepChanges).
+	files, added, removed int
 }
 
 func (n *narrowing) step() Step { return n.steps[n.at] }
@@ -306,7 +311,8 @@ func (m *Model) stepCmd(dir int) tea.Cmd {
 		if err != nil {
 			return stepLoadedMsg{gen: gen, err: fmt.Errorf("read step %s: %w", steps[at].ID, err)}
 		}
-		return stepLoadedMsg{gen: gen, n: &narrowing{steps: steps, at: at, marks: markSteps(sc)}, edge: edge}
+		n := &narrowing{steps: steps, at: at, marks: markSteps(sc), files: sc.Files, added: sc.Added, removed: sc.Removed}
+		return stepLoadedMsg{gen: gen, n: n, edge: edge}
 	}
 }
 
@@ -349,8 +355,9 @@ func (m *Model) stepLoaded(msg stepLoadedMsg) {
 			shown++
 		}
 	}
-	status := fmt.Sprintf("step %s (%s at %s): %s · %s every step",
-		s.ID, s.Trigger, s.Time.Local().Format("15:04:05"), english.Count(shown, "file"), m.keys.AllSteps.Help().Key)
+	n := msg.n
+	status := fmt.Sprintf("step %s (%s at %s) changed %s +%d -%d; %d still staged · %s every step",
+		s.ID, s.Trigger, s.Time.Local().Format("15:04:05"), english.Count(n.files, "file"), n.added, n.removed, shown, m.keys.AllSteps.Help().Key)
 	if msg.edge != "" {
 		status = fmt.Sprintf("%s is the %s step · ", s.ID, msg.edge) + status
 	}
@@ -443,7 +450,16 @@ func (m *Model) stepBadge() string {
 
 // nothingInStep is what the diff pane says when the step changed nothing that is still staged.
 func (m *Model) nothingInStep() []string {
-	s := m.narrow.step()
-	return []string{m.styles.Note.Render(fmt.Sprintf("step %s changed nothing that is still staged (a later step undid it)", s.ID)),
-		m.styles.Note.Render(m.keys.AllSteps.Help().Key + " shows every step")}
+	n := m.narrow
+	s := n.step()
+	what := "nothing"
+	if n.files > 0 {
+		what = fmt.Sprintf("%s (+%d -%d)", english.Count(n.files, "file"), n.added, n.removed)
+	}
+	var out []string
+	for _, l := range []string{fmt.Sprintf("step %s changed %s;", s.ID, what), "none of it is still staged: a later step undid it",
+		fmt.Sprintf("shadow diff --checkpoint %s shows the step", s.ID), m.keys.AllSteps.Help().Key + " shows every step"} {
+		out = append(out, m.styles.Note.Render(l))
+	}
+	return out
 }

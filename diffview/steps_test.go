@@ -188,7 +188,14 @@ func (s *histSource) StepChanges(id string) (StepChanges, error) {
 	if _, err := fmt.Sscanf(id, "c%d", &k); err != nil || k < 1 || k >= len(s.trees) {
 		return StepChanges{}, fmt.Errorf("no step %q", id)
 	}
-	return StepChanges{Step: treePatches(s.trees[k-1], s.trees[k]), Later: treePatches(s.trees[k], s.trees[len(s.trees)-1])}, nil
+	sc := StepChanges{Step: treePatches(s.trees[k-1], s.trees[k]), Later: treePatches(s.trees[k], s.trees[len(s.trees)-1])}
+	// As session.CountStep counts (no renames here).
+	sc.Files = len(sc.Step)
+	for _, p := range sc.Step {
+		e := StatOf(p, Options{})
+		sc.Added, sc.Removed = sc.Added+e.Added, sc.Removed+e.Deleted
+	}
+	return sc, nil
 }
 
 func treePatches(from, to map[string]string) []FilePatch {
@@ -362,8 +369,11 @@ func TestReviewStepUndone(t *testing.T) {
 	if got := shownHunks(m); len(got) != 0 {
 		t.Errorf("c1, all of it undone later, shows %q", got)
 	}
-	if v := ansi.Strip(m.View()); !strings.Contains(v, "step c1 changed nothing that is still staged") {
-		t.Errorf("the empty step says nothing:\n%s", v)
+	// It says what the step changed, as shadow log counts it, and where to see it.
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "step c1 changed 2 files (+2 -1);") || !strings.Contains(v, "none of it is still staged") ||
+		!strings.Contains(v, "shadow diff --checkpoint c1") ||
+		!strings.Contains(strings.Join(strings.Fields(v), " "), "step c1 (prompt at 10:01:00) changed 2 files +2 -1; 0 still staged") {
+		t.Errorf("the undone step does not say what it changed:\n%s", v)
 	}
 }
 

@@ -309,16 +309,23 @@ func (s *Session) Log() ([]StepStat, error) {
 		if err != nil {
 			return nil, err
 		}
-		patches = pairRenames(patches)
-		st := StepStat{Checkpoint: c, Files: len(patches)}
-		for _, p := range patches {
-			e := diffview.StatOf(p, diffview.Options{})
-			st.Added += e.Added
-			st.Removed += e.Deleted
-		}
+		st := StepStat{Checkpoint: c}
+		st.Files, st.Added, st.Removed = CountStep(patches)
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// CountStep is what a step's patches (HistoryPatches of it) changed, as `shadow log` and the
+// review's timeline say it: the files (a moved file once) and the lines added and removed.
+func CountStep(patches []diffview.FilePatch) (files, added, removed int) {
+	patches = pairRenames(slices.Clone(patches))
+	for _, p := range patches {
+		e := diffview.StatOf(p, diffview.Options{})
+		added += e.Added
+		removed += e.Deleted
+	}
+	return len(patches), added, removed
 }
 
 // pairRenames makes a deleted and an added file of the same mode and content one rename, as the

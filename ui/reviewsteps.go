@@ -39,6 +39,7 @@ func (r *ReviewSource) StepChanges(id string) (diffview.StepChanges, error) {
 	if sc.Step, err = s.HistoryPatches(cps, k-1, k); err != nil {
 		return sc, err
 	}
+	sc.Files, sc.Added, sc.Removed = session.CountStep(sc.Step)
 	if k < len(cps)-1 {
 		if sc.Later, err = s.HistoryPatches(cps, k, len(cps)-1); err != nil {
 			return sc, err
