@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // maskedEnv names, in the environment of TestUnprivileged's re-run, the
@@ -19,6 +20,34 @@ var unprivFixtures = []func(t *testing.T, uid, gid int) []string{
 	func(t *testing.T, _, gid int) []string {
 		return []string{maskedEnv + "=" + strings.Join(plantUnreadable(t, gid, false), ":")}
 	},
+	func(t *testing.T, uid, gid int) []string {
+		return []string{maskDirEnv + "=" + usrLocalDir(t, uid, gid)}
+	},
+}
+
+// maskDirEnv names, in the environment of TestUnprivileged's re-run, the
+// directory under /usr/local its root half made for the unprivileged user.
+const maskDirEnv = "SHADOW_TEST_MASKDIR"
+
+// usrLocalDir makes, as root, a directory of mode 0755 under /usr/local (a
+// tree shadow caches) owned by uid and gid, removed when the test ends.
+func usrLocalDir(t *testing.T, uid, gid int) string {
+	t.Helper()
+	if err := os.MkdirAll("/usr/local", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := os.MkdirTemp("/usr/local", "shadowtest-cache-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { openDirs(d); os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(d, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // plantUnreadable makes, as root, system files that others may not read
@@ -181,4 +210,96 @@ func pairs(paths, got, want []string) string {
 		b.WriteString("  " + p + ": " + g + mark + "\n")
 	}
 	return b.String()
+}
+
+// TestEscapeMaskCacheStale: what becomes unreadable to others under a cached
+// tree after its scan is hidden in the very next run. With the scan of /usr
+// cached, the test makes (in a directory of its own under /usr/local, the
+// reader being its owner, who could read each without a mask) owner-only
+// files 1 to 4 levels below /usr/local, a new 0700 directory, and closes an
+// existing directory (chmod 0700). Directly under /usr/local (root only) is
+// what a top directory's mtime already told; the rest it did not.
+func TestEscapeMaskCacheStale(t *testing.T) {
+	var dir string
+	switch {
+	case os.Getuid() == 0:
+		dir = usrLocalDir(t, 0, 0)
+	case os.Getenv(maskDirEnv) != "":
+		dir = os.Getenv(maskDirEnv)
+	default:
+		t.Skip("needs a directory of its own under /usr/local: run as root, or started by TestUnprivileged")
+	}
+	writeFiles(t, dir, map[string]string{"a/b/closed/file": "SECRET\n", "a/b/c/.keep": ""})
+	var systemDirs []string
+	for _, g := range systemDirGlobs {
+		m, _ := filepath.Glob(g)
+		systemDirs = append(systemDirs, m...)
+	}
+	// The cache, built until a walk sees no directory change close to it
+	// (the test's own, just made, or another process's).
+	cacheDir := t.TempDir()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		systemMasks(systemDirs, cacheDir)
+		s, ok := loadMaskCache(cacheDir).Trees["/usr"]
+		if !ok || s.Entries < smallTree {
+			t.Skip("/usr is too small here to be cached")
+		}
+		if s.state("/usr", time.Now()) == scanFresh {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the scan of /usr never became fresh")
+		}
+	}
+
+	secret := func(path string, mode os.FileMode) string {
+		t.Helper()
+		if err := os.WriteFile(path, []byte("SECRET\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	hidden := []string{
+		secret(filepath.Join(dir, "f2"), 0o600),
+		secret(filepath.Join(dir, "a", "f3"), 0o600),
+		secret(filepath.Join(dir, "a", "b", "f4"), 0o400),
+		secret(filepath.Join(dir, "a", "b", "c", "f5"), 0o640),
+	}
+	if err := os.Mkdir(filepath.Join(dir, "a", "new"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	hidden = append(hidden, secret(filepath.Join(dir, "a", "new", "file"), 0o644))
+	if err := os.Chmod(filepath.Join(dir, "a", "b", "closed"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	hidden = append(hidden, filepath.Join(dir, "a", "b", "closed", "file"))
+	if os.Getuid() == 0 {
+		f, err := os.CreateTemp("/usr/local", "shadowtest-cache-*.key")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(f.Name()) })
+		f.Close()
+		hidden = append(hidden, secret(f.Name(), 0o600))
+	}
+	readable := secret(filepath.Join(dir, "a", "b", "c", "readable"), 0o644)
+	for _, p := range append(hidden, readable) {
+		if _, err := os.ReadFile(p); err != nil {
+			t.Fatalf("control: the host cannot read %s: %v", p, err)
+		}
+	}
+
+	j := newTestJail(t)
+	p := j.policy()
+	p.MaskCache = cacheDir
+	paths := append(append([]string{}, hidden...), readable)
+	var want []string
+	for range hidden {
+		want = append(want, "EACCES")
+	}
+	want = append(want, "ok")
+	if got := j.try(t, p, "read", "P="+strings.Join(paths, ":")); !slices.Equal(got, want) {
+		t.Errorf("reading in the jail (as uid %d) the run after the scan:\n%s", os.Getuid(), pairs(paths, got, want))
+	}
 }

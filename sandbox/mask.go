@@ -1,13 +1,18 @@
 package sandbox
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,22 +35,34 @@ import (
 // every run: that is where administrators keep secrets outside any package.
 // Walking /usr (about 150,000 entries) takes half a second warm and seconds
 // cold, far more than a jail's start-up; the kernel keeps no index of
-// modes, a chmod changes no directory's mtime, and package databases do not
-// record modes, so there is no cheaper way to know. Large trees are therefore
-// kept in a cache (Policy.MaskCache), trusted for maskCacheMaxAge unless a
-// top directory of the tree or a package database changed; a stale entry is
-// still used for the run at hand and rescanned while the command runs.
+// modes, and package databases do not record them. Large trees are therefore
+// kept in a cache (Policy.MaskCache) that records the change time (ctime) of
+// every directory the walk read: a file or directory made, removed or
+// renamed at any depth changes its directory's, a chmod or chown of a
+// directory its own. Every run checks them all (one lstat per directory,
+// about a tenth of the tree's entries) and the package databases; when any
+// changed, the tree is walked again before the run, which is never served
+// from a cache known to be stale. A chmod or chown of an existing file
+// changes that file's ctime alone, which only a walk sees: so a scan is
+// trusted for maskCacheMaxAge, then still used for the run at hand and
+// rescanned while the command runs.
 
 // maskCacheName is the cache's file in Policy.MaskCache.
 const maskCacheName = "system-masks.json"
 
 // maskCacheVersion changes when the file's meaning does.
-const maskCacheVersion = 1
+const maskCacheVersion = 2
 
-// maskCacheMaxAge is how long a cached scan is trusted. A file made
-// unreadable to others after a scan stays readable in the jail for runs
-// that start before the next scan finishes.
+// maskCacheMaxAge is how long a cached scan is trusted. An existing file
+// made unreadable to others after a scan (chmod, chown, an ACL) stays
+// readable in the jail for runs that start before the next scan finishes.
 var maskCacheMaxAge = time.Hour
+
+// racyWindow covers the granularity of the kernel's file times (a jiffy, at
+// most 10 ms, where it is coarse): a directory changed this close to the
+// start of a walk may change again without its ctime moving, so a scan that
+// saw one is walked again by the next run.
+var racyWindow = 50 * time.Millisecond
 
 // smallTree is the size (entries) under which a tree is walked on every
 // run rather than cached: it costs about as much as checking the cache.
@@ -58,7 +75,7 @@ var alwaysWalked = []string{"/etc"}
 // removed, which is when the package-managed trees change; a change
 // makes a cached scan stale.
 var packageDatabases = []string{
-	"/var/lib/dpkg/status", "/var/lib/rpm", "/var/lib/rpm/rpmdb.sqlite", "/usr/lib/sysimage/rpm",
+	"/var/lib/dpkg/status", "/var/lib/dpkg/statoverride", "/var/lib/rpm", "/var/lib/rpm/rpmdb.sqlite", "/usr/lib/sysimage/rpm",
 	"/usr/lib/sysimage/rpm/rpmdb.sqlite", "/var/lib/pacman/local", "/lib/apk/db/installed",
 }
 
@@ -71,11 +88,21 @@ type maskCache struct {
 // treeScan is one walk of a system tree.
 type treeScan struct {
 	Scanned time.Time `json:"scanned"` // when the walk started
-	// Stamp holds the mtimes (ns; 0 when missing) of the tree, its top
-	// directories and the package databases, taken before the walk.
-	Stamp   map[string]int64 `json:"stamp"`
-	Entries int              `json:"entries"` // entries the walk looked at
-	Masked  []string         `json:"masked"`
+	// Stamp holds the mtimes (ns; 0 when missing) of the package
+	// databases, taken before the walk.
+	Stamp map[string]int64 `json:"stamp"`
+	// Dirs are the directories the walk read, each its change time (ns)
+	// as the walk found it, before reading it, and its path relative to
+	// the tree ("" is the tree), in the form of appendDir. They follow
+	// the JSON document in the cache file, DirsSize bytes per tree in the
+	// order of the trees' names: some 17,000 directories under /usr read
+	// in a millisecond this way, in twenty as JSON.
+	Dirs     []byte `json:"-"`
+	DirsSize int    `json:"dirs_size"`
+	// Racy is set when a directory changed within racyWindow of the walk.
+	Racy    bool     `json:"racy,omitempty"`
+	Entries int      `json:"entries"` // entries the walk looked at
+	Masked  []string `json:"masked"`
 }
 
 // systemMasks returns the paths under the system trees among dirs that
@@ -94,19 +121,23 @@ func systemMasks(dirs []string, cacheDir string) (masked []string, rescan func()
 			continue
 		}
 		c, ok := cache.Trees[tree]
-		switch {
-		case !ok || c.Entries < smallTree:
+		state := scanChanged
+		if ok && c.Entries >= smallTree {
+			state = c.state(tree, now)
+		}
+		switch state {
+		case scanChanged:
 			ts := scanTree(tree)
 			masked = append(masked, ts.Masked...)
 			// A small tree is only recorded as small, once: it is
 			// walked again on every run anyway.
-			if !ok || ts.Entries >= smallTree {
+			if !ok || ts.Entries >= smallTree || c.Entries >= smallTree {
 				cache.Trees[tree] = ts
 				dirty = true
 			}
-		case c.fresh(tree, now):
+		case scanFresh:
 			masked = append(masked, c.Masked...)
-		default:
+		case scanOld:
 			masked = append(masked, c.Masked...)
 			stale = append(stale, tree)
 		}
@@ -192,47 +223,101 @@ func systemTrees(dirs []string) []string {
 // makes the scan stale.
 func scanTree(tree string) treeScan {
 	ts := treeScan{Scanned: time.Now(), Stamp: map[string]int64{}}
-	for _, p := range append(topDirs(tree), packageDatabases...) {
+	for _, p := range packageDatabases {
 		ts.Stamp[p] = mtime(p)
 	}
-	ts.Masked, ts.Entries = walkUnreadable(tree)
+	w := walkTree(tree)
+	ts.Masked, ts.Entries = w.masked, int(w.entries.Load())
+	since := ts.Scanned.Add(-racyWindow).UnixNano()
+	for i, d := range w.dirs {
+		ts.Dirs = appendDir(ts.Dirs, w.ctimes[i], strings.TrimPrefix(d, tree))
+		ts.Racy = ts.Racy || w.ctimes[i] >= since
+	}
 	return ts
 }
 
-// fresh reports whether the scan of tree may be used at now: younger than
-// maskCacheMaxAge and no stamped mtime changed.
-func (ts treeScan) fresh(tree string, now time.Time) bool {
-	age := now.Sub(ts.Scanned)
-	if age < 0 || age > maskCacheMaxAge || len(ts.Stamp) == 0 {
-		return false
+// appendDir appends one directory of treeScan.Dirs to b: its ctime and the
+// length of its path as varints, then the path.
+func appendDir(b []byte, ctime int64, rel string) []byte {
+	b = binary.AppendVarint(b, ctime)
+	b = binary.AppendUvarint(b, uint64(len(rel)))
+	return append(b, rel...)
+}
+
+// readDirs splits treeScan.Dirs into paths and ctimes; ok is false when it
+// is malformed.
+func readDirs(b []byte) (rels []string, ctimes []int64, ok bool) {
+	for len(b) > 0 {
+		ctime, n := binary.Varint(b)
+		if n <= 0 {
+			return nil, nil, false
+		}
+		b = b[n:]
+		size, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b)-n) < size {
+			return nil, nil, false
+		}
+		rels = append(rels, string(b[n:n+int(size)]))
+		ctimes = append(ctimes, ctime)
+		b = b[n+int(size):]
 	}
-	if _, ok := ts.Stamp[tree]; !ok {
-		return false
+	return rels, ctimes, true
+}
+
+// scanState is what a cached scan is worth to a run.
+type scanState int
+
+const (
+	scanFresh   scanState = iota // use it
+	scanOld                      // use it, and walk again while the command runs
+	scanChanged                  // do not use it: walk now
+)
+
+// state tells how the scan of tree may be used at now: changed when a
+// package database or any directory it read changed since (or it cannot be
+// told), old past maskCacheMaxAge, else fresh.
+func (ts treeScan) state(tree string, now time.Time) scanState {
+	if ts.Racy || len(ts.Stamp) == 0 {
+		return scanChanged
+	}
+	dirs, ctimes, ok := readDirs(ts.Dirs)
+	if !ok || len(dirs) == 0 {
+		return scanChanged
 	}
 	for p, m := range ts.Stamp {
 		if mtime(p) != m {
-			return false
+			return scanChanged
 		}
 	}
-	return true
+	if !dirsUnchanged(tree, dirs, ctimes) {
+		return scanChanged
+	}
+	if age := now.Sub(ts.Scanned); age < 0 || age > maskCacheMaxAge {
+		return scanOld
+	}
+	return scanFresh
 }
 
-// topDirs are tree and the directories directly in it: a file added or
-// removed there, or a new directory in tree, changes one of their mtimes.
-func topDirs(tree string) []string {
-	dirs := []string{tree}
-	f, err := os.Open(tree)
-	if err != nil {
-		return dirs
+// dirsUnchanged reports whether every directory of dirs (relative to tree)
+// is still a directory with the ctime of ctimes, checked in parallel.
+func dirsUnchanged(tree string, dirs []string, ctimes []int64) bool {
+	workers := min(runtime.GOMAXPROCS(0), max(len(dirs)/1024, 1))
+	var changed atomic.Bool
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var st unix.Stat_t
+			for i := w; i < len(dirs) && !changed.Load(); i += workers {
+				if unix.Lstat(tree+dirs[i], &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Ctim.Nano() != ctimes[i] {
+					changed.Store(true)
+				}
+			}
+		}()
 	}
-	defer f.Close()
-	entries, _ := f.ReadDir(-1)
-	for _, e := range entries {
-		if e.IsDir() {
-			dirs = append(dirs, filepath.Join(tree, e.Name()))
-		}
-	}
-	return dirs
+	wg.Wait()
+	return !changed.Load()
 }
 
 // mtime is path's modification time in nanoseconds, 0 when it is missing.
@@ -263,20 +348,30 @@ func hiddenFromOthers(mode uint32) bool {
 // and the number of entries it looked at. It does not descend into a
 // directory it returns: the mask hides it whole.
 func walkUnreadable(tree string) ([]string, int) {
+	w := walkTree(tree)
+	return w.masked, int(w.entries.Load())
+}
+
+// walkTree is walkUnreadable that also returns the directories it read,
+// with their ctimes.
+func walkTree(tree string) *unreadableWalk {
+	w := &unreadableWalk{sem: make(chan struct{}, max(runtime.GOMAXPROCS(0)-1, 1))}
 	var st unix.Stat_t
 	if err := unix.Lstat(tree, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return nil, 0
+		return w
 	}
 	if hiddenFromOthers(st.Mode) {
-		return []string{tree}, 1
+		w.masked = []string{tree}
+		w.entries.Store(1)
+		return w
 	}
+	w.dirs, w.ctimes = []string{tree}, []int64{st.Ctim.Nano()}
 	// A walk is about one stat per entry; directories are read in
 	// parallel, as many at once as there are CPUs.
-	w := &unreadableWalk{sem: make(chan struct{}, max(runtime.GOMAXPROCS(0)-1, 1))}
 	w.dir(tree)
 	w.wg.Wait()
 	slices.Sort(w.masked)
-	return w.masked, int(w.entries.Load())
+	return w
 }
 
 type unreadableWalk struct {
@@ -284,6 +379,8 @@ type unreadableWalk struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	masked  []string
+	dirs    []string // every directory read
+	ctimes  []int64  // of dirs, taken before each was read
 	entries atomic.Int64
 }
 
@@ -315,6 +412,7 @@ func (w *unreadableWalk) dir(path string) {
 	}
 	w.entries.Add(int64(len(entries)))
 	var subdirs []string
+	var ctimes []int64
 	for _, e := range entries {
 		// The type comes with the entry: a symlink, more than half of
 		// /etc, needs no stat.
@@ -335,9 +433,16 @@ func (w *unreadableWalk) dir(path string) {
 			w.mask(p)
 		case st.Mode&unix.S_IFMT == unix.S_IFDIR:
 			subdirs = append(subdirs, p)
+			ctimes = append(ctimes, st.Ctim.Nano())
 		}
 	}
 	f.Close()
+	if len(subdirs) > 0 {
+		w.mu.Lock()
+		w.dirs = append(w.dirs, subdirs...)
+		w.ctimes = append(w.ctimes, ctimes...)
+		w.mu.Unlock()
+	}
 	for _, d := range subdirs {
 		select {
 		case w.sem <- struct{}{}:
@@ -384,7 +489,25 @@ func loadMaskCache(dir string) maskCache {
 		return empty
 	}
 	var c maskCache
-	if json.NewDecoder(f).Decode(&c) != nil || c.Version != maskCacheVersion || c.Trees == nil {
+	dec := json.NewDecoder(f)
+	if dec.Decode(&c) != nil || c.Version != maskCacheVersion || c.Trees == nil {
+		return empty
+	}
+	blobs, err := io.ReadAll(io.MultiReader(dec.Buffered(), f))
+	if err != nil {
+		return empty
+	}
+	// The JSON document ends with a newline.
+	blobs, _ = bytes.CutPrefix(blobs, []byte("\n"))
+	for _, t := range slices.Sorted(maps.Keys(c.Trees)) {
+		s := c.Trees[t]
+		if s.DirsSize < 0 || s.DirsSize > len(blobs) {
+			return empty
+		}
+		s.Dirs, blobs = blobs[:s.DirsSize], blobs[s.DirsSize:]
+		c.Trees[t] = s
+	}
+	if len(blobs) != 0 {
 		return empty
 	}
 	for t, s := range c.Trees {
@@ -424,7 +547,18 @@ func saveMaskCache(dir string, c maskCache) {
 	if err != nil {
 		return
 	}
+	trees := slices.Sorted(maps.Keys(c.Trees))
+	for _, t := range trees {
+		s := c.Trees[t]
+		s.DirsSize = len(s.Dirs)
+		c.Trees[t] = s
+	}
 	err = json.NewEncoder(f).Encode(c)
+	for _, t := range trees {
+		if err == nil {
+			_, err = f.Write(c.Trees[t].Dirs)
+		}
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
