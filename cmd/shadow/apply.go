@@ -103,7 +103,7 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 				}
 			}
 			if res.Recovered != "" {
-				fmt.Fprintln(errw, "shadow:", res.Recovered)
+				sayErr(errw, "shadow:", res.Recovered)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "applied %s (apply %s); undo with `shadow apply --rollback`\n", english.Count(len(res.Files), "path"), res.ID)
 			if commit {
@@ -151,7 +151,7 @@ func runRollback(cmd *cobra.Command, f *sessionFlags, to string, yes bool) error
 	}
 	defer lk.Release()
 	if lk.Recovered != "" {
-		fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", lk.Recovered)
+		sayErr(cmd.ErrOrStderr(), "shadow:", lk.Recovered)
 	}
 	if !yes {
 		what := "the last apply"

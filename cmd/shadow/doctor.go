@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/shadow-sandbox/shadow/internal/jsonout"
@@ -22,7 +20,7 @@ with the exact remedy for this distribution. Exit status 0 when 'shadow run' wil
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// A project left half-applied by a killed apply is put right first.
 			if err := recoverExisting("", cmd.ErrOrStderr()); err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "shadow: warning:", err)
+				sayErr(cmd.ErrOrStderr(), "shadow: warning:", err)
 			}
 			state, err := session.DefaultRoot()
 			if err == nil {

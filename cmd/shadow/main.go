@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/shadow-sandbox/shadow/assets"
@@ -73,18 +74,25 @@ func run(args []string) int {
 	var ec *exitCode
 	if errors.As(err, &ec) {
 		if ec.err != nil {
-			fmt.Fprintln(os.Stderr, "shadow:", quote.Text(session.ExplainFull(movedHint(ec.err), state).Error()))
+			sayErr(os.Stderr, "shadow:", session.ExplainFull(movedHint(ec.err), state))
 		}
 		return ec.code
 	}
 	// Errors of the system name paths unquoted, and a staged path is the agent's: whatever
 	// a message holds, no byte of it acts on the terminal.
 	err = session.ExplainFull(movedHint(err), state)
-	fmt.Fprintln(os.Stderr, "shadow:", quote.Text(err.Error()))
+	sayErr(os.Stderr, "shadow:", err)
 	if isUsageError(err) {
 		return exitUsage
 	}
 	return exitError
+}
+
+// sayErr prints a line of shadow's own, "shadow:" or "shadow: warning:" and what v says, with
+// every byte a terminal would act on spelled out (quote.Text): errors of the system name paths
+// unquoted, and a staged path is the agent's.
+func sayErr(w io.Writer, prefix string, v any) {
+	fmt.Fprintln(w, prefix, quote.Text(fmt.Sprint(v)))
 }
 
 // movedHint adds to the error that finds a moved project's session the command that brings the

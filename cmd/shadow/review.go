@@ -121,7 +121,7 @@ func stagedFindings(ctx context.Context, s *session.Session, stderr io.Writer) m
 	p := sandbox.Policy{Project: s.Project(), Env: sandbox.BuildEnv(os.Environ(), nil)}
 	found, err := ui.StagedFindings(ctx, s, p)
 	if err != nil {
-		fmt.Fprintln(stderr, "shadow: warning: the staged tree could not be audited:", err)
+		sayErr(stderr, "shadow: warning: the staged tree could not be audited:", err)
 		return nil
 	}
 	return found

@@ -148,12 +148,12 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 	}
 	if runErr != nil {
 		if endErr != nil {
-			fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", endErr)
+			sayErr(cmd.ErrOrStderr(), "shadow:", endErr)
 		}
 		if !sandbox.IsJailError(runErr) {
 			return withCode(exitNoJail, runErr)
 		}
-		fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", runErr)
+		sayErr(cmd.ErrOrStderr(), "shadow:", runErr)
 		printDoctorProblems(cmd.Context(), cmd.ErrOrStderr())
 		return withCode(exitNoJail, nil)
 	}
@@ -164,7 +164,7 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 		// Some of what the run wrote is not staged (the state directory is full): the session
 		// says so from now on, and the run does not end as a success.
 		if err := s.MarkIncomplete(res.StagingError); err != nil {
-			fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", err)
+			sayErr(cmd.ErrOrStderr(), "shadow:", err)
 		}
 		res.StagingError += " (shadow's state directory is " + setup.root + ")"
 		if code == 0 {
@@ -189,13 +189,13 @@ func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *se
 		fmt.Fprintf(w, "shadow: command exited with status %d after %s\n", res.ExitCode, res.Duration.Round(1e6))
 	}
 	for _, l := range sandbox.LayerNotes(res) {
-		fmt.Fprintln(w, "shadow:", l)
+		sayErr(w, "shadow:", l)
 	}
 	if res.StagingError != "" {
 		fmt.Fprintf(w, "shadow: session %s is marked incomplete: staged files may be missing or cut short; `shadow diff` shows what is staged, `shadow discard` drops it\n", s.ID())
 	}
 	if endErr != nil {
-		fmt.Fprintln(w, "shadow:", endErr)
+		sayErr(w, "shadow:", endErr)
 	}
 	var unread *session.ChangeSetError
 	if errors.As(endErr, &unread) {
@@ -209,7 +209,7 @@ func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *se
 		// The run's end could not be recorded: its change set may still read.
 		var err error
 		if cs, err = s.Changes(); err != nil {
-			fmt.Fprintln(w, "shadow:", err)
+			sayErr(w, "shadow:", err)
 			return
 		}
 	}

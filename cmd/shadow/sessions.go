@@ -35,10 +35,10 @@ the session the project's new path.`,
 			// true; a project that cannot be recovered is reported and listed as it is.
 			if msg, err := st.RecoverAll(); msg != "" || err != nil {
 				if msg != "" {
-					fmt.Fprintln(cmd.ErrOrStderr(), "shadow:", msg)
+					sayErr(cmd.ErrOrStderr(), "shadow:", msg)
 				}
 				if err != nil {
-					fmt.Fprintln(cmd.ErrOrStderr(), "shadow: warning:", err)
+					sayErr(cmd.ErrOrStderr(), "shadow: warning:", err)
 				}
 			}
 			list, err := st.List()
@@ -127,7 +127,7 @@ there.`,
 			}
 			agents, err := preset.MoveState(st.Root, from.Project(), dir)
 			if err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "shadow: warning:", err)
+				sayErr(cmd.ErrOrStderr(), "shadow: warning:", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "session %s is now the session of %s (it was %s)\n", s.ID(), visiblePath(dir), visiblePath(from.Project()))
 			if len(agents) > 0 {

@@ -91,7 +91,7 @@ it keeps running detached.`,
 			var ec *exitCode
 			if created && errors.As(err, &ec) && ec.code == exitBlocked {
 				if e := jail.Session.Abandon(); e != nil {
-					fmt.Fprintln(cmd.ErrOrStderr(), "shadow: warning:", e)
+					sayErr(cmd.ErrOrStderr(), "shadow: warning:", e)
 				}
 			}
 			return err

@@ -181,7 +181,7 @@ func (f *verifyFlags) finish(cmd *cobra.Command, rep audit.Report, project strin
 	}
 	digest, _ := audit.SelfDigest()
 	if _, err := rep.WriteAttestation(project, audit.AttestationInput{ShadowDigest: digest}); err != nil {
-		fmt.Fprintln(cmd.ErrOrStderr(), "shadow: warning: write the attestation:", err)
+		sayErr(cmd.ErrOrStderr(), "shadow: warning: write the attestation:", err)
 	}
 	return nil
 }
@@ -194,7 +194,7 @@ func preflightGate(ctx context.Context, setup *runSetup, w io.Writer) error {
 	}
 	rep, err := preflight(ctx, setup, profile, nil)
 	if err != nil && sandbox.IsJailError(err) {
-		fmt.Fprintln(w, "shadow:", err)
+		sayErr(w, "shadow:", err)
 		return withCode(exitNoJail, nil)
 	}
 	if rep.Allowed() {
