@@ -71,6 +71,18 @@ func TestFullStateDisk(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "open (incomplete)") {
 		t.Errorf("sessions on a full state disk: exit %d\n%s%s", code, out, errs)
 	}
+	// The checkpoint the run could not finish is removed by the next command, which says so:
+	// the disk is filled again for the commands after it.
+	_, errs, _ = c.run(p, "log")
+	if !strings.Contains(errs, "shadow: removed an unfinished checkpoint c1 (") {
+		t.Errorf("the command after the run does not remove its unfinished checkpoint:\n%s", errs)
+	}
+	filler := filepath.Join(c.state, "filler")
+	if f, err := os.Create(filler); err == nil {
+		for _, err := f.Write(make([]byte, 64<<10)); err == nil; _, err = f.Write(make([]byte, 64<<10)) {
+		}
+		f.Close()
+	}
 	_, errs, code = c.run(p, "diff", "--stat")
 	if code != 0 || !strings.Contains(errs, "is incomplete") {
 		t.Errorf("diff on a full state disk: exit %d, want 0 and the incomplete session said:\n%s", code, errs)
@@ -93,6 +105,7 @@ func TestFullStateDisk(t *testing.T) {
 	if _, errs, code := c.run(p, "discard", "--yes"); code != 0 {
 		t.Fatalf("discard on a full state disk: exit %d\n%s", code, errs)
 	}
+	os.Remove(filler)
 	var st unix.Statfs_t
 	if err := unix.Statfs(c.state, &st); err != nil {
 		t.Fatal(err)
