@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -50,7 +51,7 @@ func buildRoot(s *jailSpec) (*runLayer, error) {
 	}{
 		{"private mount propagation", makePrivate},
 		{"root tmpfs", func() error { return mountTmpfs(s.Root, 0o755, rootTmpfsSize) }},
-		{"system binds", func() error { return bindSystem(s.Root, s.SystemDirs, s.ResolvConf) }},
+		{"system trees", func() error { return showSystem(s.Root, s.SystemDirs, s.ResolvConf) }},
 		{"hide what others may not read", func() error { return hideUnreadable(s.Root, s.Masked, s.Home, s.Mounts) }},
 		{"/dev", func() error { return mountDev(s.Root) }},
 		{"/proc", func() error { return mountProc(s.Root) }},
@@ -100,34 +101,116 @@ func mountTmpfs(dir string, mode uint32, size int64) error {
 	return nil
 }
 
-// bindSystem binds the system directories read-only, recreating the ones
-// that are symlinks (/bin -> usr/bin on merged-/usr systems) as symlinks, and
-// binds /etc/resolv.conf's target when it lives under /run.
-func bindSystem(root string, dirs []string, resolvConf string) error {
-	for _, d := range dirs {
-		fi, err := os.Lstat(d)
-		if errors.Is(err, fs.ErrNotExist) {
+// showSystem shows the system directories read-only, as mountShownOn
+// does: a read-only bind would still let connect(2) reach a host daemon's
+// socket inside them (/opt/app/run/app.sock, one made after the run
+// started included); an overlay refuses it. The ones that are symlinks
+// (/bin -> usr/bin on merged-/usr systems) are recreated as symlinks; a
+// tree the host mounted more below is shown piece by piece (showTree).
+// Last, it binds /etc/resolv.conf's target when it lives under /run: a
+// regular file, which cannot be a socket.
+func showSystem(root string, dirs []string, resolvConf string) error {
+	below, err := hostMountsBelow(dirs, root)
+	if err != nil {
+		return err
+	}
+	return withShownLower(root, func(empty string) error {
+		for _, d := range dirs {
+			if err := showTree(root, d, empty, below); err != nil {
+				return err
+			}
+		}
+		if resolvConf == "" {
+			return nil
+		}
+		if fi, err := os.Stat(resolvConf); err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", resolvConf)
+		}
+		return bindInto(root, resolvConf, resolvConf, true)
+	})
+}
+
+// hostMountsBelow lists the host's mount points strictly below one of
+// dirs, leaving out the jail's own root (where PID 1 builds everything).
+func hostMountsBelow(dirs []string, root string) ([]string, error) {
+	table, err := readMountTable()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range table {
+		if within(e.path, root) || slices.Contains(out, e.path) {
 			continue
 		}
+		for _, d := range dirs {
+			if e.path != d && within(e.path, d) {
+				out = append(out, e.path)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// showTree shows host path p read-only at root+p, refusing connect(2) to
+// any socket in it: a directory through one overlay (mountShownOn); a
+// symlink as a symlink; a regular file through a read-only bind (a file is
+// not a socket, and the bind holds that file even if the host replaces
+// it). A socket, fifo or device is not shown. A directory the host mounted
+// more below (a container's /etc/hosts, a separate /usr/local) is another
+// matter: in a user namespace those mounts are locked to it, and overlayfs
+// refuses a layer with locked mounts in it ("failed to clone lowerpath"),
+// so such a directory becomes a directory of the jail's root holding each
+// of its entries shown the same way, one level down. below lists the
+// host's mount points below the system trees.
+func showTree(root, p, empty string, below []string) error {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", p, err)
+	}
+	target := root + p
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		link, err := os.Readlink(p)
 		if err != nil {
-			return fmt.Errorf("stat %s: %w", d, err)
+			return fmt.Errorf("read link %s: %w", p, err)
 		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			target, err := os.Readlink(d)
-			if err != nil {
-				return fmt.Errorf("read link %s: %w", d, err)
-			}
-			if err := os.Symlink(target, root+d); err != nil {
-				return fmt.Errorf("symlink %s: %w", root+d, err)
-			}
-			continue
+		if err := os.Symlink(link, target); err != nil {
+			return fmt.Errorf("symlink %s: %w", target, err)
 		}
-		if err := bindInto(root, d, d, true); err != nil {
+		return nil
+	case fi.Mode().IsRegular():
+		if err := touch(target); err != nil {
+			return err
+		}
+		return bindReadOnly(p, target)
+	case !fi.IsDir():
+		return nil
+	}
+	if !slices.ContainsFunc(below, func(m string) bool { return m != p && within(m, p) }) {
+		return mountShownOn(target, p, empty)
+	}
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", target, err)
+	}
+	entries, err := os.ReadDir(p)
+	if errors.Is(err, fs.ErrPermission) {
+		// The invoker may not list it either: shown empty and closed.
+		return os.Chmod(target, 0)
+	}
+	if err != nil {
+		return fmt.Errorf("list %s: %w", p, err)
+	}
+	for _, e := range entries {
+		if err := showTree(root, filepath.Join(p, e.Name()), empty, below); err != nil {
 			return err
 		}
 	}
-	if resolvConf != "" {
-		return bindInto(root, resolvConf, resolvConf, true)
+	if err := os.Chmod(target, fi.Mode().Perm()); err != nil {
+		return fmt.Errorf("chmod %s: %w", target, err)
 	}
 	return nil
 }
@@ -214,43 +297,59 @@ func mountHome(root, home string, size int64) error {
 	return mountTmpfs(root+home, 0o755, size)
 }
 
-// shownLower is the empty directory on the jail's root that every
-// read-only overlay (mountShown) has as its second layer: overlayfs
-// wants two lower layers when there is no upper one. It is removed once
-// the overlays hold it.
+// shownLower is where the empty directory is mounted that every read-only
+// overlay (mountShown) has as its second layer: overlayfs wants two lower
+// layers when there is no upper one (see withShownLower).
 const shownLower = "/.shadow-empty"
 
 // mountAll mounts the project overlay and the extra mounts, in order, and
 // returns the run's layer of the project overlay.
 func mountAll(root string, mounts []mountSpec, layerSize int64, cp checkpointSpec) (*runLayer, error) {
+	var layer *runLayer
+	err := withShownLower(root, func(empty string) error {
+		for _, m := range mounts {
+			var err error
+			switch m.Kind {
+			case mountRun:
+				layer, err = mountRunLayer(root, root+m.Dst, m.Src, m.Upper, m.Work, layerSize, m.OnDisk, cp)
+			case mountOverlay:
+				err = mountOverlayOn(root+m.Dst, m.Src, m.Upper, m.Work)
+			case mountShown:
+				err = mountShownOn(root+m.Dst, m.Src, empty)
+			case mountBind:
+				err = bindInto(root, m.Src, m.Dst, m.ReadOnly)
+			default:
+				err = fmt.Errorf("unknown mount kind %q", m.Kind)
+			}
+			if err != nil {
+				if layer != nil {
+					layer.close()
+					layer = nil
+				}
+				return fmt.Errorf("%s: %w", m.What, err)
+			}
+		}
+		return nil
+	})
+	return layer, err
+}
+
+// withShownLower runs fn with an empty directory at shownLower under root,
+// then takes it away: the overlays fn mounts hold it. It is the root of a
+// tmpfs of its own, detached after, rather than a directory of the jail's
+// root that is removed: an overlay cannot list a directory whose lower
+// layer was removed (getdents fails), a detached mount's root stays whole.
+func withShownLower(root string, fn func(empty string) error) error {
 	empty := root + shownLower
 	if err := os.Mkdir(empty, 0o555); err != nil {
-		return nil, fmt.Errorf("create %s: %w", empty, err)
+		return fmt.Errorf("create %s: %w", empty, err)
 	}
 	defer os.Remove(empty)
-	var layer *runLayer
-	for _, m := range mounts {
-		var err error
-		switch m.Kind {
-		case mountRun:
-			layer, err = mountRunLayer(root, root+m.Dst, m.Src, m.Upper, m.Work, layerSize, m.OnDisk, cp)
-		case mountOverlay:
-			err = mountOverlayOn(root+m.Dst, m.Src, m.Upper, m.Work)
-		case mountShown:
-			err = mountShownOn(root+m.Dst, m.Src, empty)
-		case mountBind:
-			err = bindInto(root, m.Src, m.Dst, m.ReadOnly)
-		default:
-			err = fmt.Errorf("unknown mount kind %q", m.Kind)
-		}
-		if err != nil {
-			if layer != nil {
-				layer.close()
-			}
-			return nil, fmt.Errorf("%s: %w", m.What, err)
-		}
+	if err := unix.Mount("tmpfs", empty, "tmpfs", unix.MS_RDONLY|maskFlags, "mode=0555,size=4k"); err != nil {
+		return fmt.Errorf("mount tmpfs on %s: %w", empty, err)
 	}
-	return layer, nil
+	defer unix.Unmount(empty, unix.MNT_DETACH)
+	return fn(empty)
 }
 
 // overlayVolatile turns on the overlay's "volatile" option. Without it every
@@ -402,27 +501,9 @@ func lockedFlags(f int64) uintptr {
 // by it (the jail's $HOME tmpfs under a `--ro` of its parent) are not in the
 // tree: they cannot be reached, let alone remounted.
 func mountPointsUnder(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	all, err := readMountTable()
 	if err != nil {
-		return nil, fmt.Errorf("read mount table: %w", err)
-	}
-	defer f.Close()
-	type entry struct {
-		id, parent string
-		path       string
-	}
-	var all []entry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		all = append(all, entry{id: fields[0], parent: fields[1], path: unescapeMountinfo(fields[4])})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read mount table: %w", err)
+		return nil, err
 	}
 	top := -1
 	for i, e := range all {
@@ -449,6 +530,37 @@ func mountPointsUnder(dir string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// mountEntry is one line of /proc/self/mountinfo: the mount's id, its
+// parent's, and its mount point.
+type mountEntry struct {
+	id, parent string
+	path       string
+}
+
+// readMountTable reads /proc/self/mountinfo, in the order the mounts were
+// made.
+func readMountTable() ([]mountEntry, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read mount table: %w", err)
+	}
+	defer f.Close()
+	var all []mountEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		all = append(all, mountEntry{id: fields[0], parent: fields[1], path: unescapeMountinfo(fields[4])})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read mount table: %w", err)
+	}
+	return all, nil
 }
 
 // unescapeMountinfo undoes the octal escapes (\040 for a space) of
