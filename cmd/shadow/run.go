@@ -182,17 +182,17 @@ func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *se
 	fmt.Fprintln(w)
 	switch {
 	case res.StopReason != "":
-		fmt.Fprintf(w, "shadow: stopped: %s\n", res.StopReason)
+		sayErr(w, "shadow: stopped:", res.StopReason)
 	case res.Signal != 0:
-		fmt.Fprintf(w, "shadow: command killed by signal %d (%s) after %s\n", res.Signal, res.Signal, res.Duration.Round(1e6))
+		sayErr(w, "shadow:", fmt.Sprintf("command killed by signal %d (%s) after %s", res.Signal, res.Signal, res.Duration.Round(1e6)))
 	default:
-		fmt.Fprintf(w, "shadow: command exited with status %d after %s\n", res.ExitCode, res.Duration.Round(1e6))
+		sayErr(w, "shadow:", fmt.Sprintf("command exited with status %d after %s", res.ExitCode, res.Duration.Round(1e6)))
 	}
 	for _, l := range sandbox.LayerNotes(res) {
 		sayErr(w, "shadow:", l)
 	}
 	if res.StagingError != "" {
-		fmt.Fprintf(w, "shadow: session %s is marked incomplete: staged files may be missing or cut short; `shadow diff` shows what is staged, `shadow discard` drops it\n", s.ID())
+		sayErr(w, "shadow:", fmt.Sprintf("session %s is marked incomplete: staged files may be missing or cut short; `shadow diff` shows what is staged, `shadow discard` drops it", s.ID()))
 	}
 	if endErr != nil {
 		sayErr(w, "shadow:", endErr)
