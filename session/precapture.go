@@ -2,6 +2,9 @@ package session
 
 import (
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -26,7 +29,7 @@ func (s *Session) Precapture() {
 		return
 	}
 	p := &precapture{stop: make(chan struct{}), done: make(chan struct{}), upper: s.UpperDir(),
-		got: map[string]baseEntry{}, dirs: map[string]*upperDir{}, seen: map[string]bool{}}
+		got: map[string]baseEntry{}, dirs: map[string]*upperDir{}, seen: map[string]bool{}, upperFd: -1, written: -1}
 	p.layer.Store(-1)
 	s.pre = p
 	// The goroutine gets copies: the session's Meta changes under it (EndRun reloads it).
@@ -79,6 +82,64 @@ type precapture struct {
 	seen map[string]bool
 	dirs map[string]*upperDir
 	err  error // why it stopped early: its pre-images are then not used
+	// inLayer is set while a look goes through the run's layer; fresh counts the paths found
+	// there that the staging layer (upperFd, open) does not hold, written the count last put in
+	// the session's run-staged file (RunStaged).
+	inLayer        bool
+	upperFd        int
+	fresh, written int
+}
+
+// runStagedFile is the session's file where the running run's precapture keeps its count of the
+// paths the run staged beyond the staging layer: "PID COUNT", PID the precapture's process.
+const runStagedFile = "run-staged"
+
+// RunStaged is how many paths the active run has staged so far that the staging layer does not
+// hold (the run's own layer is merged into it only at the run's end), as the run's precapture last
+// counted them, from whichever process runs it; 0 when no run goes. The status bar adds it to the
+// staging layer's count, so that it follows the run's writes as they come.
+func (s *Session) RunStaged() int {
+	data, err := os.ReadFile(filepath.Join(s.dir, runStagedFile))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data))
+	if len(f) != 2 {
+		return 0
+	}
+	pid, err1 := strconv.Atoi(f[0])
+	n, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil || pid <= 0 || unix.Kill(pid, 0) == unix.ESRCH {
+		return 0 // a precapture that died with its process counts nothing
+	}
+	return n
+}
+
+// writeRunStaged puts the count of fresh paths in the session's run-staged file, whole.
+func (p *precapture) writeRunStaged(dir string) {
+	if p.fresh == p.written {
+		return
+	}
+	tmp := filepath.Join(dir, runStagedFile+".tmp")
+	if os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())+" "+strconv.Itoa(p.fresh)+"\n"), 0o600) == nil &&
+		os.Rename(tmp, filepath.Join(dir, runStagedFile)) == nil {
+		p.written = p.fresh
+	}
+}
+
+// inUpper reports whether the staging layer holds path, looked up beneath it without following
+// a symlink (what is in it the jail made).
+func (p *precapture) inUpper(path string) bool {
+	if p.upperFd < 0 {
+		return false
+	}
+	fd, err := unix.Openat2(p.upperFd, path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
 }
 
 // upperDir is an upper directory as a precapture last read it: its change time then (0 when that
@@ -106,6 +167,11 @@ func (p *precapture) run(project, dir, id string) {
 			unix.Close(int(fd))
 		}
 	}()
+	if fd, err := unix.Open(p.upper, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+		p.upperFd = fd
+		defer unix.Close(fd)
+	}
+	defer os.Remove(filepath.Join(dir, runStagedFile))
 	if p.b, err = loadBases(dir, id); err != nil {
 		p.err = err
 		return
@@ -124,10 +190,12 @@ func (p *precapture) run(project, dir, id string) {
 		// opened by descriptor, never through a symlink.
 		var fd int
 		var err error
+		p.inLayer = false
 		if l := p.layer.Load(); l >= 0 {
 			if src != l {
 				src, p.dirs = l, map[string]*upperDir{} // what was read of upper is not the layer's
 			}
+			p.inLayer = true
 			fd, err = unix.Openat(int(l), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		} else {
 			fd, err = unix.Open(p.upper, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -137,6 +205,9 @@ func (p *precapture) run(project, dir, id string) {
 				p.err = err
 				return
 			}
+		}
+		if p.inLayer {
+			p.writeRunStaged(dir)
 		}
 		if found {
 			pause = precaptureEvery
@@ -191,6 +262,9 @@ func (p *precapture) walk(host *projectRoot, fd int, rel string) (bool, error) {
 				continue
 			}
 			p.seen[child], found = true, true
+			if p.inLayer && !p.inUpper(child) {
+				p.fresh++
+			}
 			if err := p.take(host, child); err != nil {
 				return found, err
 			}

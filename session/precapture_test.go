@@ -289,3 +289,39 @@ func TestPrecaptureDoesNotFollowSymlinks(t *testing.T) {
 		t.Error("the precapture followed a symlink of the upper layer")
 	}
 }
+
+// While a run goes, its precapture counts the paths the run's own layer holds beyond the staging
+// layer, for any process to read (RunStaged): a path staged before is not counted again, one in
+// a new directory is; the count goes when the run ends.
+func TestPrecaptureCountsTheRunsWrites(t *testing.T) {
+	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
+	f.stage(t, map[string]file{"a.txt": {Data: "staged before\n"}})
+	took := startPrecapture(t, f)
+	if n := f.s.RunStaged(); n != 0 {
+		t.Fatalf("before the run wrote: RunStaged %d", n)
+	}
+	layer := t.TempDir()
+	writeTree(t, layer, map[string]file{"a.txt": {Data: "again\n"}, "new.txt": {Data: "n\n"}, "d/deep.txt": {Data: "d\n"}})
+	dir, err := os.Open(layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.s.PrecaptureLayer(dir)
+	dir.Close()
+	waitPrecaptured(t, took, "new.txt", "d/deep.txt")
+	for deadline := time.Now().Add(10 * time.Second); f.s.RunStaged() != 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("RunStaged %d, want new.txt and d/deep.txt", f.s.RunStaged())
+		}
+	}
+	writeTree(t, layer, map[string]file{"d/more.txt": {Data: "m\n"}})
+	for deadline := time.Now().Add(10 * time.Second); f.s.RunStaged() != 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("RunStaged %d after one more write, want 3", f.s.RunStaged())
+		}
+	}
+	f.s.stopPrecapture().abandon()
+	if n := f.s.RunStaged(); n != 0 {
+		t.Errorf("after the precapture stopped: RunStaged %d, want 0", n)
+	}
+}

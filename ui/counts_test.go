@@ -1,10 +1,14 @@
 package ui
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/shadow-sandbox/shadow/sandbox"
 )
 
 // feed runs cmd and the commands it batches, feeding each message back to the model.
@@ -48,5 +52,32 @@ func TestEndBoxCountsWhatTheReviewLists(t *testing.T) {
 	m = feed(t, m, m.pollStats())
 	if s := screen(m); !strings.Contains(s, "1 file staged") {
 		t.Errorf("a poll after the end changed the count:\n%s", s)
+	}
+}
+
+// While the agent runs, the status bar's staged count follows its writes, which sit in the run's
+// own layer until its end: the precapture counts them (session.RunStaged), as the status bar
+// counts checkpoints, from the disk.
+func TestSessionStatsCountsTheRunningRunsWrites(t *testing.T) {
+	_, lk, s, project := checkpointSession(t)
+	defer lk.Release()
+	j := &Jail{Lock: lk, Session: s, Policy: sandbox.Policy{Project: project, NoCache: true}}
+	stats := SessionStats(s)
+	app := newAppPty(t)
+	end := runAgent(JailAgent(j, []string{"/bin/sh", "-c", "echo 1 > x1.txt; mkdir d; echo 2 > d/x2.txt; echo written; read x"}), context.Background(), app.tty)
+	app.waitFor(t, "written")
+	for deadline := time.Now().Add(20 * time.Second); stats().Files != 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("while the run goes, the status bar counts %d staged files, want its 2 writes", stats().Files)
+		}
+	}
+	if _, err := app.master.Write([]byte("\r")); err != nil {
+		t.Fatal(err)
+	}
+	if e := waitEnd(t, end); e.err != nil || e.res.ExitCode != 0 {
+		t.Fatalf("the agent ended with %+v", e)
+	}
+	if n := stats().Files; n != 2 {
+		t.Errorf("after the run, the status bar counts %d staged files, want 2", n)
 	}
 }

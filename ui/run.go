@@ -450,7 +450,8 @@ func auditFinding(st Stage, f audit.Finding, p audit.Profile) Finding {
 }
 
 // SessionStats counts the session's staged paths (up to a bound, so a huge
-// staging layer never slows the status bar), its network requests and its
+// staging layer never slows the status bar), those the running run staged in
+// its own layer included (session.RunStaged), its network requests and its
 // checkpoints (read again only when their directory changed).
 func SessionStats(s *session.Session) func() Stats {
 	const maxCount = 100000
@@ -494,6 +495,9 @@ func SessionStats(s *session.Session) func() Stats {
 			}
 			return nil
 		})
+		// The running run writes into a layer of its own, merged into the staging layer at its
+		// end: its precapture counts what it staged beyond it.
+		st.Files += s.RunStaged()
 		if f, err := os.Open(s.NetLog()); err == nil {
 			sc := bufio.NewScanner(f)
 			sc.Buffer(make([]byte, 64<<10), 1<<20)
