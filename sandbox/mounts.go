@@ -54,7 +54,7 @@ func buildRoot(s *jailSpec) (*runLayer, error) {
 		{"system trees", func() error { return showSystem(s.Root, s.SystemDirs, s.ResolvConf) }},
 		{"hide what others may not read", func() error { return hideUnreadable(s.Root, s.Masked, s.Home, s.Mounts) }},
 		{"/dev", func() error { return mountDev(s.Root) }},
-		{"/proc", func() error { return mountProc(s.Root) }},
+		{"/proc", func() error { return mountProc(s.Root, s.UserLimits) }},
 		{"/tmp", func() error { return mountTmpfs(s.Root+"/tmp", 0o1777, s.TmpSize) }},
 		{"$HOME", func() error { return mountHome(s.Root, s.Home, s.HomeSize) }},
 		{"git identity", func() error { return writeGitConfig(s.Root, s.Home, s.GitConfig) }},
@@ -267,15 +267,19 @@ func bindDevice(src, dst string) error {
 	return nil
 }
 
-// mountProc mounts a /proc of the jail's PID namespace and makes its
-// system-wide knobs read-only by binding them over themselves.
-func mountProc(root string) error {
+// mountProc mounts a /proc of the jail's PID namespace, sets the user
+// namespace's per-user limits (userlimits.go), and makes the system-wide
+// knobs read-only by binding them over themselves.
+func mountProc(root string, limits map[string]int64) error {
 	proc := root + "/proc"
 	if err := os.Mkdir(proc, 0o555); err != nil {
 		return fmt.Errorf("create %s: %w", proc, err)
 	}
 	if err := unix.Mount("proc", proc, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount proc on %s: %w", proc, err)
+	}
+	if err := setUserLimits(proc+userLimitsDir[len("/proc"):], limits); err != nil {
+		return err
 	}
 	for _, name := range procReadOnly {
 		p := proc + "/" + name

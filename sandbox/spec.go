@@ -42,6 +42,10 @@ type jailSpec struct {
 	// on and hands to the proxy with its own port: the allowed loopback
 	// destinations of the host (loopbackRelays).
 	LoopbackRelays []string
+
+	// UserLimits are the jail's user namespace's /proc/sys/user/max_*
+	// values, by name, that PID 1 sets (userlimits.go).
+	UserLimits map[string]int64
 }
 
 // mountSpec is one mount after /tmp and $HOME, in order.
@@ -178,6 +182,9 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 	}
 	if t, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && within(t, "/run") {
 		s.ResolvConf = t
+	}
+	if s.UserLimits, err = jailUserLimits(userLimitsDir); err != nil {
+		return nil, &JailError{Step: "per-user limits", Err: err}
 	}
 
 	s.LayerSize = p.MaxUpperBytes
