@@ -31,9 +31,10 @@ func Path(p string) string {
 
 // Unsafe reports whether the rune r is one a message must not print as it is: a control
 // character (C0, DEL, C1), a format character (bidi controls, zero-width and tag characters), a
-// line or paragraph separator, or the replacement for invalid UTF-8.
+// line or paragraph separator. (A byte of invalid UTF-8 is unsafe too: a terminal may take 0x9b
+// for a CSI.)
 func Unsafe(r rune) bool {
-	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == 0x2028 || r == 0x2029 || r == utf8.RuneError
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == 0x2028 || r == 0x2029
 }
 
 // Text returns the message s with every rune Unsafe reports, and every byte of invalid UTF-8,
