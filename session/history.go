@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/diffview"
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
@@ -30,14 +29,14 @@ const Base = -1
 type momentEntry struct {
 	exists bool
 	dir    bool
-	layer  string // the layer directory holding it; "" for the base
+	layer  *projectRoot // the layer holding it; nil for the base
 	base   baseEntry
 }
 
 // history reads the session's tree at any moment.
 type history struct {
 	s      *Session
-	layers []string // layer directories, oldest first
+	layers []*projectRoot // the layers, oldest first (nil: a layer that could not be opened)
 	host   *projectRoot
 	b      *bases
 }
@@ -48,43 +47,90 @@ func (s *Session) openHistory(cps []Checkpoint) (*history, error) {
 		return nil, err
 	}
 	h := &history{s: s, host: host, b: b}
+	// Every layer is read beneath a descriptor of its root, a directory at a time: a staged path
+	// may be longer than PATH_MAX.
 	for _, c := range cps {
-		h.layers = append(h.layers, filepath.Join(s.CheckpointDir(), c.ID, "layer"))
+		l, err := openRoot(filepath.Join(s.CheckpointDir(), c.ID, "layer"))
+		if err != nil {
+			l = nil // holds nothing, as a layer with no such directory did
+		}
+		h.layers = append(h.layers, l)
 	}
 	return h, nil
 }
 
 func (h *history) close() {
+	for _, l := range h.layers {
+		if l != nil {
+			l.Close()
+		}
+	}
 	h.b.close()
 	h.host.Close()
 }
 
+// layerStat describes rel in the layer l without following a symlink; ok is false when the layer
+// holds nothing there.
+func layerStat(l *projectRoot, rel string) (st unix.Stat_t, ok bool) {
+	if l == nil {
+		return st, false
+	}
+	dir, name, err := l.openParent(rel, false)
+	st, exists, err := statAt(dir, err, name)
+	return st, exists && err == nil
+}
+
+// layerOpaque reports whether the directory rel of the layer l replaces what the layers below
+// hold there.
+func layerOpaque(l *projectRoot, rel string) bool {
+	dir, name, err := l.openParent(rel, false)
+	return err == nil && opaqueAt(dir, name)
+}
+
+// opaqueAt reports whether the entry name of the layer directory dir is marked opaque.
+func opaqueAt(dir int, name string) bool {
+	buf := make([]byte, 4)
+	n, err := unix.Lgetxattr(procPath(dir, name), layers.OpaqueXattr, buf)
+	return err == nil && n == 1 && buf[0] == 'y'
+}
+
+func isWhiteoutStat(st *unix.Stat_t) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == 0
+}
+
+func isDirStat(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
+
 // at returns what path p is after checkpoint k (Base: in the base).
 func (h *history) at(k int, p string) momentEntry {
-	parts := strings.Split(p, "/")
 layers:
 	for j := k; j >= 0; j-- {
 		l := h.layers[j]
-		for i := 1; i < len(parts); i++ {
-			fi, err := os.Lstat(filepath.Join(l, filepath.FromSlash(strings.Join(parts[:i], "/"))))
-			if err != nil {
+		for i := strings.IndexByte(p, '/'); i > 0; {
+			d := p[:i]
+			st, ok := layerStat(l, d)
+			if !ok {
 				continue layers // the layer holds nothing at or below p
 			}
-			if !fi.IsDir() {
+			if !isDirStat(&st) {
 				return momentEntry{} // a whiteout or a file above p: p is gone
 			}
-			if isOpaqueDir(filepath.Join(l, filepath.FromSlash(strings.Join(parts[:i], "/")))) {
+			if layerOpaque(l, d) {
 				return entryIn(l, p) // nothing below this layer shows there
 			}
+			next := strings.IndexByte(p[i+1:], '/')
+			if next < 0 {
+				break
+			}
+			i += 1 + next
 		}
-		fi, err := os.Lstat(filepath.Join(l, filepath.FromSlash(p)))
-		if err != nil {
+		st, ok := layerStat(l, p)
+		if !ok {
 			continue
 		}
-		if isWhiteoutInfo(fi) {
+		if isWhiteoutStat(&st) {
 			return momentEntry{}
 		}
-		return momentEntry{exists: true, dir: fi.IsDir(), layer: l}
+		return momentEntry{exists: true, dir: isDirStat(&st), layer: l}
 	}
 	e := h.b.get(p)
 	switch e.Kind {
@@ -101,23 +147,12 @@ layers:
 }
 
 // entryIn is p in layer l alone.
-func entryIn(l, p string) momentEntry {
-	fi, err := os.Lstat(filepath.Join(l, filepath.FromSlash(p)))
-	if err != nil || isWhiteoutInfo(fi) {
+func entryIn(l *projectRoot, p string) momentEntry {
+	st, ok := layerStat(l, p)
+	if !ok || isWhiteoutStat(&st) {
 		return momentEntry{}
 	}
-	return momentEntry{exists: true, dir: fi.IsDir(), layer: l}
-}
-
-func isWhiteoutInfo(fi fs.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return fi.Mode()&fs.ModeCharDevice != 0 && ok && st.Rdev == 0
-}
-
-func isOpaqueDir(p string) bool {
-	buf := make([]byte, 4)
-	n, err := syscall.Getxattr(p, layers.OpaqueXattr, buf)
-	return err == nil && n == 1 && buf[0] == 'y'
+	return momentEntry{exists: true, dir: isDirStat(&st), layer: l}
 }
 
 // touched lists the paths that the layers after moment from up to moment to may have changed:
@@ -126,17 +161,12 @@ func (h *history) touched(from, to int) []string {
 	set := map[string]bool{}
 	for j := from + 1; j <= to; j++ {
 		l := h.layers[j]
-		_ = filepath.WalkDir(l, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || path == l {
-				return nil
-			}
-			rel := filepath.ToSlash(strings.TrimPrefix(path, l+"/"))
-			fi, err := d.Info()
-			if err != nil {
-				return nil
-			}
-			replaced := !fi.IsDir() || isOpaqueDir(path)
-			if !fi.IsDir() {
+		if l == nil {
+			continue
+		}
+		_ = walkAt(l.fd, "", func(rel string, dir int, name string, st *unix.Stat_t) error {
+			replaced := !isDirStat(st) || opaqueAt(dir, name)
+			if !isDirStat(st) {
 				set[rel] = true
 			}
 			if replaced {
@@ -162,13 +192,21 @@ func (h *history) below(k int, dir string) []string {
 	}
 	cands := map[string]bool{}
 	for j := 0; j <= k; j++ {
-		root := filepath.Join(h.layers[j], filepath.FromSlash(dir))
-		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				cands[dir+"/"+filepath.ToSlash(strings.TrimPrefix(path, root+"/"))] = true
+		l := h.layers[j]
+		if l == nil {
+			continue
+		}
+		fd, err := openat(l.fd, dir, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+		if err != nil {
+			continue
+		}
+		_ = walkAt(fd, dir, func(rel string, _ int, _ string, st *unix.Stat_t) error {
+			if !isDirStat(st) {
+				cands[rel] = true
 			}
 			return nil
 		})
+		unix.Close(fd)
 	}
 	for _, p := range h.b.man.paths {
 		if strings.HasPrefix(p, dir+"/") {
@@ -189,37 +227,48 @@ func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note 
 	if !e.exists || e.dir {
 		return 0, nil, "", 0, nil
 	}
-	if e.layer != "" {
-		full := filepath.Join(e.layer, filepath.FromSlash(p))
-		fi, err := os.Lstat(full)
+	if e.layer != nil {
+		dir, name, err := e.layer.openParent(p, false)
 		if err != nil {
 			return 0, nil, "", 0, err
 		}
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			t, err := os.Readlink(full)
+		var st unix.Stat_t
+		if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return 0, nil, "", 0, err
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+			t, err := readlinkat(dir, name)
 			return diffview.ModeSymlink, []byte(t), "", int64(len(t)), err
-		case !fi.Mode().IsRegular():
+		case unix.S_IFREG:
+		default:
 			return 0, nil, "", 0, nil // special files have no git form
 		}
 		mode = diffview.ModeFile
-		if fi.Mode()&0o100 != 0 {
+		if st.Mode&0o100 != 0 {
 			mode = diffview.ModeExecutable
 		}
-		if n := tooLargeToShow(fi); n != "" {
-			return mode, nil, n, fi.Size(), nil
+		if n := tooLargeToShow(st.Size, st.Blocks); n != "" {
+			return mode, nil, n, st.Size, nil
 		}
-		data, err = os.ReadFile(full)
-		return mode, data, "", fi.Size(), err
+		fd, _, err := openRegularAt(dir, name)
+		if err != nil {
+			return 0, nil, "", 0, err
+		}
+		defer unix.Close(fd)
+		data, err = io.ReadAll(io.LimitReader(fdIO(fd), maxPatchBytes+1))
+		return mode, data, "", st.Size, err
 	}
 	b := e.base
 	switch b.Type {
 	case 'l':
 		t := b.Target
 		if b.Kind == baseHost {
-			if t, err = os.Readlink(filepath.Join(h.s.Meta.Project, filepath.FromSlash(p))); err != nil {
+			hs, err := h.host.lstat(p)
+			if err != nil {
 				return 0, nil, "", 0, err
 			}
+			t = hs.target
 		}
 		return diffview.ModeSymlink, []byte(t), "", int64(len(t)), nil
 	case 'f':
@@ -248,11 +297,11 @@ func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note 
 
 // tooLargeToShow says why a staged file is not read for a diff: larger than a patch holds, or
 // sparse.
-func tooLargeToShow(fi fs.FileInfo) string {
-	if fi.Size() > maxPatchBytes {
+func tooLargeToShow(size, blocks int64) string {
+	if size > maxPatchBytes {
 		return "not shown: too large"
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Size()-st.Blocks*512 >= 1<<20 {
+	if size-blocks*512 >= 1<<20 {
 		return "not shown: sparse"
 	}
 	return ""

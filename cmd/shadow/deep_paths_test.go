@@ -169,9 +169,14 @@ func checkDeepHostilePaths(t *testing.T, p string, sh deepShell) {
 		return out
 	}
 	must("run", "--", "bash", "-c", deepScript())
-	must("run", "--", "sh", "-c", "echo later > later.txt")
-	if out := must("log"); !strings.Contains(out, "c2") {
-		t.Errorf("log lists no second checkpoint:\n%s", quote.Text(out))
+	// A second step changes the deep file: the history reads it too.
+	must("run", "--", "bash", "-c", "echo later > later.txt\ncd $'top\\x1b]52;c;aGk=\\x07\\x1b[6n'\n"+
+		"seg=$(printf 'd%.0s' {1..240})\nfor i in {1..17}; do cd \"$seg\"; done\necho changed > f\n")
+	if out := must("log"); !strings.Contains(out, "c2") || !strings.Contains(out, "2 files") {
+		t.Errorf("log does not count the second step's 2 files:\n%s", quote.Text(out))
+	}
+	if out := must("diff", "--checkpoint", "c2", "--name-only"); strings.Count(out, "\n") != 2 || !strings.Contains(out, "later.txt") {
+		t.Errorf("diff --checkpoint c2 --name-only lists not the deep file and later.txt:\n%s", quote.Text(out))
 	}
 	must("log", "--json")
 	must("revert", "--to", "c1", "--yes")
