@@ -151,8 +151,9 @@ var droppedKeys = map[string]bool{
 	"http.extraheader": true, "core.sshcommand": true, "core.askpass": true, "core.gitproxy": true,
 }
 
-// gitConfigs returns the git configuration files the jail shows for project, scrubbed.
-func gitConfigs(project string) []shownConfig {
+// gitConfigs returns the git configuration files the jail shows for project, scrubbed: those
+// of the repositories of the directories dirs (projectDirs).
+func gitConfigs(project string, dirs []string) []shownConfig {
 	git, err := exec.LookPath("git")
 	if err != nil {
 		git = ""
@@ -192,21 +193,24 @@ func gitConfigs(project string) []shownConfig {
 			}
 		}
 	}
-	for _, g := range repositoryGitDirs(project) {
-		for _, f := range configFilesOf(g) {
-			add(f, 0)
+	for _, d := range dirs {
+		for _, g := range gitDirsOf(d) {
+			for _, f := range configFilesOf(g) {
+				add(f, 0)
+			}
 		}
 	}
 	return out
 }
 
-// repositoryGitDirs are the git directories of the repositories the jail shows in project: its
-// own (gitDirsOf) and those of the repositories nested in it, found down to nestedRepoDepth
-// directories below it.
-func repositoryGitDirs(project string) []string {
-	dirs := gitDirsOf(project)
+// projectDirs returns the directories of project where shadow looks for a repository nested in
+// it: the project and the directories below it down to projectDirDepth levels, but .git and
+// node_modules. Of the directories it lists (all but the deepest), it also returns the entries
+// that may be, or lead to, a file a host tool writes credentials into (credentialFiles).
+func projectDirs(project string) (dirs, credentialEntries []string) {
+	dirs = []string{project}
 	level := []string{project}
-	for depth := 0; depth < nestedRepoDepth && len(level) > 0; depth++ {
+	for depth := 0; depth < projectDirDepth && len(level) > 0; depth++ {
 		var next []string
 		for _, d := range level {
 			entries, err := os.ReadDir(d)
@@ -214,22 +218,24 @@ func repositoryGitDirs(project string) []string {
 				continue
 			}
 			for _, e := range entries {
+				if credentialNames[e.Name()] {
+					credentialEntries = append(credentialEntries, filepath.Join(d, e.Name()))
+				}
 				if !e.IsDir() || e.Name() == ".git" || e.Name() == "node_modules" {
 					continue
 				}
-				sub := filepath.Join(d, e.Name())
-				dirs = append(dirs, gitDirsOf(sub)...)
-				next = append(next, sub)
+				next = append(next, filepath.Join(d, e.Name()))
 			}
 		}
+		dirs = append(dirs, next...)
 		level = next
 	}
-	return dirs
+	return dirs, credentialEntries
 }
 
-// nestedRepoDepth is how many directories below the project a nested repository is looked for
-// (folder/org/repo/.git is three).
-const nestedRepoDepth = 3
+// projectDirDepth is how many directories below the project projectDirs goes (folder/org/repo
+// is three).
+const projectDirDepth = 3
 
 // gitDirsOf returns the real git directories of the worktree dir: its .git directory, or the
 // gitdir a .git file names and the common dir that gitdir names (a linked worktree's
@@ -388,10 +394,10 @@ func stripUserinfo(s string) string {
 	}
 }
 
-// showGitConfigs binds, under root, the scrubbed content of each file of configs read-only over
+// showScrubbed binds, under root, the scrubbed content of each file of configs read-only over
 // it, once the project and .git are mounted. A path the jail does not show as a regular file (or
 // reaches through a symlink) is skipped: there is nothing there to hide.
-func showGitConfigs(root string, configs []shownConfig) error {
+func showScrubbed(root string, configs []shownConfig) error {
 	if len(configs) == 0 {
 		return nil
 	}
