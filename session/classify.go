@@ -38,7 +38,7 @@ func (s *Session) classify(cs *ChangeSet, b *bases, host, upper *projectRoot, ex
 			d := strings.Join(parts[:i], "/")
 			v, ok := gitDirs[d]
 			if !ok {
-				v = strings.HasSuffix(parts[i-1], ".git") || looksLikeGitDir(upper.path, host.path, d)
+				v = strings.HasSuffix(parts[i-1], ".git") || looksLikeGitDir(upper, host, d)
 				gitDirs[d] = v
 			}
 			if v {

@@ -1,8 +1,6 @@
 package session
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -297,10 +295,10 @@ func (m *protectedMatcher) why(p string) string {
 
 // looksLikeGitDir reports whether dir (in the staged view: upper first, then host) holds a HEAD
 // file and an objects or refs directory, the shape git recognises as a repository.
-func looksLikeGitDir(upper, host, dir string) bool {
+func looksLikeGitDir(upper, host *projectRoot, dir string) bool {
 	exists := func(name string) bool {
-		for _, root := range []string{upper, host} {
-			if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir), name)); err == nil {
+		for _, root := range []*projectRoot{upper, host} {
+			if h, err := root.lstat(relJoin(dir, name)); err == nil && h.exists {
 				return true
 			}
 		}

@@ -38,6 +38,8 @@ func deepScript() string {
 	}
 	b.WriteString("top=$'top\\x1b]52;c;aGk=\\x07\\x1b[6n'\nmkdir \"$top\"; cd \"$top\"\n")
 	b.WriteString("seg=$(printf 'd%.0s' {1..240})\nfor i in {1..17}; do mkdir \"$seg\"; cd \"$seg\"; done\necho deep > f\n")
+	// A directory shaped like a git repository, as deep: protected, not applied by --all.
+	b.WriteString("mkdir -p repo/refs && echo 'ref: refs/heads/main' > repo/HEAD && echo x > repo/refs/x\n")
 	return b.String()
 }
 
@@ -184,8 +186,8 @@ func checkDeepHostilePaths(t *testing.T, p string, sh deepShell) {
 		must(args...)
 	}
 	names := must("diff", "--name-only")
-	if n := strings.Count(names, "\n"); n != len(hostileNames)+2 {
-		t.Errorf("diff --name-only lists %d paths, want %d:\n%s", n, len(hostileNames)+2, quote.Text(names))
+	if n := strings.Count(names, "\n"); n != len(hostileNames)+4 {
+		t.Errorf("diff --name-only lists %d paths, want %d:\n%s", n, len(hostileNames)+4, quote.Text(names))
 	}
 	// A host edit of one hostile name: apply refuses that path, naming it.
 	if err := os.WriteFile(filepath.Join(p, "nl\nname"), []byte("host\n"), 0o644); err != nil {
@@ -201,6 +203,9 @@ func checkDeepHostilePaths(t *testing.T, p string, sh deepShell) {
 	deep, err := readDeep(p, deepPathRel())
 	if err != nil || deep != "deep\n" {
 		t.Errorf("the deep file after apply: %q, %v", deep, err)
+	}
+	if head, err := readDeep(p, strings.TrimSuffix(deepPathRel(), "f")+"repo/HEAD"); err == nil {
+		t.Errorf("the git-shaped directory at the bottom was applied without --allow-protected: HEAD = %q", head)
 	}
 	if _, err := os.Lstat(filepath.Join(p, "later.txt")); err == nil {
 		t.Error("later.txt, reverted, was applied")
