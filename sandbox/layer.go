@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -196,6 +195,8 @@ type checkpointSpec struct {
 	Dir   string
 	Next  int
 	Quiet int64 // nanoseconds of quiet for a quiet checkpoint; 0: 3 s, < 0: none
+	// Budget is the disk the session's checkpoints may use (see historyBudget).
+	Budget int64 `json:",omitempty"`
 }
 
 // Checkpoint and the triggers that take one are the layers package's: the
@@ -244,7 +245,16 @@ func (l *runLayer) checkpoint(trigger string) (*Checkpoint, error) {
 	if len(cp.Paths) == 0 {
 		return nil, removeTree(l.checkpoints, tmp)
 	}
-	meta, err := json.Marshal(cp)
+	// The list of entries and their checksums, then the metadata that checks it, last.
+	sums, err := layers.Sums(layer)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", cp.ID, err)
+	}
+	if err := writeFileAt(dir, layers.SumsFile, sums); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", cp.ID, err)
+	}
+	cp.Sums = layers.SumOf(sums)
+	meta, err := layers.SealMeta(*cp)
 	if err != nil {
 		return nil, err
 	}

@@ -560,6 +560,10 @@ func (s *Session) changesIn(b *bases, host *projectRoot, extraProtected []string
 	if err != nil {
 		return nil, err
 	}
+	// What a damaged checkpoint holds is neither shown nor applied (see damage.go).
+	if raw, err = s.withoutDamaged(raw); err != nil {
+		return nil, err
+	}
 	return s.changesFrom(b, host, raw, extraProtected)
 }
 

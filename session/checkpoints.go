@@ -1,7 +1,6 @@
 package session
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -53,12 +52,7 @@ func readCheckpoints(dir string) ([]Checkpoint, error) {
 		if !ok || !e.IsDir() {
 			continue
 		}
-		c := Checkpoint{ID: e.Name(), N: n}
-		if data, err := os.ReadFile(filepath.Join(dir, e.Name(), "meta.json")); err == nil {
-			_ = json.Unmarshal(data, &c)
-		}
-		c.ID, c.N = e.Name(), n
-		out = append(out, c)
+		out = append(out, readMeta(filepath.Join(dir, e.Name()), n))
 	}
 	slices.SortFunc(out, func(a, b Checkpoint) int { return a.N - b.N })
 	return out, nil
@@ -122,7 +116,15 @@ func writeCheckpoint(dir string, c Checkpoint, src string) error {
 	if err := withDirs(src, filepath.Join(tmp, "layer"), func(s, d int) error { return layers.CopyDir(s, d) }); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
 	}
-	meta, err := json.Marshal(c)
+	sums, err := sumsOf(filepath.Join(tmp, "layer"))
+	if err != nil {
+		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
+	}
+	if err := writeFileReplace(filepath.Join(tmp, layers.SumsFile), sums, 0o600, true); err != nil {
+		return err
+	}
+	c.Sums = layers.SumOf(sums)
+	meta, err := layers.SealMeta(c)
 	if err != nil {
 		return err
 	}
@@ -174,6 +176,18 @@ func (s *Session) mergeCheckpoints() (int, error) {
 	for _, c := range cps {
 		if c.N <= done {
 			continue
+		}
+		// A damaged checkpoint is not merged in part, nor what came after it.
+		bad, err := s.checkContents(c)
+		if err != nil {
+			return n, err
+		}
+		if len(bad) > 0 {
+			d := DamagedStep{ID: c.ID, Paths: bad}
+			if err := s.MarkIncomplete(fmt.Sprintf("checkpoint %s is damaged (%s): it and the steps after it are not staged", c.ID, d.Describe())); err != nil {
+				return n, err
+			}
+			break
 		}
 		if err := mergeLayerInto(filepath.Join(dir, c.ID, "layer"), s.UpperDir(), s.Meta.Project); err != nil {
 			return n, fmt.Errorf("merge checkpoint %s into the staging layer: %w", c.ID, err)

@@ -89,6 +89,9 @@ type Session struct {
 	protected []string
 	// pre is the precapture of the active run, when Precapture started one.
 	pre *precapture
+	// checked holds, by checkpoint, the paths found damaged when its contents were checked
+	// against its sums (see damage.go): once per command.
+	checked map[string][]string
 }
 
 // SetProtected adds gitignore-style patterns (matched at any depth) to the protected paths used

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/shadow-sandbox/shadow/internal/jsonout"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/session"
 )
 
 func newLogCmd() *cobra.Command {
@@ -41,12 +43,34 @@ shows a step, 'shadow revert --to ID' drops what came after it.`,
 				fmt.Fprintf(out, "session %s has no checkpoint yet\n", s.ID())
 				return nil
 			}
+			damaged, err := s.DamagedSteps()
+			if err != nil {
+				return err
+			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			for _, st := range steps {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t+%d -%d\n", st.ID, st.Time.Local().Format("2006-01-02 15:04:05"),
-					st.Trigger, commandLine(st.Argv), english.Count(st.Files, "file"), st.Added, st.Removed)
+				when, trigger := st.Time.Local().Format("2006-01-02 15:04:05"), st.Trigger
+				if st.Time.IsZero() {
+					when, trigger = "?", "?"
+				}
+				mark := ""
+				if slices.ContainsFunc(damaged, func(d session.DamagedStep) bool { return d.ID == st.ID }) {
+					mark = "\tDAMAGED"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t+%d -%d%s\n", st.ID, when,
+					trigger, commandLine(st.Argv), english.Count(st.Files, "file"), st.Added, st.Removed, mark)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, d := range damaged {
+				what := "those files are left out of the staged changes"
+				if len(d.Paths) == 0 {
+					what = "its files are as taken"
+				}
+				fmt.Fprintf(out, "%s is damaged: %s; %s\n", d.ID, d.Describe(), what)
+			}
+			return nil
 		},
 	}
 	f.register(cmd, false)

@@ -53,6 +53,8 @@ While a run is going on the project, the review opens read-only.`,
 			if _, err := tea.NewProgram(diffview.NewApp(m), tea.WithContext(cmd.Context())).Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 				return fmt.Errorf("review: %w", err)
 			}
+			// Said once the screen is the terminal's again, where it stays.
+			warnDamaged(cmd.ErrOrStderr(), s)
 			return nil
 		},
 	}

@@ -162,6 +162,25 @@ func warnIncomplete(w io.Writer, s *session.Session) {
 	if why := s.Incomplete(); why != "" {
 		fmt.Fprintf(w, "shadow: warning: session %s is incomplete, %s; staged files may be missing or cut short\n", s.ID(), why)
 	}
+	warnDamaged(w, s)
+}
+
+// warnDamaged says, on one line, which of the session's checkpoints are damaged and that what
+// they hold is left out of the staged changes, the rest being good.
+func warnDamaged(w io.Writer, s *session.Session) {
+	steps, err := s.DamagedSteps()
+	if err != nil {
+		fmt.Fprintln(w, "shadow: warning:", err)
+		return
+	}
+	if len(steps) == 0 {
+		return
+	}
+	parts := make([]string, len(steps))
+	for i, d := range steps {
+		parts[i] = d.ID + ": " + d.Describe()
+	}
+	fmt.Fprintf(w, "shadow: warning: session %s is incomplete, damaged checkpoints (%s); files not as taken are left out, the rest is as staged\n", s.ID(), strings.Join(parts, "; "))
 }
 
 func noSessionHint(err error, project string) error {

@@ -12,6 +12,12 @@ type Checkpoint struct {
 	Trigger string    `json:"trigger"` // CheckpointRunEnd, CheckpointPrompt, ...
 	Argv    []string  `json:"argv"`
 	Paths   []string  `json:"paths"` // what the step changed, added or deleted
+	// Sums is the SHA-256 of the checkpoint's SumsFile ("": written before checkpoints were
+	// checked).
+	Sums string `json:"sums,omitempty"`
+	// Damage, when set, says what of the checkpoint was found damaged when it was read; it is
+	// never written.
+	Damage string `json:"damage,omitempty"`
 }
 
 // What takes a checkpoint.

@@ -1,0 +1,200 @@
+package layers
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// A checkpoint is checked (SPEC §12: a torn or damaged checkpoint is detected, reported and never
+// merged in part). SumsFile, beside its layer, lists every entry of the layer with what it is and,
+// for a file or a symlink, the SHA-256 of its contents; meta.json, written after it, holds the
+// SHA-256 of SumsFile and ends with the SHA-256 of the rest of itself. Whatever holds the step's
+// contents later (a pack), the record is the same: metadata that checks itself and names the
+// checksum of a list of entries, each with its own.
+
+// SumsFile is the name of a checkpoint's list of entries and their checksums.
+const SumsFile = "sums"
+
+// sumEntry is one line of SumsFile: kind, mode, checksum ("-" for none), path (quoted).
+type sumEntry struct {
+	kind byte // 'f' file, 'l' symlink, 'd' directory, 'o' opaque directory, 'w' whiteout, 'n' other
+	mode uint32
+	sum  string
+}
+
+// Sums lists the entries below directory fd (a checkpoint's layer) and their checksums, in the
+// form of SumsFile.
+func Sums(fd int) ([]byte, error) {
+	entries := map[string]sumEntry{}
+	if err := sumTree(fd, "", entries); err != nil {
+		return nil, err
+	}
+	paths := make([]string, 0, len(entries))
+	for p := range entries {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	var b bytes.Buffer
+	for _, p := range paths {
+		e := entries[p]
+		fmt.Fprintf(&b, "%c %o %s %s\n", e.kind, e.mode, e.sum, strconv.Quote(p))
+	}
+	return b.Bytes(), nil
+}
+
+func sumTree(fd int, rel string, out map[string]sumEntry) error {
+	names, err := readDirNames(fd)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", visiblePath(rel), err)
+	}
+	for _, name := range names {
+		p := joinRel(rel, name)
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("stat %s: %w", visiblePath(p), err)
+		}
+		e := sumEntry{kind: 'n', mode: st.Mode &^ unix.S_IFMT, sum: "-"}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+			e.kind = 'f'
+			if e.sum, err = fileSum(fd, name); err != nil {
+				return fmt.Errorf("read %s: %w", visiblePath(p), err)
+			}
+		case unix.S_IFLNK:
+			e.kind = 'l'
+			target, err := readlinkAt(fd, name)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", visiblePath(p), err)
+			}
+			h := sha256.Sum256([]byte(target))
+			e.sum = hex.EncodeToString(h[:])
+		case unix.S_IFCHR:
+			if st.Rdev == 0 {
+				e.kind, e.mode = 'w', 0
+			}
+		case unix.S_IFDIR:
+			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return fmt.Errorf("open %s: %w", visiblePath(p), err)
+			}
+			e.kind = 'd'
+			if isOpaque(sub) {
+				e.kind = 'o'
+			}
+			err = sumTree(sub, p, out)
+			unix.Close(sub)
+			if err != nil {
+				return err
+			}
+		}
+		out[p] = e
+	}
+	return nil
+}
+
+func fileSum(dir int, name string) (string, error) {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// SumOf is the SHA-256 of data, in hex: what meta.json holds of SumsFile.
+func SumOf(data []byte) string {
+	h := sha256.Sum256(data)
+	return hex.EncodeToString(h[:])
+}
+
+// Damaged compares the layer below fd with its SumsFile, sums, and returns the paths that do not
+// match it: changed, cut short, gone, or not listed; sorted. A directory's damage is that of
+// what it holds.
+func Damaged(fd int, sums []byte) ([]string, error) {
+	want := map[string]sumEntry{}
+	for _, line := range strings.Split(string(sums), "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.SplitN(line, " ", 4)
+		if len(f) != 4 || len(f[0]) != 1 {
+			return nil, fmt.Errorf("the list of entries is damaged")
+		}
+		mode, err := strconv.ParseUint(f[1], 8, 32)
+		if err != nil {
+			return nil, fmt.Errorf("the list of entries is damaged")
+		}
+		p, err := strconv.Unquote(f[3])
+		if err != nil {
+			return nil, fmt.Errorf("the list of entries is damaged")
+		}
+		want[p] = sumEntry{kind: f[0][0], mode: uint32(mode), sum: f[2]}
+	}
+	got := map[string]sumEntry{}
+	if err := sumTree(fd, "", got); err != nil {
+		return nil, err
+	}
+	var bad []string
+	for p, w := range want {
+		if g, ok := got[p]; !ok || g != w {
+			bad = append(bad, p)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			bad = append(bad, p)
+		}
+	}
+	sort.Strings(bad)
+	return bad, nil
+}
+
+// checkMember is how meta.json ends: the SHA-256 of all that comes before it, closed as an
+// object.
+var checkMember = regexp.MustCompile(`,"check":"([0-9a-f]{64})"\}\s*$`)
+
+// SealMeta encodes checkpoint c as meta.json: its JSON, ending with the checksum of the rest.
+func SealMeta(c Checkpoint) ([]byte, error) {
+	c.Damage = ""
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return nil, fmt.Errorf("encode checkpoint %s", c.ID)
+	}
+	return append(b[:len(b)-1], `,"check":"`+SumOf(b)+`"}`...), nil
+}
+
+// ReadMeta decodes meta.json. An error says it is damaged: cut short, changed, or not JSON. One
+// written before checkpoints were checked (no checksum) is taken as it is.
+func ReadMeta(data []byte) (Checkpoint, error) {
+	var c Checkpoint
+	if m := checkMember.FindSubmatchIndex(data); m != nil {
+		rest := append(append([]byte(nil), data[:m[0]]...), '}')
+		if SumOf(rest) != string(data[m[2]:m[3]]) {
+			return c, fmt.Errorf("meta.json does not match its checksum")
+		}
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		return Checkpoint{}, fmt.Errorf("meta.json is cut short or not JSON")
+	}
+	c.Damage = ""
+	return c, nil
+}
