@@ -13,7 +13,21 @@ GOARCH ?= $(shell $(GO) env GOARCH)
 RELEASE_DIR ?= dist
 RELEASE_BIN := $(RELEASE_DIR)/shadow-linux-$(GOARCH)
 
-.PHONY: all build release release-check test test-deps lint unit bench fuzz demo deps clean
+.PHONY: all build release release-check test test-deps lint unit bench fuzz demo deps clean \
+	docs install uninstall
+
+# Where make install puts shadow: PREFIX=$$HOME/.local needs no root; DESTDIR stages the tree
+# under another root (a package build).
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+# Generated from the command tree by `make docs`: the man pages and the shell completions.
+DOCS_DIR := $(dir $(BIN))docs
+# What bin/shadow is built from: make rebuilds it (for install and demo) only when one changed.
+SOURCES := $(shell find . -path ./bin -prune -o -path ./dist -prune -o -path ./.git -prune -o \
+	-type f \( -name '*.go' -o -name '*.c' -o -name '*.h' -o -path './assets/*' \) -print 2>/dev/null) go.mod go.sum
 
 all: build
 
@@ -27,6 +41,37 @@ test-deps:
 
 build: deps
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/shadow
+
+# bin/shadow as a file: built when missing or older than a source, reused as it is otherwise
+# (so `sudo make install` after `make build` installs that binary and builds nothing as root).
+$(BIN): $(SOURCES)
+	@$(MAKE) --no-print-directory build
+
+# docs writes the man pages (shadow.1, shadow-run.1, ...) and the bash, zsh and fish completions.
+docs: $(BIN)
+	rm -rf $(DOCS_DIR)
+	$(BIN) man-pages $(DOCS_DIR)/man1
+	$(BIN) completion bash > $(DOCS_DIR)/shadow.bash
+	$(BIN) completion zsh > $(DOCS_DIR)/_shadow
+	$(BIN) completion fish > $(DOCS_DIR)/shadow.fish
+
+# install puts the binary in BINDIR, the man pages in MANDIR/man1 and the completions where
+# bash-completion, zsh and fish look under PREFIX (for PREFIX=$$HOME/.local, the user's own).
+install: docs
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(DATADIR)/bash-completion/completions $(DESTDIR)$(DATADIR)/zsh/site-functions \
+		$(DESTDIR)$(DATADIR)/fish/vendor_completions.d
+	install -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/shadow
+	install -m 0644 $(DOCS_DIR)/man1/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(DOCS_DIR)/shadow.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/shadow
+	install -m 0644 $(DOCS_DIR)/_shadow $(DESTDIR)$(DATADIR)/zsh/site-functions/_shadow
+	install -m 0644 $(DOCS_DIR)/shadow.fish $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/shadow.fish
+	@echo "installed $(DESTDIR)$(BINDIR)/shadow; run: shadow doctor"
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/shadow $(DESTDIR)$(MANDIR)/man1/shadow.1 $(DESTDIR)$(MANDIR)/man1/shadow-*.1 \
+		$(DESTDIR)$(DATADIR)/bash-completion/completions/shadow $(DESTDIR)$(DATADIR)/zsh/site-functions/_shadow \
+		$(DESTDIR)$(DATADIR)/fish/vendor_completions.d/shadow.fish
 
 # release builds a static binary (libseccomp linked in; netgo and osusergo keep glibc's resolver
 # and user lookup, which a static binary cannot load, out of it) and its sha256 checksum file.

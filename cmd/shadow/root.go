@@ -78,6 +78,8 @@ changes hunk by hunk so you accept, reject, apply and roll back (review).`,
 		newDiscardCmd(),
 		newVersionCmd(),
 		newTrustConfigCmd(),
+		newManPagesCmd(),
 	)
+	registerCompletions(root)
 	return root
 }
