@@ -7,7 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -152,51 +155,70 @@ var droppedKeys = map[string]bool{
 }
 
 // gitConfigs returns the git configuration files the jail shows for project, scrubbed: those
-// of the repositories of the directories dirs (projectDirs).
+// of the repositories of the directories dirs (projectDirs), and the files they include that
+// lie in the project or its git directories. Each round reads its files in parallel, a git
+// process per file.
 func gitConfigs(project string, dirs []string) []shownConfig {
 	git, err := exec.LookPath("git")
 	if err != nil {
 		git = ""
 	}
-	var out []shownConfig
-	seen := map[string]bool{}
-	var add func(path string, depth int)
-	add = func(path string, depth int) {
-		real, err := filepath.EvalSymlinks(path)
-		if err != nil || seen[real] {
-			return
-		}
-		if fi, err := os.Stat(real); err != nil || !fi.Mode().IsRegular() {
-			return
-		}
-		seen[real] = true
-		content, includes := scrubGitConfig(git, real)
-		out = append(out, shownConfig{Path: real, Content: content})
-		// A file an include names is read raw by anyone who opens it: scrubbed too when the
-		// jail shows it (git's own limit on include depth is 10).
-		if depth >= 10 {
-			return
-		}
-		shown := append([]string{project}, gitDirsOf(project)...)
-		for _, inc := range includes {
-			if strings.HasPrefix(inc, "~") {
-				continue // $HOME is the jail's own, empty
-			}
-			if !filepath.IsAbs(inc) {
-				inc = filepath.Join(filepath.Dir(real), inc)
-			}
-			for _, s := range shown {
-				if within(inc, s) {
-					add(inc, depth+1)
-					break
-				}
-			}
-		}
-	}
+	var round []string
 	for _, d := range dirs {
 		for _, g := range gitDirsOf(d) {
-			for _, f := range configFilesOf(g) {
-				add(f, 0)
+			round = append(round, configFilesOf(g)...)
+		}
+	}
+	shown := append([]string{project}, gitDirsOf(project)...)
+	var out []shownConfig
+	seen := map[string]bool{}
+	// git's own limit on include depth is 10.
+	for depth := 0; depth <= 10 && len(round) > 0; depth++ {
+		var files []string
+		for _, f := range round {
+			real, err := filepath.EvalSymlinks(f)
+			if err != nil || seen[real] {
+				continue
+			}
+			if fi, err := os.Stat(real); err == nil && fi.Mode().IsRegular() {
+				seen[real] = true
+				files = append(files, real)
+			}
+		}
+		scrubbed := make([]shownConfig, len(files))
+		includes := make([][]string, len(files))
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range min(runtime.GOMAXPROCS(0), len(files)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					content, inc := scrubGitConfig(git, files[i])
+					scrubbed[i], includes[i] = shownConfig{Path: files[i], Content: content}, inc
+				}
+			}()
+		}
+		for i := range files {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		out = append(out, scrubbed...)
+		// A file an include names is read raw by anyone who opens it: scrubbed too when
+		// the jail shows it.
+		round = nil
+		for i, incs := range includes {
+			for _, inc := range incs {
+				if strings.HasPrefix(inc, "~") {
+					continue // $HOME is the jail's own, empty
+				}
+				if !filepath.IsAbs(inc) {
+					inc = filepath.Join(filepath.Dir(files[i]), inc)
+				}
+				if slices.ContainsFunc(shown, func(s string) bool { return within(inc, s) }) {
+					round = append(round, inc)
+				}
 			}
 		}
 	}
