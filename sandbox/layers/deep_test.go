@@ -95,3 +95,62 @@ func TestDeltaOfADeepTree(t *testing.T) {
 		t.Errorf("the deepest file in the delta: %q, %v", b, err)
 	}
 }
+
+// A tree deeper than the descriptors the process may hold is checkpointed all the same: the
+// walk of the layer and the copy hold what their chains keep, not one descriptor per level (a
+// walk that did failed with EMFILE, and the run's last checkpoint with it, losing its work).
+func TestDeltaPastTheDescriptorLimit(t *testing.T) {
+	const depth, limit = 600, 256
+	upper, dstDir := t.TempDir(), t.TempDir()
+	cur, err := unix.Open(upper, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range depth {
+		if err := unix.Mkdirat(cur, "d", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		next, err := unix.Openat(cur, "d", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		unix.Close(cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur = next
+	}
+	f, err := unix.Openat(cur, "f", unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(f)
+	unix.Close(cur)
+	src, err := unix.Open(upper, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(src)
+	dst, err := unix.Open(dstDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dst)
+
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	low := old
+	low.Cur = limit
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := NewTracker().WriteDelta(src, dst)
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatalf("a delta of a tree %d deep with %d descriptors: %v", depth, limit, err)
+	}
+	if len(changed) != depth+1 {
+		t.Errorf("the delta holds %d paths, want %d", len(changed), depth+1)
+	}
+}

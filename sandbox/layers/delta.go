@@ -62,7 +62,7 @@ const racyWindow = 20 * time.Millisecond
 func (t *Tracker) WriteDelta(upper, dst int) ([]string, error) {
 	now := time.Now().UnixNano()
 	cur := map[string]entryState{}
-	if err := scanState(upper, "", cur); err != nil {
+	if err := scanState(upper, cur); err != nil {
 		return nil, err
 	}
 	for p, e := range cur {
@@ -144,9 +144,11 @@ func chainLimit() int {
 // last name.
 func (c *dirChain) parent(p string) (int, string, error) {
 	dir, name := parentOf(p), p[strings.LastIndexByte(p, '/')+1:]
-	keep := 0
-	for keep < len(c.paths) && (c.paths[keep] == dir || strings.HasPrefix(dir, c.paths[keep]+"/")) {
-		keep++
+	// The chain's paths are nested, each below the one before: the deepest that holds dir is
+	// looked for from the top, so a lookup costs what it pops.
+	keep := len(c.paths)
+	for keep > 0 && !within(dir, c.paths[keep-1]) {
+		keep--
 	}
 	for len(c.fds) > keep {
 		unix.Close(c.fds[len(c.fds)-1])
@@ -185,6 +187,11 @@ func (c *dirChain) parent(p string) (int, string, error) {
 		fd = next
 	}
 	return fd, name, nil
+}
+
+// within reports whether path p is dir or below it.
+func within(p, dir string) bool {
+	return p == dir || len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir
 }
 
 // stat is statIn through the chain.
@@ -475,17 +482,44 @@ func copySubdir(src, dst int, name string, st *unix.Stat_t, opaque bool) error {
 	return setMeta(dfd, st)
 }
 
-// scanState records the state of every entry below directory fd.
-func scanState(fd int, rel string, out map[string]entryState) error {
+// scanState records the state of every entry below directory root. It goes depth first and
+// reaches each directory through a dirChain: the descriptors it holds stay within the chain's
+// bound however deep the tree is (a walk that holds one per level fails past the descriptor
+// limit, and the run's last checkpoint with it).
+func scanState(root int, out map[string]entryState) error {
+	chain := &dirChain{root: root}
+	defer chain.close()
+	stack := []string{""}
+	for len(stack) > 0 {
+		rel := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		fd, _, err := chain.parent(joinRel(rel, "-"))
+		if err != nil {
+			return err
+		}
+		subdirs, err := scanDir(fd, rel, out)
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+		stack = append(stack, subdirs...)
+	}
+	return nil
+}
+
+// scanDir records the state of the entries of directory fd (rel below the root), and returns
+// the paths of its subdirectories.
+func scanDir(fd int, rel string, out map[string]entryState) ([]string, error) {
 	names, err := readDirNames(fd)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", visiblePath(rel), err)
+		return nil, fmt.Errorf("read %s: %w", visiblePath(rel), err)
 	}
+	var subdirs []string
 	for _, name := range names {
 		p := joinRel(rel, name)
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return fmt.Errorf("stat %s: %w", visiblePath(p), err)
+			return nil, fmt.Errorf("stat %s: %w", visiblePath(p), err)
 		}
 		e := entryState{
 			ino: st.Ino, ctime: st.Ctim.Nano(), mtime: st.Mtim.Nano(), size: st.Size,
@@ -494,18 +528,15 @@ func scanState(fd int, rel string, out map[string]entryState) error {
 		if e.isDir() {
 			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err != nil {
-				return fmt.Errorf("open %s: %w", visiblePath(p), err)
+				return nil, fmt.Errorf("open %s: %w", visiblePath(p), err)
 			}
 			e.opaque = isOpaque(sub)
-			err = scanState(sub, p, out)
 			unix.Close(sub)
-			if err != nil {
-				return err
-			}
+			subdirs = append(subdirs, p)
 		}
 		out[p] = e
 	}
-	return nil
+	return subdirs, nil
 }
 
 func parentOf(p string) string {
