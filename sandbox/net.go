@@ -93,7 +93,7 @@ func relayToJail(c net.Conn, sock string, port int) {
 	var err error
 	// The jail may still be starting: its socket appears once PID 1 listens.
 	for i := 0; i < 50; i++ {
-		u, err = dialUnix(sock)
+		u, err = DialUnix(sock)
 		if err == nil {
 			break
 		}
@@ -111,9 +111,9 @@ func relayToJail(c net.Conn, sock string, port int) {
 	relay(c, u)
 }
 
-// dialUnix connects to the unix socket at path; a path too long for
+// DialUnix connects to the unix socket at path; a path too long for
 // sockaddr_un is reached through /proc/self/fd/N/NAME, N its directory.
-func dialUnix(path string) (net.Conn, error) {
+func DialUnix(path string) (net.Conn, error) {
 	if len(path) <= maxSunPath {
 		return net.Dial("unix", path)
 	}

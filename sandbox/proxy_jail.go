@@ -73,7 +73,7 @@ func startNetProxy(runtimeDir string, rules []proxy.Rule, netLog string) (*netPr
 		n.log, cfg.Log = f, f
 	}
 	n.path = filepath.Join(runtimeDir, proxySocket)
-	ul, err := listenUnix(n.path)
+	ul, err := ListenUnix(n.path)
 	if err != nil {
 		n.close()
 		return nil, err
@@ -210,10 +210,10 @@ func (n *netProxy) close() {
 // maxSunPath is the longest path a sockaddr_un holds, less its NUL.
 const maxSunPath = 107
 
-// listenUnix listens on a unix socket at path, replacing a stale one. A
+// ListenUnix listens on a unix socket at path, replacing a stale one. A
 // path too long for sockaddr_un (a deep state directory) is reached through
 // /proc/self/fd/N/NAME, N a descriptor of its directory.
-func listenUnix(path string) (net.Listener, error) {
+func ListenUnix(path string) (net.Listener, error) {
 	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
 	}

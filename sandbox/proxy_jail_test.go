@@ -507,7 +507,7 @@ func TestListenUnixLongPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(long, proxySocket)
-	ln, err := listenUnix(path)
+	ln, err := ListenUnix(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +517,7 @@ func TestListenUnixLongPath(t *testing.T) {
 	}
 	// A stale socket is replaced.
 	ln.Close()
-	ln2, err := listenUnix(path)
+	ln2, err := ListenUnix(path)
 	if err != nil {
 		t.Fatalf("relisten over a stale socket: %v", err)
 	}

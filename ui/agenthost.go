@@ -320,11 +320,12 @@ func startHost(spec hostSpec) (*agentHost, error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return fail(fmt.Errorf("agent host: chmod %s: %w", dir, err))
 	}
+	// A state directory deep enough puts the socket past sockaddr_un's 108 bytes: ListenUnix
+	// reaches it through its directory's descriptor.
 	sock := hostSocketPath(dir)
-	_ = os.Remove(sock)
-	ln, err := net.Listen("unix", sock)
+	ln, err := sandbox.ListenUnix(sock)
 	if err != nil {
-		return fail(fmt.Errorf("agent host: listen on %s: %w", sock, err))
+		return fail(fmt.Errorf("agent host: %w", err))
 	}
 	if err := os.Chmod(sock, 0o600); err != nil {
 		ln.Close()
@@ -648,7 +649,7 @@ type hostClient struct {
 
 // dialAgentHost connects to the agent host listening on sock.
 func dialAgentHost(sock string) (*hostClient, error) {
-	c, err := net.Dial("unix", sock)
+	c, err := sandbox.DialUnix(sock)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the agent at %s: %w", sock, err)
 	}

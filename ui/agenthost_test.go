@@ -225,3 +225,43 @@ func TestAppTurnedAwayShowsNoEndedRun(t *testing.T) {
 		t.Errorf("the screen shows a fake end:\n%s", s)
 	}
 }
+
+// An agent host whose state directory is deep enough to put its socket past sockaddr_un's 108
+// bytes still listens, and the app reaches it (it failed with "bind: invalid argument").
+func TestAgentHostLongStatePath(t *testing.T) {
+	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
+		t.Skip("no user namespaces")
+	}
+	dir := t.TempDir()
+	project := filepath.Join(dir, "p")
+	writeFiles(t, project, map[string]string{"a.txt": "a\n"})
+	deep := filepath.Join(dir, strings.Repeat("d", 60), strings.Repeat("e", 60), "state")
+	st, err := session.Open(deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk, err := st.LockProject(project, session.LockOptions{Command: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := lk.Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sock := hostSocketPath(agentHostDir(s)); len(sock) <= 108 {
+		t.Fatalf("the socket path %s is short enough for sockaddr_un: the test tries nothing", sock)
+	}
+	j := &Jail{Lock: lk, Session: s, Store: st, Policy: sandbox.Policy{Project: project, NoCache: true}}
+	defer j.Release()
+	t.Cleanup(func() {
+		if h, err := FindAgentHost(s); err == nil {
+			_ = unix.Kill(h.PID, unix.SIGKILL)
+		}
+	})
+	app := newAppPty(t)
+	end := runAgent(j.hostAgent([]string{"/bin/sh", "-c", "echo ready-deep"}, PolicyLayers(j.Policy)), context.Background(), app.tty)
+	app.waitFor(t, "ready-deep")
+	if e := waitEnd(t, end); e.err != nil || e.res.ExitCode != 0 {
+		t.Fatalf("the agent ended with %+v", e)
+	}
+}
