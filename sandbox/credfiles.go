@@ -47,13 +47,33 @@ var credentialNames = func() map[string]bool {
 	return m
 }()
 
+// systemRegistryConfigs are the registry configurations of the system trees the jail shows,
+// readable by others, where an image built for CI may keep a token: npm's global npmrc (prefix
+// /usr and /usr/local) without its credential lines, pip's without the userinfo of its URLs
+// (index-url = https://user:token@host/simple).
+var systemRegistryConfigs = []struct {
+	path  string
+	scrub func(string) string
+}{
+	{"/etc/npmrc", func(c string) string { return withoutKeys(c, "=", registryConfigs[0].keys) }},
+	{"/usr/local/etc/npmrc", func(c string) string { return withoutKeys(c, "=", registryConfigs[0].keys) }},
+	{"/etc/pip.conf", stripUserinfo},
+	{"/etc/xdg/pip/pip.conf", stripUserinfo},
+}
+
 // credentialFiles returns, scrubbed, the credential files that entries (projectDirs) are or lead
-// to.
+// to, and the system's registry configs.
 func credentialFiles(entries []string) []shownConfig {
 	var out []shownConfig
 	regular := func(p string) bool {
 		fi, err := os.Lstat(p)
 		return err == nil && fi.Mode().IsRegular()
+	}
+	for _, rc := range systemRegistryConfigs {
+		if shownSystemFile(rc.path) {
+			b, _ := os.ReadFile(rc.path) // unreadable: shown empty
+			out = append(out, shownConfig{Path: rc.path, Content: rc.scrub(string(b))})
+		}
 	}
 	for _, e := range entries {
 		dir, name := filepath.Split(e)
@@ -93,4 +113,11 @@ func withoutKeys(content, sep string, keys []string) string {
 		b.WriteString(line)
 	}
 	return b.String()
+}
+
+// shownSystemFile reports whether the jail shows system file p as it is: a regular file others
+// may read. One they may not is masked (mask.go) and must stay so.
+func shownSystemFile(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode().IsRegular() && !hiddenFromOthers(uint32(fi.Mode().Perm()))
 }

@@ -154,9 +154,14 @@ var droppedKeys = map[string]bool{
 	"http.extraheader": true, "core.sshcommand": true, "core.askpass": true, "core.gitproxy": true,
 }
 
-// gitConfigs returns the git configuration files the jail shows for project, scrubbed: those
-// of the repositories of the directories dirs (projectDirs), and the files they include that
-// lie in the project or its git directories. Each round reads its files in parallel, a git
+// systemGitConfigs are git's system-wide configuration files, as git built with prefix /usr or
+// /usr/local reads them: the jail shows them with the system trees, and images built for CI set
+// `git config --system url.https://TOKEN@github.com/.insteadOf` there.
+var systemGitConfigs = []string{"/etc/gitconfig", "/usr/local/etc/gitconfig"}
+
+// gitConfigs returns the git configuration files the jail shows for project, scrubbed: the
+// system's, those of the repositories of the directories dirs (projectDirs), and the files they
+// include that lie in the project or its git directories. Each round reads its files in parallel, a git
 // process per file.
 func gitConfigs(project string, dirs []string) []shownConfig {
 	git, err := exec.LookPath("git")
@@ -164,6 +169,11 @@ func gitConfigs(project string, dirs []string) []shownConfig {
 		git = ""
 	}
 	var round []string
+	for _, f := range systemGitConfigs {
+		if shownSystemFile(f) {
+			round = append(round, f)
+		}
+	}
 	for _, d := range dirs {
 		for _, g := range gitDirsOf(d) {
 			round = append(round, configFilesOf(g)...)
