@@ -49,7 +49,7 @@ func newAppPty(t *testing.T) *appPty {
 
 func (p *appPty) waitFor(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		p.mu.Lock()
 		got := p.out.String()
@@ -83,7 +83,7 @@ func waitEnd(t *testing.T, ch chan agentEnd) agentEnd {
 	select {
 	case e := <-ch:
 		return e
-	case <-time.After(30 * time.Second):
+	case <-time.After(90 * time.Second):
 		t.Fatal("the agent connection never ended")
 	}
 	return agentEnd{}

@@ -44,7 +44,8 @@ func (s *tmuxSession) typeText(text string) {
 // screen and which one matched.
 func (s *tmuxSession) wait(d time.Duration, what string, want ...string) (string, string) {
 	s.t.Helper()
-	deadline := time.Now().Add(d)
+	// A busy machine may take many times d; a wait that is met returns at once.
+	deadline := time.Now().Add(max(3*d, time.Minute))
 	for {
 		scr := s.screen()
 		for _, w := range want {
