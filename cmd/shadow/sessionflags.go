@@ -85,7 +85,7 @@ func (f *sessionFlags) recoverSelected(w io.Writer) (*session.Store, string, err
 func recoverProject(st *session.Store, project string, w io.Writer) error {
 	msg, err := st.Recover(project)
 	if msg != "" {
-		fmt.Fprintln(w, "shadow:", msg)
+		sayErr(w, "shadow:", msg)
 	}
 	return err
 }
@@ -110,7 +110,7 @@ func recoverExisting(project string, w io.Writer) error {
 	}
 	msg, err := st.RecoverAll()
 	if msg != "" {
-		fmt.Fprintln(w, "shadow:", msg)
+		sayErr(w, "shadow:", msg)
 	}
 	return err
 }
@@ -137,7 +137,7 @@ func (f *sessionFlags) writeSession(command string, stderr io.Writer) (*session.
 		return nil, nil, err
 	}
 	if lk.Recovered != "" {
-		fmt.Fprintln(stderr, "shadow:", lk.Recovered)
+		sayErr(stderr, "shadow:", lk.Recovered)
 	}
 	var s *session.Session
 	if f.id != "" {
@@ -160,7 +160,7 @@ func (f *sessionFlags) writeSession(command string, stderr io.Writer) (*session.
 // wrote could not be staged.
 func warnIncomplete(w io.Writer, s *session.Session) {
 	if why := s.Incomplete(); why != "" {
-		fmt.Fprintf(w, "shadow: warning: session %s is incomplete, %s; staged files may be missing or cut short\n", s.ID(), why)
+		sayErr(w, "shadow: warning:", fmt.Sprintf("session %s is incomplete, %s; staged files may be missing or cut short", s.ID(), why))
 	}
 	warnDamaged(w, s)
 }
@@ -170,7 +170,7 @@ func warnIncomplete(w io.Writer, s *session.Session) {
 func warnDamaged(w io.Writer, s *session.Session) {
 	steps, err := s.DamagedSteps()
 	if err != nil {
-		fmt.Fprintln(w, "shadow: warning:", err)
+		sayErr(w, "shadow: warning:", err)
 		return
 	}
 	if len(steps) == 0 {
@@ -180,7 +180,7 @@ func warnDamaged(w io.Writer, s *session.Session) {
 	for i, d := range steps {
 		parts[i] = d.ID + ": " + d.Describe()
 	}
-	fmt.Fprintf(w, "shadow: warning: session %s is incomplete, damaged checkpoints (%s); files not as taken are left out, the rest is as staged\n", s.ID(), strings.Join(parts, "; "))
+	sayErr(w, "shadow: warning:", fmt.Sprintf("session %s is incomplete, damaged checkpoints (%s); files not as taken are left out, the rest is as staged", s.ID(), strings.Join(parts, "; ")))
 }
 
 func noSessionHint(err error, project string) error {
