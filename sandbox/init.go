@@ -547,7 +547,7 @@ func newCheckpointer(layer *runLayer, cp checkpointSpec, control *json.Decoder, 
 		c.tick = time.NewTicker(time.Second).C
 	}
 	if c.quiet > 0 {
-		c.budget = newHistoryBudget(layer, 0)
+		c.budget = newHistoryBudget(layer, cp.Budget)
 	}
 	// Measured from before the command started: a write at once, then
 	// quiet, still takes a quiet checkpoint.

@@ -106,6 +106,10 @@ type Policy struct {
 	// once the jail is built and before the command starts: where what the
 	// run writes appears while it goes. Run closes it when RunLayer returns.
 	RunLayer func(dir *os.File) `json:"-"`
+	// CheckpointBudget is the disk the session's checkpoints may use: past
+	// it, quiet checkpoints stop for the run, and a warning says so. Zero:
+	// DefaultCheckpointBudget times the run's layer size; negative: none.
+	CheckpointBudget int64
 	// QuietCheckpoint is how long the run's layer must stay unchanged after
 	// a write for a quiet checkpoint. Zero: 3 seconds; negative: none.
 	QuietCheckpoint time.Duration

@@ -39,6 +39,9 @@ type Config struct {
 	Trust         *string   `toml:"trust"`
 	GitWritable   *bool     `toml:"git-writable"`
 	MaxUpperBytes *Size     `toml:"max-upper-bytes"`
+	// CheckpointBudget is the disk the session's checkpoints may use (default: 4 times
+	// max-upper-bytes); past it quiet checkpoints stop.
+	CheckpointBudget *Size `toml:"checkpoint-budget"`
 	// Protected adds paths (gitignore-style patterns) to the protected list of SPEC §4; a pattern
 	// starting with ! takes paths off the list and out of the dot-file rule.
 	Protected List `toml:"protected"`
@@ -387,6 +390,13 @@ func NarrowProject(user, project Config) (Config, []string) {
 			drop("max-upper-bytes", "it is larger than your own")
 		}
 	}
+	if project.CheckpointBudget != nil {
+		if user.CheckpointBudget == nil || *project.CheckpointBudget <= *user.CheckpointBudget {
+			out.CheckpointBudget = project.CheckpointBudget
+		} else {
+			drop("checkpoint-budget", "it is larger than your own")
+		}
+	}
 	if project.NoCache != nil {
 		if *project.NoCache {
 			out.NoCache = project.NoCache
@@ -465,6 +475,9 @@ func Overlay(user, project Config) Config {
 	}
 	if project.MaxUpperBytes != nil {
 		out.MaxUpperBytes = project.MaxUpperBytes
+	}
+	if project.CheckpointBudget != nil {
+		out.CheckpointBudget = project.CheckpointBudget
 	}
 	out.Protected = append(withUnprotected(user), withUnprotected(project)...)
 	out.Unprotected = nil

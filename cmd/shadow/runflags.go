@@ -37,6 +37,7 @@ type runFlags struct {
 	trust         string
 	gitWritable   bool
 	maxUpperBytes string
+	cpBudget      string
 	explain       bool
 	fs            *pflag.FlagSet
 }
@@ -59,6 +60,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.trust, "trust", "", "run the preflight audit under this profile first (repo, dependency, untrusted) and refuse to start when it blocks")
 	fl.BoolVar(&f.gitWritable, "git-writable", false, "stage writes to .git like the rest instead of making it read-only")
 	fl.StringVar(&f.maxUpperBytes, "max-upper-bytes", "", "size of the run's layer (e.g. 2G; default: half of the memory): the kernel enforces it, writes past it fail with ENOSPC and the run goes on")
+	fl.StringVar(&f.cpBudget, "checkpoint-budget", "", "disk the session's checkpoints may use (e.g. 8G; default: 4 times --max-upper-bytes): past it, quiet checkpoints stop and shadow says so")
 	fl.BoolVar(&f.explain, "explain", false, "print exactly what the preset grants (variables, domains, state directories) and exit")
 }
 
@@ -136,6 +138,15 @@ func (f *runFlags) resolve() (*runSetup, error) {
 		p.MaxUpperBytes = n
 	} else if c.MaxUpperBytes != nil {
 		p.MaxUpperBytes = int64(*c.MaxUpperBytes)
+	}
+	if f.changed("checkpoint-budget") {
+		n, err := session.ParseSize(f.cpBudget)
+		if err != nil {
+			return nil, usageError{msg: "--checkpoint-budget: " + err.Error()}
+		}
+		p.CheckpointBudget = n
+	} else if c.CheckpointBudget != nil {
+		p.CheckpointBudget = int64(*c.CheckpointBudget)
 	}
 	p.AllowDomains, err = proxy.ParseRules(pickSlice(f.changed("allow-domain"), f.allowDomain, c.AllowDomain))
 	if err != nil {
