@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // threadCPU is the CPU time the calling OS thread has used.
@@ -49,9 +51,9 @@ func bigSource(b testing.TB) (*memSource, File) { return spreadSource(7) }
 // spreadSource is bigSource with every nth line changed.
 func spreadSource(every int) (*memSource, File) {
 	old, new := spreadChange(100_000, every)
-	f := File{Path: "big.go", Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile}
-	f.Diff = Compute("big.go", old, new, Options{})
-	src := &memSource{decisions: map[string]map[string]Decision{}}
+	f := File{Path: "big.go", Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile}
+	f.Diff = diff.Compute("big.go", old, new, diff.Options{})
+	src := &memSource{decisions: map[string]map[string]diff.Decision{}}
 	return src, f
 }
 
@@ -59,7 +61,7 @@ func BenchmarkCompute100k(b *testing.B) {
 	old, new := bigChange(100_000)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		fd := Compute("big.go", old, new, Options{})
+		fd := diff.Compute("big.go", old, new, diff.Options{})
 		if len(fd.Hunks) == 0 {
 			b.Fatal("no hunks")
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
@@ -16,9 +17,9 @@ type HostChange struct {
 	Summary string
 	// Diff is the host's change against the pre-image; nil where it cannot be shown (no
 	// pre-image, binary).
-	Diff []Hunk
+	Diff []diff.Hunk
 	// Conflicts are the file's hunks that change lines both sides changed, by hunk id.
-	Conflicts map[string]Conflict
+	Conflicts map[string]diff.Conflict
 }
 
 // rowBase is a row of a conflict hunk that shows the base's lines (line >= 0) or the conflict's
@@ -45,7 +46,7 @@ func (fv *fileView) conflictNotes() []string {
 	n = append(n, "your change since the pre-image (already in the project, not decided here):")
 	rows := 0
 	for _, h := range f.Host.Diff {
-		for _, l := range append([]Line{{Op: '@', Text: h.Header()}}, h.Lines...) {
+		for _, l := range append([]diff.Line{{Op: '@', Text: h.Header()}}, h.Lines...) {
 			if rows == maxHostRows {
 				return append(n, "  … more of your change: see it with git diff")
 			}
@@ -62,7 +63,7 @@ func (fv *fileView) conflictNotes() []string {
 
 // wrapSummary wraps a note to whyWidth, the first row led by lead.
 func wrapSummary(s, lead string) []string {
-	lines := strings.Split(ansi.Wordwrap(EscapeLine(s), whyWidth-len(lead), ""), "\n")
+	lines := strings.Split(ansi.Wordwrap(diff.EscapeLine(s), whyWidth-len(lead), ""), "\n")
 	for i := range lines {
 		if i == 0 {
 			lines[i] = lead + lines[i]
@@ -74,9 +75,9 @@ func wrapSummary(s, lead string) []string {
 }
 
 // conflictOf is the conflict of the hunk with the id, if it is one.
-func (fv *fileView) conflictOf(id string) (Conflict, bool) {
+func (fv *fileView) conflictOf(id string) (diff.Conflict, bool) {
 	if fv.Host == nil {
-		return Conflict{}, false
+		return diff.Conflict{}, false
 	}
 	c, ok := fv.Host.Conflicts[id]
 	return c, ok
@@ -86,7 +87,7 @@ func (fv *fileView) conflictOf(id string) (Conflict, bool) {
 func (fv *fileView) openConflicts() int {
 	n := 0
 	for _, h := range fv.hunks {
-		if _, ok := fv.conflictOf(h.ID); ok && fv.Decisions[h.ID].Verdict == Undecided {
+		if _, ok := fv.conflictOf(h.ID); ok && fv.Decisions[h.ID].Verdict == diff.Undecided {
 			n++
 		}
 	}
@@ -121,24 +122,24 @@ func (fv *fileView) baseRows(hi int) []row {
 func (c *renderCtx) baseRow(r row) string {
 	st := c.m.styles
 	if r.line < 0 {
-		return "  " + st.BadgeAlert.Render(fit(EscapeLine(r.note), c.width-2))
+		return "  " + st.BadgeAlert.Render(fit(diff.EscapeLine(r.note), c.width-2))
 	}
-	return "  " + st.Note.Render(fit(EscapeLine(r.note), c.width-2))
+	return "  " + st.Note.Render(fit(diff.EscapeLine(r.note), c.width-2))
 }
 
 // conflictState is the decision shown in a conflict hunk's header: which side it takes, or the
 // keys that resolve it; state for any other hunk.
-func (c *renderCtx) conflictState(h Hunk, d Decision, state string) string {
+func (c *renderCtx) conflictState(h diff.Hunk, d diff.Decision, state string) string {
 	if _, ok := c.f.conflictOf(h.ID); !ok {
 		return state
 	}
 	st := c.m.styles
 	switch {
-	case d.Verdict == Accepted && (d.Edit != "" || len(d.Lines) > 0):
+	case d.Verdict == diff.Accepted && (d.Edit != "" || len(d.Lines) > 0):
 		return st.HunkAccepted.Render("✓ your edit (conflict resolved)")
-	case d.Verdict == Accepted:
+	case d.Verdict == diff.Accepted:
 		return st.HunkAccepted.Render("✓ the agent's lines (conflict resolved)")
-	case d.Verdict == Rejected:
+	case d.Verdict == diff.Rejected:
 		return st.HunkRejected.Render("✗ yours kept (conflict resolved)")
 	}
 	return st.BadgeAlert.Render("! CONFLICT: a agent's · r yours · e edit")

@@ -7,13 +7,15 @@ import (
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // hostSource is a Source of files the host changed too: one merged with a conflict, one that
 // cannot be merged.
 type hostSource struct {
 	files     []File
-	decisions map[string]map[string]Decision
+	decisions map[string]map[string]diff.Decision
 }
 
 func (s *hostSource) Load() ([]File, error) {
@@ -25,19 +27,19 @@ func (s *hostSource) Load() ([]File, error) {
 	return out, nil
 }
 
-func (s *hostSource) Decide(path, id string, d Decision) error {
+func (s *hostSource) Decide(path, id string, d diff.Decision) error {
 	if s.decisions[path] == nil {
-		s.decisions[path] = map[string]Decision{}
+		s.decisions[path] = map[string]diff.Decision{}
 	}
 	s.decisions[path][id] = d
 	return nil
 }
 
-func (s *hostSource) Apply(Plan) (Outcome, error)     { return Outcome{}, nil }
-func (s *hostSource) Rollback() (Outcome, error)      { return Outcome{}, nil }
-func (s *hostSource) decided(path, id string) Verdict { return s.decisions[path][id].Verdict }
+func (s *hostSource) Apply(Plan) (Outcome, error)          { return Outcome{}, nil }
+func (s *hostSource) Rollback() (Outcome, error)           { return Outcome{}, nil }
+func (s *hostSource) decided(path, id string) diff.Verdict { return s.decisions[path][id].Verdict }
 
-func newHostSource() (*hostSource, Merged) {
+func newHostSource() (*hostSource, diff.Merged) {
 	var base, host, agent []string
 	for i := 1; i <= 30; i++ {
 		l := fmt.Sprintf("line %d\n", i)
@@ -46,14 +48,14 @@ func newHostSource() (*hostSource, Merged) {
 	host[1], host[4] = "host 2\n", "host 5\n"
 	agent[4], agent[24] = "agent 5\n", "agent 25\n"
 	b, h, a := []byte(strings.Join(base, "")), []byte(strings.Join(host, "")), []byte(strings.Join(agent, ""))
-	m := Merge3("both.txt", b, h, a, Options{})
-	merged := File{Path: "both.txt", Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile, Diff: m.Diff,
-		Host: &HostChange{Summary: "you changed this file too", Diff: Compute("both.txt", b, h, Options{}).Hunks, Conflicts: m.Conflicts}}
-	gone := File{Path: "gone.txt", Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile,
+	m := diff.Merge3("both.txt", b, h, a, diff.Options{})
+	merged := File{Path: "both.txt", Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile, Diff: m.Diff,
+		Host: &HostChange{Summary: "you changed this file too", Diff: diff.Compute("both.txt", b, h, diff.Options{}).Hunks, Conflicts: m.Conflicts}}
+	gone := File{Path: "gone.txt", Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile,
 		Conflict: "the host deleted it since its pre-image was taken",
-		Diff:     Compute("gone.txt", []byte("a\n"), []byte("b\n"), Options{}),
+		Diff:     diff.Compute("gone.txt", []byte("a\n"), []byte("b\n"), diff.Options{}),
 		Host:     &HostChange{Summary: "CONFLICT: the host deleted it — apply refuses this path; keep yours, or take the agent's: cp -P x y"}}
-	return &hostSource{files: []File{merged, gone}, decisions: map[string]map[string]Decision{}}, m
+	return &hostSource{files: []File{merged, gone}, decisions: map[string]map[string]diff.Decision{}}, m
 }
 
 // The review shows the host's change, the base of a conflict and the keys that resolve it;
@@ -88,7 +90,7 @@ func TestConflictView(t *testing.T) {
 		}
 	}
 	m = press(t, m, "ctrl+a")
-	if src.decided("both.txt", clean) != Accepted || src.decided("both.txt", conflict) != Undecided {
+	if src.decided("both.txt", clean) != diff.Accepted || src.decided("both.txt", conflict) != diff.Undecided {
 		t.Fatalf("ctrl+a: clean %q, conflict %q; want the conflict left undecided", src.decided("both.txt", clean), src.decided("both.txt", conflict))
 	}
 	// On the base rows of the conflict, r decides the conflict.
@@ -99,7 +101,7 @@ func TestConflictView(t *testing.T) {
 		}
 	}
 	m = press(t, m, "r")
-	if src.decided("both.txt", conflict) != Rejected {
+	if src.decided("both.txt", conflict) != diff.Rejected {
 		t.Fatalf("r on the conflict's base rows did not keep the host's lines: %v", src.decisions)
 	}
 	if v := ansi.Strip(m.View()); !strings.Contains(v, "✗ yours kept (conflict resolved)") || !strings.Contains(v, "H 1✓1✗0·") {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
@@ -11,7 +12,7 @@ import (
 // undoing; each is queued for saving (save.go).
 
 // record sets decisions, queues them for saving and pushes one undo step.
-func (m *Model) record(f *fileView, ds map[string]Decision) {
+func (m *Model) record(f *fileView, ds map[string]diff.Decision) {
 	if len(ds) == 0 {
 		return
 	}
@@ -31,9 +32,9 @@ func (m *Model) record(f *fileView, ds map[string]Decision) {
 }
 
 // set changes one decision in memory and queues it for saving.
-func (m *Model) set(f *fileView, id string, d Decision) {
+func (m *Model) set(f *fileView, id string, d diff.Decision) {
 	f.countsValid = false
-	if d.Verdict == Undecided {
+	if d.Verdict == diff.Undecided {
 		delete(f.Decisions, id)
 	} else {
 		f.Decisions[id] = d
@@ -53,40 +54,40 @@ func (m *Model) indexOf(f *fileView) int {
 
 // decideHunk accepts or rejects the hunk under the cursor, or only its
 // selected lines when some are selected.
-func (m *Model) decideHunk(v Verdict) {
+func (m *Model) decideHunk(v diff.Verdict) {
 	f, hi := m.cursorHunk()
 	if hi < 0 {
 		return
 	}
 	h := f.hunks[hi]
-	d := Decision{Verdict: v}
+	d := diff.Decision{Verdict: v}
 	if sel := f.selected[h.ID]; len(sel) > 0 {
 		// Accepting selected lines takes just them; rejecting them takes
 		// every other changed line.
 		var lines []int
 		changed := 0
 		for i, l := range h.Lines {
-			if l.Op == Context {
+			if l.Op == diff.Context {
 				continue
 			}
 			changed++
-			if sel[i] == (v == Accepted) {
+			if sel[i] == (v == diff.Accepted) {
 				lines = append(lines, i)
 			}
 		}
-		d = Decision{Verdict: Accepted, Lines: lines}
+		d = diff.Decision{Verdict: diff.Accepted, Lines: lines}
 		if len(lines) == 0 {
-			d = Decision{Verdict: Rejected}
+			d = diff.Decision{Verdict: diff.Rejected}
 		}
 		delete(f.selected, h.ID)
 		n, rest := len(sel), english.Count(changed-len(sel), "other changed line")
-		if v == Accepted {
+		if v == diff.Accepted {
 			m.setStatus(fmt.Sprintf("accepted only the %s of the hunk; its %s left out", english.Count(n, "selected line"), rest))
 		} else {
 			m.setStatus(fmt.Sprintf("rejected the %s of the hunk; its %s accepted", english.Count(n, "selected line"), rest))
 		}
 	}
-	m.record(f, map[string]Decision{h.ID: d})
+	m.record(f, map[string]diff.Decision{h.ID: d})
 	m.advance(f, hi)
 }
 
@@ -118,7 +119,7 @@ func (m *Model) moveLine(f *fileView, hi, dir int) {
 		if r.kind != rowLine || int(r.hunk) != hi {
 			break
 		}
-		if f.hunks[hi].Lines[r.line].Op != Context {
+		if f.hunks[hi].Lines[r.line].Op != diff.Context {
 			f.cursor = i
 			m.scrollTo(f)
 			return
@@ -136,7 +137,7 @@ func (m *Model) lineHint(f *fileView, hi int) string {
 	h := f.hunks[hi]
 	changed := 0
 	for _, l := range h.Lines {
-		if l.Op != Context {
+		if l.Op != diff.Context {
 			changed++
 		}
 	}
@@ -160,14 +161,14 @@ func (m *Model) advance(f *fileView, hi int) {
 }
 
 // decideFile accepts or rejects every hunk of the selected file.
-func (m *Model) decideFile(v Verdict) {
+func (m *Model) decideFile(v diff.Verdict) {
 	f := m.file()
 	if f == nil {
 		return
 	}
-	ds := map[string]Decision{}
+	ds := map[string]diff.Decision{}
 	for _, h := range f.hunks {
-		ds[h.ID] = Decision{Verdict: v}
+		ds[h.ID] = diff.Decision{Verdict: v}
 		delete(f.selected, h.ID)
 	}
 	m.record(f, ds)
@@ -184,11 +185,11 @@ func (m *Model) acceptAll() {
 			continue
 		}
 		for _, h := range f.hunks {
-			if _, conflict := f.conflictOf(h.ID); f.Decisions[h.ID].Verdict != Undecided || conflict {
+			if _, conflict := f.conflictOf(h.ID); f.Decisions[h.ID].Verdict != diff.Undecided || conflict {
 				continue
 			}
 			step = append(step, undoEntry{file: fi, id: h.ID, prev: f.Decisions[h.ID]})
-			m.set(f, h.ID, Decision{Verdict: Accepted})
+			m.set(f, h.ID, diff.Decision{Verdict: diff.Accepted})
 			n++
 		}
 	}
@@ -215,7 +216,7 @@ func (m *Model) undoLast() {
 		m.set(f, e.id, e.prev)
 		if !hasHunk(f.hunks, e.id) {
 			// The decision of a hunk split since: show it whole again.
-			f.hunks, _ = Resolve(Items(f.File), f.Decisions)
+			f.hunks, _ = diff.Resolve(Items(f.File), f.Decisions)
 			f.invalidate()
 		}
 	}
@@ -233,7 +234,7 @@ func (m *Model) undoLast() {
 }
 
 // hasHunk reports whether a hunk with the id is among hunks.
-func hasHunk(hunks []Hunk, id string) bool {
+func hasHunk(hunks []diff.Hunk, id string) bool {
 	for _, h := range hunks {
 		if h.ID == id {
 			return true
@@ -248,7 +249,7 @@ func (m *Model) split() {
 	if hi < 0 {
 		return
 	}
-	pieces := Split(f.hunks[hi])
+	pieces := diff.Split(f.hunks[hi])
 	if len(pieces) < 2 {
 		m.setStatus(fmt.Sprintf("this hunk cannot be split further: select its lines with %s on a + or - line, then %s or %s",
 			m.keys.SelectLine.Help().Key, m.keys.Accept.Help().Key, m.keys.Reject.Help().Key))
@@ -258,7 +259,7 @@ func (m *Model) split() {
 	if _, ok := f.Decisions[h.ID]; ok {
 		// The pieces are decided from scratch; undo brings the old
 		// decision back, and the hunk whole.
-		m.record(f, map[string]Decision{h.ID: {}})
+		m.record(f, map[string]diff.Decision{h.ID: {}})
 	}
 	delete(f.selected, h.ID)
 	f.hunks = append(f.hunks[:hi:hi], append(pieces, f.hunks[hi+1:]...)...)
@@ -299,7 +300,7 @@ func (m *Model) toggleLine() {
 	case r.kind == rowHunk:
 		m.setError(fmt.Sprintf("%s selects a + or - line: the cursor is on the hunk's header, move onto a line with j", k.SelectLine.Help().Key))
 		return
-	case f.hunks[r.hunk].Lines[r.line].Op == Context:
+	case f.hunks[r.hunk].Lines[r.line].Op == diff.Context:
 		m.setError(fmt.Sprintf("%s selects a + or - line: this line is unchanged context, move onto a changed one with j/k", k.SelectLine.Help().Key))
 		return
 	}

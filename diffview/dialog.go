@@ -6,6 +6,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
@@ -172,7 +173,7 @@ func (m *Model) planDialog() dialog {
 	} else {
 		items := make([]string, len(p.Write))
 		for i, f := range p.Write {
-			items[i] = fmt.Sprintf("  %s  %d✓ %d✗ %d·", Escape(f.Path), f.Accepted, f.Rejected, f.Undecided)
+			items[i] = fmt.Sprintf("  %s  %d✓ %d✗ %d·", diff.Escape(f.Path), f.Accepted, f.Rejected, f.Undecided)
 		}
 		d.blocks = append(d.blocks, dialogBlock{
 			head:  fmt.Sprintf("Will write %s (✓ accepted, ✗ rejected, · undecided: left as in the project):", english.Count(len(p.Write), "file")),
@@ -182,7 +183,7 @@ func (m *Model) planDialog() dialog {
 	if len(p.LeftOut) > 0 {
 		items := make([]string, len(p.LeftOut))
 		for i, f := range p.LeftOut {
-			items[i] = "  " + st.BadgeAlert.Render(Escape(f.Path)) + "  " + EscapeLine(f.Reason)
+			items[i] = "  " + st.BadgeAlert.Render(diff.Escape(f.Path)) + "  " + diff.EscapeLine(f.Reason)
 		}
 		d.blocks = append(d.blocks, dialogBlock{head: fmt.Sprintf("Left out (%d):", len(p.LeftOut)), items: items})
 	}
@@ -216,13 +217,13 @@ func (m *Model) resultDialog() dialog {
 		}
 		items := make([]string, len(ps))
 		for i, p := range ps {
-			items[i] = "  " + Escape(p)
+			items[i] = "  " + diff.Escape(p)
 		}
 		d.blocks = append(d.blocks, dialogBlock{head: fmt.Sprintf("%s (%d):", head, len(ps)), items: items})
 	}
 	if o.Rollback {
 		if o.ApplyID != "" {
-			d.blocks = append(d.blocks, dialogBlock{text: "rolled back: " + EscapeLine(o.ApplyID)})
+			d.blocks = append(d.blocks, dialogBlock{text: "rolled back: " + diff.EscapeLine(o.ApplyID)})
 		}
 		paths("Put back as before the apply", o.Restored, len(o.Removed) == 0)
 		paths("Created by the apply, removed", o.Removed, false)
@@ -231,7 +232,7 @@ func (m *Model) resultDialog() dialog {
 		}
 	} else {
 		if o.ApplyID != "" {
-			d.blocks = append(d.blocks, dialogBlock{text: "apply id: " + EscapeLine(o.ApplyID)})
+			d.blocks = append(d.blocks, dialogBlock{text: "apply id: " + diff.EscapeLine(o.ApplyID)})
 		}
 		paths("Written", o.Written, len(o.Deleted) == 0)
 		paths("Deleted", o.Deleted, false)
@@ -239,12 +240,12 @@ func (m *Model) resultDialog() dialog {
 	if len(o.LeftOut) > 0 {
 		left := make([]string, len(o.LeftOut))
 		for i, p := range o.LeftOut {
-			left[i] = "  " + st.BadgeAlert.Render(Escape(p))
+			left[i] = "  " + st.BadgeAlert.Render(diff.Escape(p))
 		}
 		d.blocks = append(d.blocks, dialogBlock{head: fmt.Sprintf("Left out (%d):", len(o.LeftOut)), items: left})
 	}
 	if o.Message != "" {
-		d.blocks = append(d.blocks, dialogBlock{text: EscapeLine(o.Message)})
+		d.blocks = append(d.blocks, dialogBlock{text: diff.EscapeLine(o.Message)})
 	}
 	return d
 }

@@ -8,6 +8,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // The confirmations show their title and their keys at every size the
@@ -46,7 +48,7 @@ func TestConfirmAtMinimumSize(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		p := fmt.Sprintf("gen/file%02d.txt", i)
 		src.base[p], src.staged[p] = "a\n", "b\n"
-		src.meta[p] = File{Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile}
+		src.meta[p] = File{Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile}
 	}
 	m := open(t, src, MinWidth, MinHeight)
 	m = press(t, m, "ctrl+a", "w")

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // Editing a hunk in $EDITOR: the hunk goes to a temporary file, the editor
@@ -21,10 +23,10 @@ func (m *Model) editCmd() tea.Cmd {
 		return nil
 	}
 	h := f.hunks[hi]
-	text := EditText(h)
+	text := diff.EditText(h)
 	if d := f.Decisions[h.ID]; d.Edit != "" {
-		if e, err := ParseEdit(h, d.Edit); err == nil {
-			text = EditText(e)
+		if e, err := diff.ParseEdit(h, d.Edit); err == nil {
+			text = diff.EditText(e)
 		}
 	}
 	fi := m.indexOf(f)
@@ -81,8 +83,8 @@ func (m *Model) edited(msg editedMsg) {
 		if h.ID != msg.id {
 			continue
 		}
-		e, err := ParseEdit(h, msg.text)
-		if errors.Is(err, ErrEmptyEdit) {
+		e, err := diff.ParseEdit(h, msg.text)
+		if errors.Is(err, diff.ErrEmptyEdit) {
 			m.setStatus("edit abandoned")
 			return
 		}
@@ -90,7 +92,7 @@ func (m *Model) edited(msg editedMsg) {
 			m.setError(fmt.Sprintf("edit hunk: %v", err))
 			return
 		}
-		m.record(f, map[string]Decision{h.ID: {Verdict: Accepted, Edit: e.Text()}})
+		m.record(f, map[string]diff.Decision{h.ID: {Verdict: diff.Accepted, Edit: e.Text()}})
 		m.setStatus("edited hunk accepted")
 		return
 	}

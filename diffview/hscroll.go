@@ -5,6 +5,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // Horizontal scrolling: the diff pane shows each line from the file's left
@@ -21,7 +23,7 @@ const scanChunk = 256
 // prepared whole and skip is off; a longer one (a minified file's megabyte
 // line) from the chunk that holds cell off, so that scrolling far right
 // costs a scan, not a render of everything before it. col is the tab column
-// at the start of text, for escapeFrom; skip is the cells of text to leave
+// at the start of text, for EscapeFrom; skip is the cells of text to leave
 // out before cell off; more is whether the line goes on after text.
 func window(s string, off int) (text string, col, skip int, more bool) {
 	if off <= 0 || len(s) <= maxRenderBytes {
@@ -31,7 +33,7 @@ func window(s string, off int) (text string, col, skip int, more bool) {
 	cells, at := 0, 0
 	for at < len(s) {
 		end := runeStart(s, min(len(s), at+scanChunk), at)
-		pieces, next := escapeFrom(s[at:end], col)
+		pieces, next := diff.EscapeFrom(s[at:end], col)
 		w := piecesWidth(pieces)
 		if cells+w > off {
 			break
@@ -53,8 +55,8 @@ func cellsFrom(s string, col, limit int) int {
 	cells, at := 0, 0
 	for at < len(s) && cells <= limit {
 		end := runeStart(s, min(len(s), at+scanChunk), at)
-		var pieces []Piece
-		pieces, col = escapeFrom(s[at:end], col)
+		var pieces []diff.Piece
+		pieces, col = diff.EscapeFrom(s[at:end], col)
 		cells += piecesWidth(pieces)
 		at = end
 	}
@@ -73,7 +75,7 @@ func runeStart(s string, i, floor int) int {
 }
 
 // piecesWidth is the cells the pieces take on screen.
-func piecesWidth(pieces []Piece) int {
+func piecesWidth(pieces []diff.Piece) int {
 	w := 0
 	for _, p := range pieces {
 		w += ansi.StringWidth(p.Text)
@@ -150,9 +152,9 @@ func (m *Model) revealMatch(f *fileView, r row, needle string) {
 		if i < 0 {
 			continue
 		}
-		pieces, _ := escapeFrom(text[:i], 0)
+		pieces, _ := diff.EscapeFrom(text[:i], 0)
 		at := piecesWidth(pieces)
-		n := piecesWidth(EscapePieces(text[i : i+len(needle)]))
+		n := piecesWidth(diff.EscapePieces(text[i : i+len(needle)]))
 		tw := m.textWidth(f) - 2 // room for the "‹" and the "›"
 		if at < f.left || at+n > f.left+tw {
 			f.left = max(0, at-tw/3)

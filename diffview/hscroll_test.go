@@ -7,10 +7,12 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // screenText is the screen text of pieces.
-func screenText(pieces []Piece) string {
+func screenText(pieces []diff.Piece) string {
 	var b strings.Builder
 	for _, p := range pieces {
 		b.WriteString(p.Text)
@@ -26,9 +28,9 @@ func TestWindowMatchesWholeLine(t *testing.T) {
 	for _, s := range []string{"short\tline\x00here", strings.Repeat("0123456789", 500), long} {
 		for _, off := range []int{0, 1, 7, 100, 999, 4097, 20000, 60000} {
 			const w = 70
-			want := ansi.Cut(screenText(EscapePieces(s)), off, off+w)
+			want := ansi.Cut(screenText(diff.EscapePieces(s)), off, off+w)
 			text, col, skip, _ := window(s, off)
-			pieces, _ := escapeFrom(text, col)
+			pieces, _ := diff.EscapeFrom(text, col)
 			if got := ansi.Cut(screenText(pieces), skip, skip+w); got != want {
 				t.Errorf("line of %d bytes from cell %d:\n got %q\nwant %q", len(s), off, got, want)
 			}
@@ -44,8 +46,8 @@ func wideSource() *memSource {
 	return &memSource{
 		base:      map[string]string{"wide.go": base},
 		staged:    map[string]string{"wide.go": staged},
-		meta:      map[string]File{"wide.go": {Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile}},
-		decisions: map[string]map[string]Decision{},
+		meta:      map[string]File{"wide.go": {Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile}},
+		decisions: map[string]map[string]diff.Decision{},
 		project:   map[string]string{},
 	}
 }

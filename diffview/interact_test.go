@@ -2,6 +2,7 @@ package diffview
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 	"github.com/charmbracelet/x/vt"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 const mainGo = "cmd/app/main.go"
@@ -36,16 +39,16 @@ func TestDecideUndoSaved(t *testing.T) {
 	if _, ok := src.decisions[mainGo][h1]; ok {
 		t.Errorf("undone decision still stored")
 	}
-	if src.decisions[mainGo][h0].Verdict != Accepted {
+	if src.decisions[mainGo][h0].Verdict != diff.Accepted {
 		t.Errorf("first decision lost by undo")
 	}
 	// R rejects the file; one undo restores both hunks' previous state.
 	m = press(t, m, "R")
-	if src.decisions[mainGo][h0].Verdict != Rejected || src.decisions[mainGo][h1].Verdict != Rejected {
+	if src.decisions[mainGo][h0].Verdict != diff.Rejected || src.decisions[mainGo][h1].Verdict != diff.Rejected {
 		t.Fatalf("R did not reject both hunks: %v", src.decisions[mainGo])
 	}
 	press(t, m, "u")
-	if src.decisions[mainGo][h0].Verdict != Accepted {
+	if src.decisions[mainGo][h0].Verdict != diff.Accepted {
 		t.Errorf("undo of R: first hunk %q, want accept", src.decisions[mainGo][h0].Verdict)
 	}
 	if _, ok := src.decisions[mainGo][h1]; ok {
@@ -108,7 +111,7 @@ func TestLineSelection(t *testing.T) {
 	}
 	rows := m.file().rows(false)
 	r := rows[m.file().cursor]
-	if r.kind != rowLine || m.file().hunks[r.hunk].Lines[r.line].Op != Insert {
+	if r.kind != rowLine || m.file().hunks[r.hunk].Lines[r.line].Op != diff.Insert {
 		t.Fatalf("cursor not on the added line: %+v", r)
 	}
 	m = press(t, m, "space")
@@ -187,8 +190,8 @@ func TestMouseWheel(t *testing.T) {
 	src := &memSource{
 		base:      map[string]string{"big.txt": numbered(1, 200)},
 		staged:    map[string]string{"big.txt": strings.ReplaceAll(numbered(1, 200), "l", "L")},
-		meta:      map[string]File{"big.txt": {Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile}},
-		decisions: map[string]map[string]Decision{},
+		meta:      map[string]File{"big.txt": {Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile}},
+		decisions: map[string]map[string]diff.Decision{},
 		project:   map[string]string{},
 	}
 	m := open(t, src, 80, 24)
@@ -372,8 +375,8 @@ func TestLongLineRendersFast(t *testing.T) {
 	src := &memSource{
 		base:      map[string]string{"app.min.js": long + "\n"},
 		staged:    map[string]string{"app.min.js": strings.Replace(long, "b+1", "b+2", 1) + "\n"},
-		meta:      map[string]File{"app.min.js": {Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile}},
-		decisions: map[string]map[string]Decision{},
+		meta:      map[string]File{"app.min.js": {Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile}},
+		decisions: map[string]map[string]diff.Decision{},
 		project:   map[string]string{},
 	}
 	m := open(t, src, 160, 48)
@@ -406,7 +409,7 @@ func TestSplitDecidedThenUndo(t *testing.T) {
 	if len(f.hunks) != 2 || f.hunks[0].ID != h0 {
 		t.Fatalf("undo of the split decision: %d hunks, first %s; want the whole hunk back", len(f.hunks), f.hunks[0].ID)
 	}
-	if src.decisions[mainGo][h0].Verdict != Accepted {
+	if src.decisions[mainGo][h0].Verdict != diff.Accepted {
 		t.Errorf("undo did not restore the accepted hunk")
 	}
 }
@@ -427,4 +430,13 @@ func TestReadOnly(t *testing.T) {
 	if v := ansi.Strip(m.View()); strings.Contains(v, "accept hunk") || !strings.Contains(v, "next hunk") {
 		t.Errorf("read-only help lists the wrong keys:\n%s", v)
 	}
+}
+
+// numbered is the lines "l<from>\n" … "l<to>\n".
+func numbered(from, to int) string {
+	var b strings.Builder
+	for i := from; i <= to; i++ {
+		fmt.Fprintf(&b, "l%d\n", i)
+	}
+	return b.String()
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // threeLines is a file whose one hunk adds three lines: too small to split,
@@ -14,8 +16,8 @@ func threeLines() *memSource {
 	return &memSource{
 		base:      map[string]string{"f.txt": "x\n"},
 		staged:    map[string]string{"f.txt": "x\none\ntwo\nthree\n"},
-		meta:      map[string]File{"f.txt": {Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile}},
-		decisions: map[string]map[string]Decision{},
+		meta:      map[string]File{"f.txt": {Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile}},
+		decisions: map[string]map[string]diff.Decision{},
 		project:   map[string]string{"f.txt": "x\n"},
 	}
 }
@@ -45,7 +47,7 @@ func diffLines(screen string) map[string]string {
 func TestSelectLinesOfAHunk(t *testing.T) {
 	src := threeLines()
 	m := open(t, src, 80, 12)
-	if n := len(Split(m.file().hunks[0])); n != 1 {
+	if n := len(diff.Split(m.file().hunks[0])); n != 1 {
 		t.Fatalf("the hunk splits into %d pieces, want 1", n)
 	}
 	m = press(t, m, "s")

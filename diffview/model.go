@@ -9,6 +9,8 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // pane is which side of the screen has the keyboard.
@@ -85,14 +87,14 @@ type Model struct {
 // save is one decision to persist.
 type save struct {
 	path, id string
-	d        Decision
+	d        diff.Decision
 }
 
 // undoEntry restores one hunk's previous decision.
 type undoEntry struct {
 	file int
 	id   string
-	prev Decision
+	prev diff.Decision
 }
 
 // Option configures a Model.
@@ -292,10 +294,10 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 
 // setError shows an error in the status line.
 // Messages carry paths and errors from the change set, so they are escaped.
-func (m *Model) setError(s string) { m.status, m.statusErr = EscapeLine(s), true }
+func (m *Model) setError(s string) { m.status, m.statusErr = diff.EscapeLine(s), true }
 
 // setStatus shows a message in the status line.
-func (m *Model) setStatus(s string) { m.status, m.statusErr = EscapeLine(s), false }
+func (m *Model) setStatus(s string) { m.status, m.statusErr = diff.EscapeLine(s), false }
 
 // key handles a key press according to the mode.
 func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
@@ -433,9 +435,9 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 			m.setStatus("every step: the whole change set")
 		}
 	case key.Matches(msg, k.Accept), key.Matches(msg, k.Reject):
-		v := Accepted
+		v := diff.Accepted
 		if key.Matches(msg, k.Reject) {
-			v = Rejected
+			v = diff.Rejected
 		}
 		if m.focus == treePane {
 			m.decideFile(v)
@@ -444,10 +446,10 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		}
 		return m, m.flush()
 	case key.Matches(msg, k.AcceptFile):
-		m.decideFile(Accepted)
+		m.decideFile(diff.Accepted)
 		return m, m.flush()
 	case key.Matches(msg, k.RejectFile):
-		m.decideFile(Rejected)
+		m.decideFile(diff.Rejected)
 		return m, m.flush()
 	case key.Matches(msg, k.AcceptAll):
 		m.acceptAll()

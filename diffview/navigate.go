@@ -2,6 +2,8 @@ package diffview
 
 import (
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // Moving around: the cursor of each pane, scrolling, the mouse, jumps to
@@ -162,7 +164,7 @@ func (m *Model) nextUndecided() {
 			if step == n && hi > start {
 				break
 			}
-			if fv.Decisions[h.ID].Verdict != Undecided || !fv.showsHunk(hi) {
+			if fv.Decisions[h.ID].Verdict != diff.Undecided || !fv.showsHunk(hi) {
 				continue
 			}
 			if fv.Ignored && !fv.expanded {

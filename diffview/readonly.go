@@ -3,6 +3,8 @@ package diffview
 import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // ReadOnlyReporter is a Source that can be read-only: another process holds
@@ -33,7 +35,7 @@ func (m *Model) setReadOnly(why string) {
 		why = defaultReadOnly
 	}
 	old := m.readOnlyWhy
-	m.readOnly, m.readOnlyWhy = why != "", EscapeLine(why)
+	m.readOnly, m.readOnlyWhy = why != "", diff.EscapeLine(why)
 	// The reason shows until a key or a message takes the status line.
 	switch {
 	case m.statusErr:

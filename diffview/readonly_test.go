@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // lockedSource is a source another process holds for as long as why is
@@ -23,7 +25,7 @@ func (s *lockedSource) ReadOnly() string {
 	return s.why
 }
 
-func (s *lockedSource) Decide(path, id string, d Decision) error {
+func (s *lockedSource) Decide(path, id string, d diff.Decision) error {
 	if why := s.ReadOnly(); why != "" {
 		return errors.New(why)
 	}
@@ -87,7 +89,7 @@ func TestReadOnlySourceRefusesWithReason(t *testing.T) {
 // failingSource saves nothing: every Decide fails.
 type failingSource struct{ *memSource }
 
-func (failingSource) Decide(string, string, Decision) error {
+func (failingSource) Decide(string, string, diff.Decision) error {
 	return errors.New("session was opened read-only")
 }
 
@@ -99,7 +101,7 @@ func TestUnsavedDecisionIsNotShown(t *testing.T) {
 	m = selectPath(t, m, mainGo)
 	m = press(t, m, "a")
 	v := ansi.Strip(m.View())
-	if strings.Contains(v, "✓ accepted") || m.file().Decisions[m.file().hunks[0].ID].Verdict != Undecided {
+	if strings.Contains(v, "✓ accepted") || m.file().Decisions[m.file().hunks[0].ID].Verdict != diff.Undecided {
 		t.Errorf("an unsaved decision is shown as made:\n%s", v)
 	}
 	if !strings.Contains(v, "not saved: ") || !strings.Contains(v, "opened read-only") {

@@ -11,6 +11,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/internal/quote"
 )
 
 // memSource is an in-memory change set for tests: base and staged
@@ -20,7 +23,7 @@ type memSource struct {
 	base      map[string]string
 	staged    map[string]string // a missing key: deleted
 	meta      map[string]File   // status, modes and badges by path
-	decisions map[string]map[string]Decision
+	decisions map[string]map[string]diff.Decision
 	saved     []string // "path id verdict", in the order saved
 	project   map[string]string
 	undo      []map[string]*string
@@ -32,20 +35,20 @@ func (s *memSource) Load() ([]File, error) {
 	var files []File
 	for p, f := range s.meta {
 		f.Path = p
-		f.Diff = Compute(p, []byte(s.base[p]), []byte(s.staged[p]), Options{})
+		f.Diff = diff.Compute(p, []byte(s.base[p]), []byte(s.staged[p]), diff.Options{})
 		f.Decisions = maps.Clone(s.decisions[p])
 		files = append(files, f)
 	}
 	return files, nil
 }
 
-func (s *memSource) Decide(path, id string, d Decision) error {
+func (s *memSource) Decide(path, id string, d diff.Decision) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.decisions[path] == nil {
-		s.decisions[path] = map[string]Decision{}
+		s.decisions[path] = map[string]diff.Decision{}
 	}
-	if d.Verdict == Undecided {
+	if d.Verdict == diff.Undecided {
 		delete(s.decisions[path], id)
 	} else {
 		s.decisions[path][id] = d
@@ -63,7 +66,7 @@ func (s *memSource) Apply(plan Plan) (Outcome, error) {
 		p := pf.Path
 		f := s.meta[p]
 		f.Path = p
-		f.Diff = Compute(p, []byte(s.base[p]), []byte(s.staged[p]), Options{})
+		f.Diff = diff.Compute(p, []byte(s.base[p]), []byte(s.staged[p]), diff.Options{})
 		if old, ok := s.project[p]; ok {
 			prior[p] = &old
 		} else {
@@ -71,13 +74,13 @@ func (s *memSource) Apply(plan Plan) (Outcome, error) {
 		}
 		items := Items(f)
 		if items[0].Lines == nil {
-			if s.decisions[p][items[0].ID].Verdict == Accepted {
+			if s.decisions[p][items[0].ID].Verdict == diff.Accepted {
 				s.project[p] = s.staged[p]
 			}
 			out.Written = append(out.Written, p)
 			continue
 		}
-		got, err := Apply([]byte(s.base[p]), f.Diff.Hunks, s.decisions[p])
+		got, err := diff.Apply([]byte(s.base[p]), f.Diff.Hunks, s.decisions[p])
 		if err != nil {
 			return out, err
 		}
@@ -142,16 +145,16 @@ func fixture() *memSource {
 			"link":              "../../etc/passwd",
 		},
 		meta: map[string]File{
-			"cmd/app/main.go":   {Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile},
-			"README.md":         {Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile},
-			"old.txt":           {Status: StatusDeleted, OldMode: ModeFile},
-			"logo.png":          {Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile, Binary: true, OldSize: 6, NewSize: 7},
-			".github/ci.yml":    {Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile, Protected: true},
-			"node_modules/x.js": {Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile, Ignored: true},
-			evil:                {Status: StatusAdded, NewMode: ModeExecutable, Findings: []string{"DEP013 exfiltration indicator"}},
-			"link":              {Status: StatusAdded, NewMode: ModeSymlink},
+			"cmd/app/main.go":   {Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile},
+			"README.md":         {Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile},
+			"old.txt":           {Status: StatusDeleted, OldMode: diff.ModeFile},
+			"logo.png":          {Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile, Binary: true, OldSize: 6, NewSize: 7},
+			".github/ci.yml":    {Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile, Protected: true},
+			"node_modules/x.js": {Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile, Ignored: true},
+			evil:                {Status: StatusAdded, NewMode: diff.ModeExecutable, Findings: []string{"DEP013 exfiltration indicator"}},
+			"link":              {Status: StatusAdded, NewMode: diff.ModeSymlink},
 		},
-		decisions: map[string]map[string]Decision{},
+		decisions: map[string]map[string]diff.Decision{},
 		project:   map[string]string{},
 	}
 	// The binary file has no text hunks: it is decided whole.
@@ -321,7 +324,7 @@ func checkScreen(t *testing.T, v string, w, h int) {
 	}
 	plain := ansi.Strip(v)
 	for _, r := range plain {
-		if r != '\n' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || invisible(r)) {
+		if r != '\n' && quote.Unsafe(r) {
 			t.Fatalf("raw %U on screen", r)
 		}
 	}

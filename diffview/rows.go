@@ -7,6 +7,7 @@ import (
 	"github.com/alecthomas/chroma/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
@@ -35,7 +36,7 @@ type row struct {
 // and the rows that show them, built when the file is first shown.
 type fileView struct {
 	File
-	hunks    []Hunk
+	hunks    []diff.Hunk
 	expanded bool // an ignored file's hunks are shown
 	// step is how the file shows while the view is narrowed to one step of the history (nil: all
 	// of it).
@@ -71,11 +72,11 @@ const maxCache = 8192
 // newFileView prepares a file for display.
 func newFileView(f File) *fileView {
 	if f.Decisions == nil {
-		f.Decisions = map[string]Decision{}
+		f.Decisions = map[string]diff.Decision{}
 	}
 	fv := &fileView{File: f, selected: map[string]map[int]bool{}}
 	// Hunks that were split when decided come back split.
-	fv.hunks, _ = Resolve(Items(f), f.Decisions)
+	fv.hunks, _ = diff.Resolve(Items(f), f.Decisions)
 	return fv
 }
 
@@ -104,7 +105,7 @@ func (fv *fileView) notes() []string {
 	var n []string
 	switch {
 	case f.Status == StatusRenamed:
-		n = append(n, fmt.Sprintf("renamed from %s", Escape(f.OldPath)))
+		n = append(n, fmt.Sprintf("renamed from %s", diff.Escape(f.OldPath)))
 	case f.Status == StatusAdded:
 		n = append(n, fmt.Sprintf("new file, mode %06o", f.NewMode))
 	case f.Status == StatusDeleted:
@@ -122,14 +123,14 @@ func (fv *fileView) notes() []string {
 	if f.TooLarge {
 		n = append(n, noteRows(fmt.Sprintf("too large to show here (%s): accept or reject it as a whole", f.sizes()))...)
 		if f.ShowCommand != "" {
-			n = append(n, noteRows("see its diff with: "+EscapeLine(f.ShowCommand))...)
+			n = append(n, noteRows("see its diff with: "+diff.EscapeLine(f.ShowCommand))...)
 		}
 	}
 	if f.Special != "" {
 		n = append(n, fmt.Sprintf("special file (%s): listed, never applied", f.Special))
 	}
 	if f.Note != "" {
-		n = append(n, EscapeLine(f.Note))
+		n = append(n, diff.EscapeLine(f.Note))
 	}
 	if f.Protected && f.ProtectedWhy != "" {
 		n = append(n, "PROTECTED path: not applied without --allow-protected")
@@ -213,7 +214,7 @@ func (fv *fileView) build() {
 			for i := range partner {
 				partner[i] = -1
 			}
-			for _, p := range Pairs(h.Lines) {
+			for _, p := range diff.Pairs(h.Lines) {
 				partner[p[0]], partner[p[1]] = int32(p[1]), int32(p[0])
 			}
 			o, n := h.OldStart, h.NewStart
@@ -221,14 +222,14 @@ func (fv *fileView) build() {
 			for li, l := range h.Lines {
 				r := row{kind: rowLine, hunk: int32(hi), line: int32(li), right: -1, partner: partner[li]}
 				switch l.Op {
-				case Context:
+				case diff.Context:
 					r.oldNo, r.newNo = int32(o), int32(n)
 					o++
 					n++
-				case Delete:
+				case diff.Delete:
 					r.oldNo = int32(o)
 					o++
-				case Insert:
+				case diff.Insert:
 					r.newNo = int32(n)
 					n++
 				}
@@ -241,7 +242,7 @@ func (fv *fileView) build() {
 }
 
 // buildSideBySide turns unified rows into side-by-side rows, hunk by hunk.
-func buildSideBySide(uni []row, hunks []Hunk) []row {
+func buildSideBySide(uni []row, hunks []diff.Hunk) []row {
 	out := make([]row, 0, len(uni))
 	i := 0
 	for i < len(uni) {
@@ -262,23 +263,23 @@ func buildSideBySide(uni []row, hunks []Hunk) []row {
 
 // sideBySide pairs a hunk's unified rows into two columns: context on both
 // sides, each block of removed lines beside the added lines that follow it.
-func sideBySide(lines []row, h Hunk) []row {
+func sideBySide(lines []row, h diff.Hunk) []row {
 	var out []row
 	i := 0
 	for i < len(lines) {
 		r := lines[i]
-		if h.Lines[r.line].Op == Context {
+		if h.Lines[r.line].Op == diff.Context {
 			r.right = r.line
 			out = append(out, r)
 			i++
 			continue
 		}
 		var dels, adds []row
-		for i < len(lines) && h.Lines[lines[i].line].Op == Delete {
+		for i < len(lines) && h.Lines[lines[i].line].Op == diff.Delete {
 			dels = append(dels, lines[i])
 			i++
 		}
-		for i < len(lines) && h.Lines[lines[i].line].Op == Insert {
+		for i < len(lines) && h.Lines[lines[i].line].Op == diff.Insert {
 			adds = append(adds, lines[i])
 			i++
 		}
@@ -297,9 +298,9 @@ func sideBySide(lines []row, h Hunk) []row {
 }
 
 // decision is the saved decision of the file's hunk hi.
-func (fv *fileView) decision(hi int) Decision {
+func (fv *fileView) decision(hi int) diff.Decision {
 	if hi < 0 || hi >= len(fv.hunks) {
-		return Decision{}
+		return diff.Decision{}
 	}
 	return fv.Decisions[fv.hunks[hi].ID]
 }

@@ -6,6 +6,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
@@ -49,7 +50,7 @@ func (m *Model) flush() tea.Cmd {
 		}
 		for _, s := range batch {
 			if err := src.Decide(s.path, s.id, s.d); err != nil {
-				return savedMsg{err: fmt.Errorf("%s: %w", Escape(s.path), err)}
+				return savedMsg{err: fmt.Errorf("%s: %w", diff.Escape(s.path), err)}
 			}
 		}
 		return savedMsg{}
@@ -69,7 +70,7 @@ func (m *Model) applyCmd(rollback bool) tea.Cmd {
 		}
 		for _, s := range batch {
 			if err := src.Decide(s.path, s.id, s.d); err != nil {
-				return appliedMsg{err: fmt.Errorf("%s: %w", Escape(s.path), err), rollback: rollback, unsaved: true}
+				return appliedMsg{err: fmt.Errorf("%s: %w", diff.Escape(s.path), err), rollback: rollback, unsaved: true}
 			}
 		}
 		var out Outcome
@@ -114,10 +115,10 @@ func (m Model) applied(msg appliedMsg) (Model, tea.Cmd) {
 		s += fmt.Sprintf(", %d left out", len(out.LeftOut))
 	}
 	if out.ApplyID != "" {
-		s += " (" + EscapeLine(out.ApplyID) + ")"
+		s += " (" + diff.EscapeLine(out.ApplyID) + ")"
 	}
 	if out.Message != "" {
-		s += ": " + EscapeLine(out.Message)
+		s += ": " + diff.EscapeLine(out.Message)
 	}
 	if out.CanRollback() {
 		s += " — " + m.keys.Rollback.Help().Key + " rolls back"

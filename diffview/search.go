@@ -2,6 +2,8 @@ package diffview
 
 import (
 	"strings"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // Search: finding a text across the files' rows, and marking its matches.
@@ -38,13 +40,13 @@ func (m *Model) find(dir int, skipCurrent bool) {
 				m.focus = diffPane
 				m.clampAll()
 				m.revealMatch(f, rows[i], needle)
-				m.setStatus("/" + EscapeLine(m.search))
+				m.setStatus("/" + diff.EscapeLine(m.search))
 				return
 			}
 		}
 		fi = (fi + dir + len(m.files)) % len(m.files)
 	}
-	m.setError("not found: " + EscapeLine(m.search))
+	m.setError("not found: " + diff.EscapeLine(m.search))
 }
 
 // containsFold reports whether hay contains needle (already lower-case),

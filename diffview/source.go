@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // Status is how a path changed.
@@ -42,8 +44,8 @@ type File struct {
 	TooLarge    bool
 	ShowCommand string
 	// Diff holds the hunks; for a symlink, the diff of its target.
-	Diff      FileDiff
-	Decisions map[string]Decision
+	Diff      diff.FileDiff
+	Decisions map[string]diff.Decision
 
 	// Host is set when the host changed the file too (SPEC §13): its change, and the
 	// conflicts among the hunks, which are then the merge on the host's file.
@@ -51,7 +53,7 @@ type File struct {
 }
 
 // Symlink reports whether either side of the file is a symlink.
-func (f File) Symlink() bool { return isLink(f.OldMode) || isLink(f.NewMode) }
+func (f File) Symlink() bool { return diff.IsLink(f.OldMode) || diff.IsLink(f.NewMode) }
 
 // Source is what the review browser reads and acts on; the session
 // implements it. Every method may do I/O and is only called from tea
@@ -60,7 +62,7 @@ type Source interface {
 	// Load returns the changed files with their saved decisions.
 	Load() ([]File, error)
 	// Decide saves one hunk's decision (Undecided removes it).
-	Decide(path, hunkID string, d Decision) error
+	Decide(path, hunkID string, d diff.Decision) error
 	// Apply writes exactly the files of plan.Write, with their saved
 	// decisions, and says what it did.
 	Apply(plan Plan) (Outcome, error)
@@ -114,21 +116,21 @@ func WholeFileID(path string) string {
 
 // Items are the decidable units of a file: its hunks, or one whole-file
 // item (with no lines) when it has none or is binary.
-func Items(f File) []Hunk {
+func Items(f File) []diff.Hunk {
 	if len(f.Diff.Hunks) > 0 && !f.Binary {
 		return f.Diff.Hunks
 	}
-	return []Hunk{{ID: WholeFileID(f.Path), Path: f.Path}}
+	return []diff.Hunk{{ID: WholeFileID(f.Path), Path: f.Path}}
 }
 
 // counts tallies a file's hunks by verdict; a hunk split into pieces counts
 // once per piece.
-func counts(hunks []Hunk, d map[string]Decision) (acc, rej, und int) {
+func counts(hunks []diff.Hunk, d map[string]diff.Decision) (acc, rej, und int) {
 	for _, h := range hunks {
 		switch d[h.ID].Verdict {
-		case Accepted:
+		case diff.Accepted:
 			acc++
-		case Rejected:
+		case diff.Rejected:
 			rej++
 		default:
 			und++
@@ -145,13 +147,13 @@ func counts(hunks []Hunk, d map[string]Decision) (acc, rej, und int) {
 func MakePlan(files []File) Plan {
 	var p Plan
 	for _, f := range files {
-		_, ds := Resolve(Items(f), f.Decisions)
+		_, ds := diff.Resolve(Items(f), f.Decisions)
 		pf := PlanFile{Path: f.Path}
 		for _, d := range ds {
 			switch d.Verdict {
-			case Accepted:
+			case diff.Accepted:
 				pf.Accepted++
-			case Rejected:
+			case diff.Rejected:
 				pf.Rejected++
 			default:
 				pf.Undecided++

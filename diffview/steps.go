@@ -9,6 +9,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
@@ -34,7 +35,7 @@ type Step struct {
 // and Later from the tree after it to the last (what the later steps changed). Each patch is of
 // one path (OldPath and NewPath are the same).
 type StepChanges struct {
-	Step, Later []FilePatch
+	Step, Later []diff.FilePatch
 	// Files, Added and Removed are what the step changed, counted as `shadow log` counts it
 	// (session.CountStep): a step whose work a later one undid still changed them.
 	Files, Added, Removed int
@@ -70,7 +71,7 @@ type stepMarks struct {
 // markSteps works out, for every path the step changed, where its changes lie in the path's
 // latest text.
 func markSteps(sc StepChanges) map[string]*stepMarks {
-	later := make(map[string]FilePatch, len(sc.Later))
+	later := make(map[string]diff.FilePatch, len(sc.Later))
 	for _, p := range sc.Later {
 		later[patchPath(p)] = p
 	}
@@ -82,7 +83,7 @@ func markSteps(sc StepChanges) map[string]*stepMarks {
 	return out
 }
 
-func patchPath(p FilePatch) string {
+func patchPath(p diff.FilePatch) string {
 	if p.NewPath != "" {
 		return p.NewPath
 	}
@@ -91,7 +92,7 @@ func patchPath(p FilePatch) string {
 
 // markStep is stepMarks of one path: step is what the step did to it, later (when changedLater)
 // what the later steps did.
-func markStep(step, later FilePatch, changedLater bool) *stepMarks {
+func markStep(step, later diff.FilePatch, changedLater bool) *stepMarks {
 	m := &stepMarks{mode: step.OldMode != step.NewMode && step.OldMode != 0 && step.NewMode != 0}
 	if textless(step) || (changedLater && textless(later)) {
 		m.whole = true
@@ -100,15 +101,15 @@ func markStep(step, later FilePatch, changedLater bool) *stepMarks {
 	// The step's positions in the text after it.
 	var pos []int
 	n := 0
-	lines, _ := DiffLines(step.Old, step.New, 0)
+	lines, _ := diff.DiffLines(step.Old, step.New, 0)
 	for _, l := range lines {
 		switch l.Op {
-		case Context:
+		case diff.Context:
 			n++
-		case Insert:
+		case diff.Insert:
 			pos = append(pos, 2*n+1)
 			n++
-		case Delete:
+		case diff.Delete:
 			pos = append(pos, 2*n)
 		}
 	}
@@ -122,30 +123,30 @@ func markStep(step, later FilePatch, changedLater bool) *stepMarks {
 
 // textless reports whether a patch's change is not one of lines: binary, too large to show, or a
 // change between a symlink and anything else.
-func textless(p FilePatch) bool {
-	if p.TooLarge || p.Binary || IsBinary(p.Old) || IsBinary(p.New) {
+func textless(p diff.FilePatch) bool {
+	if p.TooLarge || p.Binary || diff.IsBinary(p.Old) || diff.IsBinary(p.New) {
 		return true
 	}
-	return p.OldMode != 0 && p.NewMode != 0 && isLink(p.OldMode) != isLink(p.NewMode)
+	return p.OldMode != 0 && p.NewMode != 0 && diff.IsLink(p.OldMode) != diff.IsLink(p.NewMode)
 }
 
 // carry moves positions in text from to the same places in text to, through their line diff.
 func carry(pos []int, from, to []byte) []int {
-	lines, _ := DiffLines(from, to, 0)
+	lines, _ := diff.DiffLines(from, to, 0)
 	// lineAt[i] is where line i of from went; gapAt[g] where the gap before it went.
-	nFrom := len(SplitLines(from))
+	nFrom := len(diff.SplitLines(from))
 	lineAt, gapAt := make([]int, nFrom), make([]int, nFrom+1)
 	i, j := 0, 0
 	for _, l := range lines {
 		switch l.Op {
-		case Context:
+		case diff.Context:
 			gapAt[i], lineAt[i] = 2*j, 2*j+1
 			i++
 			j++
-		case Delete:
+		case diff.Delete:
 			gapAt[i], lineAt[i] = 2*j, 2*j
 			i++
-		case Insert:
+		case diff.Insert:
 			j++
 		}
 	}
@@ -173,17 +174,17 @@ func compactInts(s []int) []int {
 
 // hunkPoints are a hunk's positions in the new text: its added lines and the gaps its removed
 // lines leave.
-func hunkPoints(h Hunk) []int {
+func hunkPoints(h diff.Hunk) []int {
 	var out []int
 	n := max(h.NewStart-1, 0) // NewStart is 1-based; for an empty side, the line it comes before
 	for _, l := range h.Lines {
 		switch l.Op {
-		case Context:
+		case diff.Context:
 			n++
-		case Insert:
+		case diff.Insert:
 			out = append(out, 2*n+1)
 			n++
-		case Delete:
+		case diff.Delete:
 			out = append(out, 2*n)
 		}
 	}
@@ -191,7 +192,7 @@ func hunkPoints(h Hunk) []int {
 }
 
 // hasHunk reports whether hunk h of the whole change set belongs to the step (see stepMarks).
-func (m *stepMarks) hasHunk(h Hunk) bool {
+func (m *stepMarks) hasHunk(h diff.Hunk) bool {
 	if m.whole {
 		return true
 	}
@@ -213,7 +214,7 @@ type stepFile struct {
 }
 
 // stepOf works out how file f shows narrowed to a step with the given marks (by path).
-func stepOf(f File, hunks []Hunk, marks map[string]*stepMarks) *stepFile {
+func stepOf(f File, hunks []diff.Hunk, marks map[string]*stepMarks) *stepFile {
 	m := marks[f.Path]
 	if m == nil && f.OldPath != "" && marks[f.OldPath] != nil {
 		// The step deleted the rename's source (or changed it before the rename): the change is
@@ -261,7 +262,7 @@ func (fv *fileView) stepNote() []string {
 }
 
 // shows reports whether hunk h shows in the narrowed view.
-func (s *stepFile) shows(h Hunk) bool {
+func (s *stepFile) shows(h diff.Hunk) bool {
 	return s == nil || s.marks == nil || s.marks.hasHunk(h)
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // lines is a text of numbered lines "<prefix> i" for i in 1..n, with some replaced.
@@ -27,12 +29,12 @@ func lines(prefix string, n int, replace map[int]string) string {
 
 // stepHunks says, for a file whose text was texts[0] before the first step and texts[k] after
 // step k, which hunks of the whole change (texts[0] to the last) each step claims.
-func stepHunks(texts ...string) (hunks []Hunk, claims [][]int) {
+func stepHunks(texts ...string) (hunks []diff.Hunk, claims [][]int) {
 	last := texts[len(texts)-1]
-	hunks = Compute("f", []byte(texts[0]), []byte(last), Options{}).Hunks
+	hunks = diff.Compute("f", []byte(texts[0]), []byte(last), diff.Options{}).Hunks
 	for k := 1; k < len(texts); k++ {
-		step := FilePatch{OldPath: "f", NewPath: "f", OldMode: ModeFile, NewMode: ModeFile, Old: []byte(texts[k-1]), New: []byte(texts[k])}
-		later := FilePatch{OldPath: "f", NewPath: "f", OldMode: ModeFile, NewMode: ModeFile, Old: []byte(texts[k]), New: []byte(last)}
+		step := diff.FilePatch{OldPath: "f", NewPath: "f", OldMode: diff.ModeFile, NewMode: diff.ModeFile, Old: []byte(texts[k-1]), New: []byte(texts[k])}
+		later := diff.FilePatch{OldPath: "f", NewPath: "f", OldMode: diff.ModeFile, NewMode: diff.ModeFile, Old: []byte(texts[k]), New: []byte(last)}
 		m := markStep(step, later, texts[k] != last)
 		var got []int
 		for i, h := range hunks {
@@ -136,16 +138,16 @@ func TestStepHunks(t *testing.T) {
 // not touch is hidden, and so is one whose every change by the step was undone later.
 func TestStepFiles(t *testing.T) {
 	text := lines("line", 20, map[int]string{3: "THREE\n"})
-	f := File{Path: "a.txt", Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile,
-		Diff: Compute("a.txt", []byte(lines("line", 20, nil)), []byte(text), Options{})}
-	bin := File{Path: "logo.png", Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile, Binary: true}
-	patch := func(path, old, new string) FilePatch {
-		return FilePatch{OldPath: path, NewPath: path, OldMode: ModeFile, NewMode: ModeFile, Old: []byte(old), New: []byte(new)}
+	f := File{Path: "a.txt", Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile,
+		Diff: diff.Compute("a.txt", []byte(lines("line", 20, nil)), []byte(text), diff.Options{})}
+	bin := File{Path: "logo.png", Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile, Binary: true}
+	patch := func(path, old, new string) diff.FilePatch {
+		return diff.FilePatch{OldPath: path, NewPath: path, OldMode: diff.ModeFile, NewMode: diff.ModeFile, Old: []byte(old), New: []byte(new)}
 	}
-	marks := markSteps(StepChanges{Step: []FilePatch{
+	marks := markSteps(StepChanges{Step: []diff.FilePatch{
 		patch("a.txt", lines("line", 20, nil), lines("line", 20, map[int]string{3: "3\n"})),
 		patch("logo.png", "\x89PNG\x00", "\x89PNG\x00\x01"),
-	}, Later: []FilePatch{
+	}, Later: []diff.FilePatch{
 		patch("a.txt", lines("line", 20, map[int]string{3: "3\n"}), text),
 	}})
 	if sf := stepOf(f, f.Diff.Hunks, marks); sf.hidden || !sf.shows(f.Diff.Hunks[0]) {
@@ -154,12 +156,12 @@ func TestStepFiles(t *testing.T) {
 	if sf := stepOf(bin, Items(bin), marks); sf.hidden || sf.marks != nil {
 		t.Errorf("logo.png, a binary change: %+v", sf)
 	}
-	other := File{Path: "b.txt", Status: StatusAdded, NewMode: ModeFile, Diff: Compute("b.txt", nil, []byte("b\n"), Options{})}
+	other := File{Path: "b.txt", Status: StatusAdded, NewMode: diff.ModeFile, Diff: diff.Compute("b.txt", nil, []byte("b\n"), diff.Options{})}
 	if sf := stepOf(other, other.Diff.Hunks, marks); !sf.hidden {
 		t.Errorf("b.txt, not touched by the step, shows")
 	}
-	undone := markSteps(StepChanges{Step: []FilePatch{patch("a.txt", lines("line", 20, nil), lines("line", 20, map[int]string{15: "X\n"}))},
-		Later: []FilePatch{patch("a.txt", lines("line", 20, map[int]string{15: "X\n"}), text)}})
+	undone := markSteps(StepChanges{Step: []diff.FilePatch{patch("a.txt", lines("line", 20, nil), lines("line", 20, map[int]string{15: "X\n"}))},
+		Later: []diff.FilePatch{patch("a.txt", lines("line", 20, map[int]string{15: "X\n"}), text)}})
 	if sf := stepOf(f, f.Diff.Hunks, undone); !sf.hidden {
 		t.Errorf("a.txt, whose change by the step was undone later, shows")
 	}
@@ -192,32 +194,32 @@ func (s *histSource) StepChanges(id string) (StepChanges, error) {
 	// As session.CountStep counts (no renames here).
 	sc.Files = len(sc.Step)
 	for _, p := range sc.Step {
-		e := StatOf(p, Options{})
+		e := diff.StatOf(p, diff.Options{})
 		sc.Added, sc.Removed = sc.Added+e.Added, sc.Removed+e.Deleted
 	}
 	return sc, nil
 }
 
-func treePatches(from, to map[string]string) []FilePatch {
+func treePatches(from, to map[string]string) []diff.FilePatch {
 	paths := slices.Sorted(maps.Keys(from))
 	for p := range to {
 		if _, ok := from[p]; !ok {
 			paths = append(paths, p)
 		}
 	}
-	var out []FilePatch
+	var out []diff.FilePatch
 	for _, p := range paths {
 		a, inA := from[p]
 		b, inB := to[p]
 		if inA == inB && a == b {
 			continue
 		}
-		fp := FilePatch{OldPath: p, NewPath: p, Old: []byte(a), New: []byte(b)}
+		fp := diff.FilePatch{OldPath: p, NewPath: p, Old: []byte(a), New: []byte(b)}
 		if inA {
-			fp.OldMode = ModeFile
+			fp.OldMode = diff.ModeFile
 		}
 		if inB {
-			fp.NewMode = ModeFile
+			fp.NewMode = diff.ModeFile
 		}
 		out = append(out, fp)
 	}
@@ -240,10 +242,10 @@ func stepFixture() *histSource {
 		base:   t0,
 		staged: t3,
 		meta: map[string]File{
-			"a.txt": {Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile},
-			"b.txt": {Status: StatusAdded, NewMode: ModeFile},
+			"a.txt": {Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile},
+			"b.txt": {Status: StatusAdded, NewMode: diff.ModeFile},
 		},
-		decisions: map[string]map[string]Decision{},
+		decisions: map[string]map[string]diff.Decision{},
 		project:   maps.Clone(t0),
 	}
 	return &histSource{memSource: mem, trees: []map[string]string{t0, t1, t2, t3}}
@@ -261,7 +263,7 @@ func shownHunks(m Model) []string {
 				continue
 			}
 			for _, l := range h.Lines {
-				if l.Op == Insert {
+				if l.Op == diff.Insert {
 					out = append(out, f.Path+": +"+l.Content())
 					break
 				}
@@ -320,7 +322,7 @@ func TestReviewNarrowedToStep(t *testing.T) {
 	if len(eighteen) != 1 {
 		t.Fatalf("decisions saved from the narrowed view: %v", src.saved)
 	}
-	whole := Compute("a.txt", []byte(src.base["a.txt"]), []byte(src.staged["a.txt"]), Options{}).Hunks
+	whole := diff.Compute("a.txt", []byte(src.base["a.txt"]), []byte(src.staged["a.txt"]), diff.Options{}).Hunks
 	if whole[2].ID != eighteen[0] {
 		t.Errorf("the decision went to hunk %s, want the whole change's third hunk %s", eighteen[0], whole[2].ID)
 	}

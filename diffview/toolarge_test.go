@@ -6,6 +6,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // A file too large to diff says so, with its size and the command that
@@ -14,9 +16,9 @@ func TestTooLargeFile(t *testing.T) {
 	src := &memSource{
 		base:   map[string]string{"logs/big.log": ""},
 		staged: map[string]string{"logs/big.log": ""},
-		meta: map[string]File{"logs/big.log": {Status: StatusModified, OldMode: ModeFile, NewMode: ModeFile,
+		meta: map[string]File{"logs/big.log": {Status: StatusModified, OldMode: diff.ModeFile, NewMode: diff.ModeFile,
 			TooLarge: true, OldSize: 1500, NewSize: 70 << 20, ShowCommand: "shadow diff -- /p/logs/big.log | less"}},
-		decisions: map[string]map[string]Decision{},
+		decisions: map[string]map[string]diff.Decision{},
 		project:   map[string]string{},
 	}
 	m := open(t, src, 80, 24)
@@ -34,7 +36,7 @@ func TestTooLargeFile(t *testing.T) {
 	}
 	golden.RequireEqual(t, v)
 	m = press(t, m, "a")
-	if d := src.decisions["logs/big.log"][WholeFileID("logs/big.log")]; d.Verdict != Accepted {
+	if d := src.decisions["logs/big.log"][WholeFileID("logs/big.log")]; d.Verdict != diff.Accepted {
 		t.Errorf("a did not accept the file whole: %v", src.decisions["logs/big.log"])
 	}
 	if !strings.Contains(ansi.Strip(m.View()), "whole file ✓ accepted") {

@@ -9,6 +9,7 @@ import (
 	"github.com/alecthomas/chroma/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
@@ -130,7 +131,7 @@ func (m *Model) viewTree(h int) []string {
 		t := m.tree[i]
 		indent := strings.Repeat(" ", min(t.depth, 6))
 		if t.file < 0 {
-			out = append(out, st.Dir.Render(fit(indent+Escape(t.name), tw)))
+			out = append(out, st.Dir.Render(fit(indent+diff.Escape(t.name), tw)))
 			continue
 		}
 		f := m.files[t.file]
@@ -166,7 +167,7 @@ func (m *Model) viewTree(h int) []string {
 		right := strings.Join(tags, "") + " " + count
 		letter := st.StatusLetter[f.Status].Render(string(f.Status))
 		nameW := max(1, tw-len(indent)-2-ansi.StringWidth(right))
-		name := Escape(t.name)
+		name := diff.Escape(t.name)
 		if ansi.StringWidth(name) > nameW {
 			name = ansi.Truncate(name, nameW, "…")
 		}
@@ -197,9 +198,9 @@ func (m *Model) viewDiff(h int) []string {
 	st := m.styles
 	dw := m.diffWidth()
 	acc, rej, und := f.counts()
-	title := Escape(f.Path)
+	title := diff.Escape(f.Path)
 	if f.Status == StatusRenamed {
-		title = Escape(f.OldPath) + " → " + title
+		title = diff.Escape(f.OldPath) + " → " + title
 	}
 	view := "unified"
 	if m.sideBySide {
@@ -263,7 +264,7 @@ func (m *Model) viewStatus() string {
 	var left string
 	switch {
 	case m.mode == modeSearch:
-		left = "/" + EscapeLine(m.searchInput) + "█"
+		left = "/" + diff.EscapeLine(m.searchInput) + "█"
 	case m.status != "":
 		if m.statusErr {
 			left = st.Error.Render(m.status)
@@ -307,7 +308,7 @@ func (c *renderCtx) row(r row, cursor bool) string {
 	st := c.m.styles
 	switch r.kind {
 	case rowNote:
-		return "  " + st.Note.Render(fit(EscapeLine(r.note), c.width-2))
+		return "  " + st.Note.Render(fit(diff.EscapeLine(r.note), c.width-2))
 	case rowHunk:
 		return c.hunkHeader(r, cursor)
 	case rowBase:
@@ -375,7 +376,7 @@ func (c *renderCtx) cached(hunk, li, partner int32, w int) string {
 		return s
 	}
 	h := f.hunks[hunk]
-	var p *Line
+	var p *diff.Line
 	if partner >= 0 {
 		p = &h.Lines[partner]
 	}
@@ -399,13 +400,13 @@ func (c *renderCtx) hunkHeader(r row, cursor bool) string {
 	d := c.f.Decisions[h.ID]
 	var state string
 	switch {
-	case d.Verdict == Accepted && d.Edit != "":
+	case d.Verdict == diff.Accepted && d.Edit != "":
 		state = st.HunkAccepted.Render("✓ accepted (edited)")
-	case d.Verdict == Accepted && len(d.Lines) > 0:
+	case d.Verdict == diff.Accepted && len(d.Lines) > 0:
 		state = st.HunkAccepted.Render(fmt.Sprintf("✓ accepted (%s)", english.Count(len(d.Lines), "line")))
-	case d.Verdict == Accepted:
+	case d.Verdict == diff.Accepted:
 		state = st.HunkAccepted.Render("✓ accepted")
-	case d.Verdict == Rejected:
+	case d.Verdict == diff.Rejected:
 		state = st.HunkRejected.Render("✗ rejected")
 	default:
 		state = st.HunkUndecided.Render("· undecided")
@@ -428,7 +429,7 @@ func (c *renderCtx) hunkHeader(r row, cursor bool) string {
 // content draws a line's text within w cells: the diff colour as
 // background, word-level changes against its partner stronger, syntax
 // colours as foreground, and anything unsafe visibly escaped.
-func (c *renderCtx) content(l Line, partner *Line, w int) string {
+func (c *renderCtx) content(l diff.Line, partner *diff.Line, w int) string {
 	st := c.m.styles
 	if w <= 1 {
 		return ""
@@ -436,9 +437,9 @@ func (c *renderCtx) content(l Line, partner *Line, w int) string {
 	base := st.Context
 	word := st.Context
 	switch l.Op {
-	case Insert:
+	case diff.Insert:
 		base, word = st.Added, st.AddedWord
-	case Delete:
+	case diff.Delete:
 		base, word = st.Removed, st.RemovedWord
 	}
 	// Only part of a long line can be on screen; highlighting and syntax
@@ -449,9 +450,9 @@ func (c *renderCtx) content(l Line, partner *Line, w int) string {
 	var changed []bool // per byte: part of a word-level change
 	if partner != nil {
 		other, _, _, _ := window(partner.Content(), off)
-		_, segs := WordDiff(other, text)
-		if l.Op == Delete {
-			segs, _ = WordDiff(text, other)
+		_, segs := diff.WordDiff(other, text)
+		if l.Op == diff.Delete {
+			segs, _ = diff.WordDiff(text, other)
 		}
 		changed = make([]bool, len(text))
 		at := 0
@@ -497,8 +498,8 @@ func (c *renderCtx) content(l Line, partner *Line, w int) string {
 			if mt {
 				s = st.Match.Inherit(s)
 			}
-			var pieces []Piece
-			pieces, col = escapeFrom(tok.text[:n], col)
+			var pieces []diff.Piece
+			pieces, col = diff.EscapeFrom(tok.text[:n], col)
 			for _, p := range pieces {
 				if p.Escaped {
 					lb.add(p.Text, st.Escaped)

@@ -1,4 +1,4 @@
-package diffview
+package diff
 
 import (
 	"bytes"
@@ -90,7 +90,7 @@ func WritePatch(w io.Writer, patches []FilePatch, opts PatchOptions) error {
 		if p.TooLarge && opts.Binary {
 			return fmt.Errorf("write patch: %s is too large for a binary patch (%d bytes)", QuotePath(p.NewPath), max(p.OldSize, p.NewSize))
 		}
-		if p.OldMode != 0 && p.NewMode != 0 && isLink(p.OldMode) != isLink(p.NewMode) {
+		if p.OldMode != 0 && p.NewMode != 0 && IsLink(p.OldMode) != IsLink(p.NewMode) {
 			// A file replaced by a symlink (or the reverse) is a deletion
 			// and a creation, as git writes it.
 			del, add := p, p
@@ -114,8 +114,8 @@ func WritePatch(w io.Writer, patches []FilePatch, opts PatchOptions) error {
 	return nil
 }
 
-// isLink reports whether a git mode is a symlink's.
-func isLink(mode uint32) bool { return mode&0o170000 == 0o120000 }
+// IsLink reports whether a git mode is a symlink's.
+func IsLink(mode uint32) bool { return mode&0o170000 == 0o120000 }
 
 // writeFile writes one file's extended header and its hunks or binary body.
 func writeFile(b *strings.Builder, p FilePatch, opts PatchOptions) {

@@ -1,4 +1,4 @@
-package diffview
+package diff
 
 import (
 	"fmt"
@@ -24,17 +24,17 @@ const TabWidth = 4
 // bytes become `\xff`. Tabs are expanded to TabWidth columns, counted from
 // the start of s.
 func EscapePieces(s string) []Piece {
-	out, _ := escapeFrom(s, 0)
+	out, _ := EscapeFrom(s, 0)
 	return out
 }
 
-// escapeFrom is EscapePieces for text that starts at column col of its
+// EscapeFrom is EscapePieces for text that starts at column col of its
 // line (so tabs line up); it also returns the column after it.
-func escapeFrom(s string, col int) ([]Piece, int) {
+func EscapeFrom(s string, col int) ([]Piece, int) {
 	return escapeText(s, col, false)
 }
 
-// escapeText is escapeFrom that, with backslash, also spells a backslash
+// escapeText is EscapeFrom that, with backslash, also spells a backslash
 // `\\`, for text whose escapes are not set apart by colour.
 func escapeText(s string, col int, backslash bool) ([]Piece, int) {
 	var out []Piece

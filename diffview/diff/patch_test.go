@@ -1,4 +1,4 @@
-package diffview
+package diff
 
 import (
 	"bytes"
