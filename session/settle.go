@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -39,14 +40,29 @@ func (s *Session) AwaitCheckpoints(w io.Writer) error {
 	if s.lock != nil {
 		return s.closeStaleRun()
 	}
-	msg, err := s.store.Recover(s.Meta.Project)
-	if msg != "" && w != nil {
-		fmt.Fprintln(w, "shadow:", msg)
+	said := false
+	for {
+		msg, err := s.store.Recover(s.Meta.Project)
+		if msg != "" && w != nil {
+			fmt.Fprintln(w, "shadow:", msg)
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.reload(); err != nil {
+			return err
+		}
+		if s.Meta.Active == nil || s.RunActive() || s.Meta.State != StateOpen {
+			return nil
+		}
+		// Another command holds the project and closes the run now (it merges what the
+		// run's checkpoints hold): what is staged is read once it is done.
+		if !said && w != nil {
+			fmt.Fprintf(w, "shadow: waiting for another shadow to stage the checkpoints of the run that ended (%s)…\n", s.store.holder(s.Meta.Project))
+			said = true
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	if err != nil {
-		return err
-	}
-	return s.reload()
 }
 
 // awaitWriter waits until no PID 1 holds the checkpoints' lock of dir, saying on w (nil: nowhere)
@@ -246,4 +262,14 @@ func (l *ProjectLock) tidy() (string, error) {
 		err = s.closeStaleRun()
 	}
 	return strings.Join(notes, "; "), err
+}
+
+// holder names the shadow command holding project's writer lock, e.g. "run (pid 123)".
+func (st *Store) holder(project string) string {
+	f, err := os.Open(st.projectFile(project, "lock"))
+	if err != nil {
+		return "command"
+	}
+	defer f.Close()
+	return readHolder(f)
 }

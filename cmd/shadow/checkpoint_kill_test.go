@@ -174,8 +174,13 @@ func killDuringLastCheckpoint(t *testing.T, unprivileged bool) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var stderr strings.Builder
-				cmd.Stdout, cmd.Stderr = w, &stderr
+				// Files, not buffers: Wait would wait for PID 1 too, which holds them.
+				stderr, err := os.CreateTemp(t.TempDir(), "stderr")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer stderr.Close()
+				cmd.Stdout, cmd.Stderr = w, stderr
 				err = cmd.Start()
 				w.Close()
 				if err != nil {
@@ -198,17 +203,23 @@ func killDuringLastCheckpoint(t *testing.T, unprivileged bool) {
 					}
 					io.Copy(io.Discard, stdout)
 				}()
+				// PID 1 and the checkpoint directory are found while the command runs, so that
+				// the kill follows the last line at once.
+				var init int
+				var cps string
+				for deadline := time.Now().Add(60 * time.Second); init == 0 || cps == ""; time.Sleep(time.Millisecond) {
+					init, cps = jailInit(cmd.Process.Pid), sh.checkpointDir()
+					if time.Now().After(deadline) {
+						cmd.Process.Kill()
+						t.Fatal("no PID 1 under shadow")
+					}
+				}
 				select {
 				case <-last:
 				case <-time.After(60 * time.Second):
 					cmd.Process.Kill()
 					t.Fatal("the command never printed its last line")
 				}
-				init := jailInit(cmd.Process.Pid)
-				if init == 0 {
-					t.Fatal("no PID 1 under shadow")
-				}
-				cps := sh.checkpointDir()
 				hit := true
 				deadline := time.Now().Add(60 * time.Second)
 				for !phase.at(cps) {
@@ -232,19 +243,27 @@ func killDuringLastCheckpoint(t *testing.T, unprivileged bool) {
 				<-exited
 				t.Logf("killed %s at %s (reached: %v)", victim, phase.name, hit)
 
-				diffOut, diffErr, code := sh.run(proj, "diff", "--stat")
-				if code != 0 {
-					t.Fatalf("diff --stat right after the kill: exit %d\n%s%s", code, diffOut, diffErr)
+				// The obvious next commands, both at once.
+				var diffOut, diffErr string
+				var dcode int
+				diffDone := make(chan struct{})
+				go func() {
+					defer close(diffDone)
+					diffOut, diffErr, dcode = sh.run(proj, "diff", "--stat")
+				}()
+				runOut, runErr, code := sh.run(proj, "run", "--wait", "--", "true")
+				<-diffDone
+				if dcode != 0 {
+					t.Fatalf("diff --stat right after the kill: exit %d\n%s%s", dcode, diffOut, diffErr)
 				}
-				runOut, runErr, code := sh.run(proj, "run", "--", "true")
 				if code != 0 {
-					t.Fatalf("run -- true after the kill: exit %d\n%s%s", code, runOut, runErr)
+					t.Fatalf("run -- true right after the kill: exit %d\n%s%s", code, runOut, runErr)
 				}
 				<-drained
 				logOut, _, _ := sh.run(proj, "log")
 				afterOut, afterErr, _ := sh.run(proj, "diff", "--stat")
 				report := fmt.Sprintf("first shadow's stderr:\n%s\ndiff --stat at once:\n%s%s\nrun -- true:\n%s%s\nlog:\n%s\ndiff --stat after:\n%s%s",
-					stderr.String(), diffErr, lastLine(diffOut), runOut, runErr, logOut, afterErr, lastLine(afterOut))
+					readFile(t, stderr.Name()), diffErr, lastLine(diffOut), runOut, runErr, logOut, afterErr, lastLine(afterOut))
 				for _, out := range []string{diffOut, afterOut} {
 					staged := 0
 					if m := filesChanged.FindStringSubmatch(out); m != nil {
