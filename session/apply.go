@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
@@ -223,10 +223,10 @@ func (s *Session) plan(opts ApplyOptions, b *bases, host *projectRoot) (*ApplyPl
 			continue
 		}
 		if !whole {
-			if fd.File == diffview.Rejected {
+			if fd.File == diff.Rejected {
 				continue
 			}
-			if fd.File != diffview.Accepted && len(fd.Hunks) == 0 {
+			if fd.File != diff.Accepted && len(fd.Hunks) == 0 {
 				pl.Closes = false
 				continue
 			}
@@ -265,8 +265,8 @@ func (s *Session) plan(opts ApplyOptions, b *bases, host *projectRoot) (*ApplyPl
 			}
 			continue
 		}
-		if whole || fd.File == diffview.Accepted || !s.hunkable(c) {
-			if !whole && fd.File != diffview.Accepted {
+		if whole || fd.File == diff.Accepted || !s.hunkable(c) {
+			if !whole && fd.File != diff.Accepted {
 				pl.Closes = false
 				continue
 			}
@@ -310,18 +310,18 @@ func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 	if err != nil {
 		return err
 	}
-	hunks := diffview.Compute(c.Path, old, new, diffview.Options{Context: -1, Budget: diffBudget}).Hunks
-	hs, ds := diffview.Resolve(hunks, fd.Hunks)
+	hunks := diff.Compute(c.Path, old, new, diff.Options{Context: -1, Budget: diffBudget}).Hunks
+	hs, ds := diff.Resolve(hunks, fd.Hunks)
 	var acc, rej, und int
 	exact := true
 	for i := range hs {
 		switch ds[i].Verdict {
-		case diffview.Accepted:
+		case diff.Accepted:
 			acc++
 			if len(ds[i].Lines) > 0 || ds[i].Edit != "" {
 				exact = false
 			}
-		case diffview.Rejected:
+		case diff.Rejected:
 			rej++
 			exact = false
 		default:
@@ -339,7 +339,7 @@ func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 		s.planWhole(pl, c)
 		return nil
 	}
-	content, err := diffview.Apply(old, hunks, fd.Hunks)
+	content, err := diff.Apply(old, hunks, fd.Hunks)
 	if err != nil {
 		return fmt.Errorf("apply hunks of %s: %w", visible(c.Path), err)
 	}
@@ -357,7 +357,7 @@ func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 	// The hunks left between the new base and the staged file: rejections carry over by content.
 	rejected := map[string]bool{}
 	for i := range hs {
-		if ds[i].Verdict == diffview.Rejected {
+		if ds[i].Verdict == diff.Rejected {
 			rejected[hunkCore(hs[i])] = true
 		}
 	}
@@ -365,12 +365,12 @@ func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 	if c.New.Kind == KindNone {
 		next.StagedHash = ""
 	}
-	for _, h := range diffview.Compute(c.Path, content, new, diffview.Options{Context: -1, Budget: diffBudget}).Hunks {
+	for _, h := range diff.Compute(c.Path, content, new, diff.Options{Context: -1, Budget: diffBudget}).Hunks {
 		if rejected[hunkCore(h)] {
 			if next.Hunks == nil {
-				next.Hunks = map[string]diffview.Decision{}
+				next.Hunks = map[string]diff.Decision{}
 			}
-			next.Hunks[h.ID] = diffview.Decision{Verdict: diffview.Rejected}
+			next.Hunks[h.ID] = diff.Decision{Verdict: diff.Rejected}
 		}
 	}
 	pl.decisions[c.Path] = next

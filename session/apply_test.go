@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // mergedView is what the jail saw, computed independently of the package: the project with the
@@ -504,10 +504,10 @@ func TestHunkDecisions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(f.s.Decide(c, hunks[0].ID, diffview.Decision{Verdict: diffview.Accepted}))
-	must(f.s.Decide(c, hunks[1].ID, diffview.Decision{Verdict: diffview.Rejected}))
+	must(f.s.Decide(c, hunks[0].ID, diff.Decision{Verdict: diff.Accepted}))
+	must(f.s.Decide(c, hunks[1].ID, diff.Decision{Verdict: diff.Rejected}))
 	g, _ := cs.Find("g.txt")
-	must(f.s.Decide(g, "", diffview.Decision{Verdict: diffview.Accepted}))
+	must(f.s.Decide(g, "", diff.Decision{Verdict: diff.Accepted}))
 	// A decision about content that has since changed is stale.
 	f.stage(t, map[string]file{"g.txt": {Data: "G2\n"}})
 
@@ -534,9 +534,9 @@ func TestHunkDecisions(t *testing.T) {
 	var rejected, undecided int
 	for _, h := range hunks {
 		switch fd.Hunks[h.ID].Verdict {
-		case diffview.Rejected:
+		case diff.Rejected:
 			rejected++
-		case diffview.Undecided:
+		case diff.Undecided:
 			undecided++
 		}
 	}
@@ -568,7 +568,7 @@ func TestApplyProperties(t *testing.T) {
 			before := snapshot(t, f.project)
 			agent := mergedView(t, f.project, f.s.UpperDir())
 
-			// Random decisions, and the expected result computed from the pure diffview core.
+			// Random decisions, and the expected result computed from the pure diff core.
 			cs := f.changes(t)
 			expect := map[string]string{}
 			for k, v := range before {
@@ -583,25 +583,25 @@ func TestApplyProperties(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				hunks := diffview.Compute(c.Path, old, new, diffview.Options{Context: -1}).Hunks
-				decs := map[string]diffview.Decision{}
+				hunks := diff.Compute(c.Path, old, new, diff.Options{Context: -1}).Hunks
+				decs := map[string]diff.Decision{}
 				for _, h := range hunks {
-					v := []diffview.Verdict{diffview.Accepted, diffview.Rejected, diffview.Undecided}[rng.IntN(3)]
-					if v != diffview.Undecided {
-						decs[h.ID] = diffview.Decision{Verdict: v}
+					v := []diff.Verdict{diff.Accepted, diff.Rejected, diff.Undecided}[rng.IntN(3)]
+					if v != diff.Undecided {
+						decs[h.ID] = diff.Decision{Verdict: v}
 						if err := f.s.Decide(c, h.ID, decs[h.ID]); err != nil {
 							t.Fatal(err)
 						}
 					}
 				}
-				got, err := diffview.Apply(old, hunks, decs)
+				got, err := diff.Apply(old, hunks, decs)
 				if err != nil {
 					t.Fatal(err)
 				}
 				expect[c.Path] = fmt.Sprintf("%04o:%s", c.Old.Mode&0o777, got)
 				allAccepted := len(hunks) > 0
 				for _, h := range hunks {
-					allAccepted = allAccepted && decs[h.ID].Verdict == diffview.Accepted
+					allAccepted = allAccepted && decs[h.ID].Verdict == diff.Accepted
 				}
 				if allAccepted {
 					expect[c.Path] = agent[c.Path]
@@ -891,7 +891,7 @@ func TestDiffOutOfTimeSaysSoAndApplies(t *testing.T) {
 		t.Fatalf("a diff with a 1ns budget: exact %v, %d hunks", d.Exact, len(d.Hunks))
 	}
 	for _, h := range d.Hunks {
-		if err := f.s.Decide(c, h.ID, diffview.Decision{Verdict: diffview.Accepted}); err != nil {
+		if err := f.s.Decide(c, h.ID, diff.Decision{Verdict: diff.Accepted}); err != nil {
 			t.Fatal(err)
 		}
 	}

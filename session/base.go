@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // The base of a path is what the review diffs against and what partial applies start from: the
@@ -342,7 +342,7 @@ type packed struct {
 
 // packBytes appends data to the run's pack (created on first use); parallel captures share it.
 func (b *bases) packBytes(data []byte) (packed, error) {
-	p := packed{n: int64(len(data)), sum: sha256Hex(data), bin: diffview.IsBinary(data)}
+	p := packed{n: int64(len(data)), sum: sha256Hex(data), bin: diff.IsBinary(data)}
 	b.packMu.Lock()
 	defer b.packMu.Unlock()
 	w, err := b.packWriter()
@@ -443,15 +443,15 @@ func (p *packWriter) addFile(fd int, size int64) (fileSum, int64, error) {
 	h := newContentSum()
 	s := fileSum{size: size}
 	err := readSegments(fd, 0, size, *bp, func(at int64, b []byte) error {
-		if at < diffview.SniffLen && !s.binary {
-			s.binary = diffview.IsBinary(b[:min(int64(len(b)), diffview.SniffLen-at)])
+		if at < diff.SniffLen && !s.binary {
+			s.binary = diff.IsBinary(b[:min(int64(len(b)), diff.SniffLen-at)])
 		}
 		h.Write(b)
 		n, err := p.w.Write(b)
 		p.off += int64(n) // bytes written even on error: later entries start after them
 		return err
 	}, func(at, n int64) error {
-		s.binary = s.binary || at < diffview.SniffLen
+		s.binary = s.binary || at < diff.SniffLen
 		s.holes += n
 		h.Zeros(n)
 		if err := p.w.Flush(); err != nil {

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/internal/quote"
 )
@@ -661,7 +661,7 @@ func sha256Hex(b []byte) string {
 }
 
 // headHash reads r fully, returning its contentSum, its size and whether it looks binary
-// (diffview.IsBinary); a large regular file is read by its data segments (sumReader).
+// (diff.IsBinary); a large regular file is read by its data segments (sumReader).
 func headHash(r io.Reader) (string, int64, bool, error) {
 	s, err := sumReader(r)
 	return s.hash, s.size, s.binary, err
@@ -709,7 +709,7 @@ func sumRegular(fd int, size int64) (fileSum, error) {
 		return fileSum{}, err
 	}
 	if whole {
-		return fileSum{hash: sha256Hex(data), size: int64(len(data)), binary: diffview.IsBinary(data)}, nil
+		return fileSum{hash: sha256Hex(data), size: int64(len(data)), binary: diff.IsBinary(data)}, nil
 	}
 	if len(data) > 0 {
 		if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {

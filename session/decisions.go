@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // FileDecision is what review decided about one path. It holds only while the base and staged
@@ -21,9 +21,9 @@ type FileDecision struct {
 	BaseHash   string `json:"base"`
 	StagedHash string `json:"staged"`
 	// File is a whole-file verdict; it wins over hunk decisions.
-	File diffview.Verdict `json:"file,omitempty"`
+	File diff.Verdict `json:"file,omitempty"`
 	// Hunks are per-hunk decisions (with selected lines or an edit), keyed by hunk id.
-	Hunks map[string]diffview.Decision `json:"hunks,omitempty"`
+	Hunks map[string]diff.Decision `json:"hunks,omitempty"`
 }
 
 // Decisions is the content of a session's decisions.json.
@@ -87,7 +87,7 @@ func (d *Decisions) For(c *Change) FileDecision {
 
 // Decide records a decision about change c and saves it at once: with hunkID "" a whole-file
 // verdict (Undecided clears every decision of the file), otherwise the decision of that hunk.
-func (s *Session) Decide(c *Change, hunkID string, dec diffview.Decision) error {
+func (s *Session) Decide(c *Change, hunkID string, dec diff.Decision) error {
 	unlock, err := s.store.stateLock(s.Meta.Project, true)
 	if err != nil {
 		return err
@@ -101,20 +101,20 @@ func (s *Session) Decide(c *Change, hunkID string, dec diffview.Decision) error 
 	fd.BaseHash, fd.StagedHash = c.decisionBase(), contentKey(c.New)
 	if hunkID == "" {
 		fd.File = dec.Verdict
-		if dec.Verdict == diffview.Undecided {
+		if dec.Verdict == diff.Undecided {
 			fd.Hunks = nil
 		}
 	} else {
 		if fd.Hunks == nil {
-			fd.Hunks = map[string]diffview.Decision{}
+			fd.Hunks = map[string]diff.Decision{}
 		}
-		if dec.Verdict == diffview.Undecided {
+		if dec.Verdict == diff.Undecided {
 			delete(fd.Hunks, hunkID)
 		} else {
 			fd.Hunks[hunkID] = dec
 		}
 	}
-	if fd.File == diffview.Undecided && len(fd.Hunks) == 0 {
+	if fd.File == diff.Undecided && len(fd.Hunks) == 0 {
 		delete(d.Files, c.Path)
 	} else {
 		d.Files[c.Path] = fd
@@ -183,13 +183,13 @@ func (s *Session) contents(b *bases, host *projectRoot, c *Change, limit int64) 
 // Diff is the hunk-level diff of a text change: its hunks, whether the line diff finished in time
 // (Exact) and its line counts. Binary, symlink, special and mode-only changes, which are decided
 // as whole files, have no hunks.
-func (s *Session) Diff(c *Change) (diffview.FileDiff, error) {
+func (s *Session) Diff(c *Change) (diff.FileDiff, error) {
 	if !s.hunkable(c) {
-		return diffview.FileDiff{Path: c.Path, Exact: true}, nil
+		return diff.FileDiff{Path: c.Path, Exact: true}, nil
 	}
 	host, b, err := s.openView()
 	if err != nil {
-		return diffview.FileDiff{}, err
+		return diff.FileDiff{}, err
 	}
 	defer host.Close()
 	defer b.close()
@@ -197,15 +197,15 @@ func (s *Session) Diff(c *Change) (diffview.FileDiff, error) {
 }
 
 // diff is Diff against bases already loaded and the open project root.
-func (s *Session) diff(b *bases, host *projectRoot, c *Change) (diffview.FileDiff, error) {
+func (s *Session) diff(b *bases, host *projectRoot, c *Change) (diff.FileDiff, error) {
 	if !s.hunkable(c) {
-		return diffview.FileDiff{Path: c.Path, Exact: true}, nil
+		return diff.FileDiff{Path: c.Path, Exact: true}, nil
 	}
 	old, new, err := s.contents(b, host, c, s.store.maxDiffBytes())
 	if err != nil {
-		return diffview.FileDiff{}, err
+		return diff.FileDiff{}, err
 	}
-	return diffview.Compute(c.Path, old, new, diffview.Options{Context: -1, Budget: diffBudget}), nil
+	return diff.Compute(c.Path, old, new, diff.Options{Context: -1, Budget: diffBudget}), nil
 }
 
 // diffBudget is the time a line diff may take (diffview's default when zero); tests shorten it.
@@ -248,10 +248,10 @@ func (s *Session) TooLargeToDiff(c *Change) bool {
 
 // hunkCore is a hunk's changed lines (first to last change), the part that identifies it whatever
 // its position: used to carry a rejection over to the hunks computed on a new base.
-func hunkCore(h diffview.Hunk) string {
+func hunkCore(h diff.Hunk) string {
 	first, last := -1, -1
 	for i, l := range h.Lines {
-		if l.Op != diffview.Context {
+		if l.Op != diff.Context {
 			if first < 0 {
 				first = i
 			}

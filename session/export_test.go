@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // gitState is what export must not touch: HEAD, the index file and the work tree's status.
@@ -40,7 +40,7 @@ func treeOfPatch(t *testing.T, f *fixture, base string, changes []*Change) strin
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := diffview.WritePatch(&buf, patches, diffview.PatchOptions{Binary: true}); err != nil {
+	if err := diff.WritePatch(&buf, patches, diff.PatchOptions{Binary: true}); err != nil {
 		t.Fatal(err)
 	}
 	env := []string{"GIT_INDEX_FILE=" + filepath.Join(t.TempDir(), "index")}

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // FuzzApplyDecisions applies random decision sets (accept, reject, undecided, selected lines) to
@@ -38,21 +38,21 @@ func FuzzApplyDecisions(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		decs := map[string]diffview.Decision{}
+		decs := map[string]diff.Decision{}
 		for i, h := range hunks {
 			if len(choices) == 0 {
 				break
 			}
-			var d diffview.Decision
+			var d diff.Decision
 			switch choices[i%len(choices)] % 4 {
 			case 1:
-				d.Verdict = diffview.Accepted
+				d.Verdict = diff.Accepted
 			case 2:
-				d.Verdict = diffview.Rejected
+				d.Verdict = diff.Rejected
 			case 3:
-				d.Verdict = diffview.Accepted
+				d.Verdict = diff.Accepted
 				for j, l := range h.Lines {
-					if l.Op != diffview.Context && j%2 == 0 {
+					if l.Op != diff.Context && j%2 == 0 {
 						d.Lines = append(d.Lines, j)
 					}
 				}
@@ -67,7 +67,7 @@ func FuzzApplyDecisions(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		want, err := diffview.Apply([]byte(base), hunks, decs)
+		want, err := diff.Apply([]byte(base), hunks, decs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,10 +87,10 @@ func FuzzApplyDecisions(f *testing.F) {
 		accepted, allWhole := 0, true
 		for _, h := range hunks {
 			d := decs[h.ID]
-			if d.Verdict == diffview.Accepted {
+			if d.Verdict == diff.Accepted {
 				accepted++
 			}
-			allWhole = allWhole && d.Verdict == diffview.Accepted && d.Lines == nil
+			allWhole = allWhole && d.Verdict == diff.Accepted && d.Lines == nil
 		}
 		if accepted == 0 && string(got) != base {
 			t.Fatalf("nothing accepted, yet the file is %q, not the base %q", got, base)

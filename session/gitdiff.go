@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // maxPatchBytes bounds each side of a file put into a patch (it is held in memory).
@@ -15,11 +15,11 @@ func gitMode(s Side) uint32 {
 	switch s.Kind {
 	case KindFile:
 		if s.Mode&0o100 != 0 {
-			return diffview.ModeExecutable
+			return diff.ModeExecutable
 		}
-		return diffview.ModeFile
+		return diff.ModeFile
 	case KindSymlink:
-		return diffview.ModeSymlink
+		return diff.ModeSymlink
 	}
 	return 0
 }
@@ -35,23 +35,23 @@ func (cs *ChangeSet) Select(paths []string) []*Change {
 	return out
 }
 
-// Patches turns changes into what diffview's git patch writer needs (old/new path, git modes,
+// Patches turns changes into what diff.WritePatch needs (old/new path, git modes,
 // both contents, binary flag; a symlink's content is its target). Its output applies with
 // `git apply` to the project as the session's base holds it (the project at session start, until
 // an apply moves the base). Special files have no git form and are left out.
-func (s *Session) Patches(changes []*Change) ([]diffview.FilePatch, error) {
+func (s *Session) Patches(changes []*Change) ([]diff.FilePatch, error) {
 	host, b, err := s.openView()
 	if err != nil {
 		return nil, err
 	}
 	defer host.Close()
 	defer b.close()
-	var out []diffview.FilePatch
+	var out []diff.FilePatch
 	for _, c := range changes {
 		if c.Old.Kind == KindSpecial || c.New.Kind == KindSpecial {
 			continue
 		}
-		fp := diffview.FilePatch{OldPath: c.Path, NewPath: c.Path, OldMode: gitMode(c.Old), NewMode: gitMode(c.New), Binary: c.Binary}
+		fp := diff.FilePatch{OldPath: c.Path, NewPath: c.Path, OldMode: gitMode(c.Old), NewMode: gitMode(c.New), Binary: c.Binary}
 		if c.From != "" {
 			fp.OldPath = c.From
 		}
@@ -136,20 +136,20 @@ type DiffDoc struct {
 // DiffFile is one change of a DiffDoc.
 type DiffFile struct {
 	Change
-	Decision diffview.Verdict `json:"decision,omitempty"`
-	Hunks    []DiffHunk       `json:"hunks,omitempty"`
+	Decision diff.Verdict `json:"decision,omitempty"`
+	Hunks    []DiffHunk   `json:"hunks,omitempty"`
 }
 
 // DiffHunk is one hunk of a DiffFile.
 type DiffHunk struct {
-	ID       string           `json:"id"`
-	Header   string           `json:"header"`
-	OldStart int              `json:"old_start"`
-	OldCount int              `json:"old_count"`
-	NewStart int              `json:"new_start"`
-	NewCount int              `json:"new_count"`
-	Lines    []string         `json:"lines"`
-	Decision diffview.Verdict `json:"decision,omitempty"`
+	ID       string       `json:"id"`
+	Header   string       `json:"header"`
+	OldStart int          `json:"old_start"`
+	OldCount int          `json:"old_count"`
+	NewStart int          `json:"new_start"`
+	NewCount int          `json:"new_count"`
+	Lines    []string     `json:"lines"`
+	Decision diff.Verdict `json:"decision,omitempty"`
 }
 
 // Doc builds the `shadow diff --json` document of the given changes.

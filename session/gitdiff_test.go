@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // The diff of a session, written by diffview's patch writer from Patches, applies with `git apply`
@@ -52,7 +52,7 @@ func TestPatchesApplyWithGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := diffview.WritePatch(&buf, patches, diffview.PatchOptions{Binary: true}); err != nil {
+	if err := diff.WritePatch(&buf, patches, diff.PatchOptions{Binary: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "rename from old/name.txt") {
@@ -76,7 +76,7 @@ func TestDiffDocJSON(t *testing.T) {
 	cs := f.changes(t)
 	c, _ := cs.Find("a.txt")
 	hunks := hunksOf(t, f.s, c)
-	if err := f.s.Decide(c, hunks[0].ID, diffview.Decision{Verdict: diffview.Rejected}); err != nil {
+	if err := f.s.Decide(c, hunks[0].ID, diff.Decision{Verdict: diff.Rejected}); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := f.s.Doc(cs.Select([]string{"a.txt"}))
@@ -109,11 +109,11 @@ func TestDiffDocJSON(t *testing.T) {
 	}
 	// Decisions about a path that is not UTF-8 survive the round trip through decisions.json.
 	b, _ := cs.Find("bad\xffname")
-	if err := f.s.Decide(b, "", diffview.Decision{Verdict: diffview.Accepted}); err != nil {
+	if err := f.s.Decide(b, "", diff.Decision{Verdict: diff.Accepted}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := f.s.LoadDecisions()
-	if err != nil || d.For(b).File != diffview.Accepted {
+	if err != nil || d.For(b).File != diff.Accepted {
 		t.Fatalf("decision of a non-UTF-8 path lost: %+v, %v", d, err)
 	}
 }

@@ -3,7 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -258,7 +258,7 @@ func dirModes(t testing.TB, root string) map[string]string {
 }
 
 // hunksOf is the hunks of change c of s, failing t on error.
-func hunksOf(t testing.TB, s *Session, c *Change) []diffview.Hunk {
+func hunksOf(t testing.TB, s *Session, c *Change) []diff.Hunk {
 	t.Helper()
 	d, err := s.Diff(c)
 	if err != nil {

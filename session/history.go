@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
 )
 
@@ -239,14 +239,14 @@ func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note 
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFLNK:
 			t, err := readlinkat(dir, name)
-			return diffview.ModeSymlink, []byte(t), "", int64(len(t)), err
+			return diff.ModeSymlink, []byte(t), "", int64(len(t)), err
 		case unix.S_IFREG:
 		default:
 			return 0, nil, "", 0, nil // special files have no git form
 		}
-		mode = diffview.ModeFile
+		mode = diff.ModeFile
 		if st.Mode&0o100 != 0 {
-			mode = diffview.ModeExecutable
+			mode = diff.ModeExecutable
 		}
 		if n := tooLargeToShow(st.Size, st.Blocks); n != "" {
 			return mode, nil, n, st.Size, nil
@@ -270,11 +270,11 @@ func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note 
 			}
 			t = hs.target
 		}
-		return diffview.ModeSymlink, []byte(t), "", int64(len(t)), nil
+		return diff.ModeSymlink, []byte(t), "", int64(len(t)), nil
 	case 'f':
-		mode = diffview.ModeFile
+		mode = diff.ModeFile
 		if b.Mode&0o100 != 0 {
-			mode = diffview.ModeExecutable
+			mode = diff.ModeExecutable
 		}
 		if b.Holes > 0 || b.Host.Size > maxPatchBytes {
 			return mode, nil, "not shown: too large or sparse", b.Host.Size, nil
@@ -309,7 +309,7 @@ func tooLargeToShow(size, blocks int64) string {
 
 // HistoryPatches are the changes from moment from to moment to of the session's history (Base,
 // or an index in cps, which is what Checkpoints returned), as git patches.
-func (s *Session) HistoryPatches(cps []Checkpoint, from, to int) ([]diffview.FilePatch, error) {
+func (s *Session) HistoryPatches(cps []Checkpoint, from, to int) ([]diff.FilePatch, error) {
 	if from < Base || to >= len(cps) || from > to {
 		return nil, fmt.Errorf("session %s: no such span of its history", s.Meta.ID)
 	}
@@ -318,7 +318,7 @@ func (s *Session) HistoryPatches(cps []Checkpoint, from, to int) ([]diffview.Fil
 		return nil, err
 	}
 	defer h.close()
-	var out []diffview.FilePatch
+	var out []diff.FilePatch
 	for _, p := range h.touched(from, to) {
 		oldMode, old, oldNote, oldSize, err := h.side(p, h.at(from, p))
 		if err != nil {
@@ -331,7 +331,7 @@ func (s *Session) HistoryPatches(cps []Checkpoint, from, to int) ([]diffview.Fil
 		if oldMode == newMode && oldNote == "" && newNote == "" && bytes.Equal(old, new) {
 			continue
 		}
-		fp := diffview.FilePatch{OldPath: p, NewPath: p, OldMode: oldMode, NewMode: newMode, Old: old, New: new}
+		fp := diff.FilePatch{OldPath: p, NewPath: p, OldMode: oldMode, NewMode: newMode, Old: old, New: new}
 		if note := strings.TrimSpace(oldNote + " " + newNote); note != "" {
 			fp.TooLarge, fp.Binary, fp.Old, fp.New, fp.OldSize, fp.NewSize, fp.Note = true, true, nil, nil, oldSize, newSize, note
 		}
@@ -367,10 +367,10 @@ func (s *Session) Log() ([]StepStat, error) {
 
 // CountStep is what a step's patches (HistoryPatches of it) changed, as `shadow log` and the
 // review's timeline say it: the files (a moved file once) and the lines added and removed.
-func CountStep(patches []diffview.FilePatch) (files, added, removed int) {
+func CountStep(patches []diff.FilePatch) (files, added, removed int) {
 	patches = pairRenames(slices.Clone(patches))
 	for _, p := range patches {
-		e := diffview.StatOf(p, diffview.Options{})
+		e := diff.StatOf(p, diff.Options{})
 		added += e.Added
 		removed += e.Deleted
 	}
@@ -379,7 +379,7 @@ func CountStep(patches []diffview.FilePatch) (files, added, removed int) {
 
 // pairRenames makes a deleted and an added file of the same mode and content one rename, as the
 // change set's rename detection does: a step that moved a file changed one file, no lines.
-func pairRenames(patches []diffview.FilePatch) []diffview.FilePatch {
+func pairRenames(patches []diff.FilePatch) []diff.FilePatch {
 	added := map[string][]int{}
 	for i, p := range patches {
 		if p.OldMode == 0 && p.NewMode != 0 && len(p.New) > 0 && !p.TooLarge {

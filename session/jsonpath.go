@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // File names and symlink targets are bytes, not text: encoding/json would replace invalid UTF-8
@@ -161,7 +161,7 @@ func encDecisions(m map[string]FileDecision, f func(string) string) map[string]F
 
 func codeFileDecision(fd FileDecision, f func(string) string) FileDecision {
 	if len(fd.Hunks) > 0 {
-		hs := make(map[string]diffview.Decision, len(fd.Hunks))
+		hs := make(map[string]diff.Decision, len(fd.Hunks))
 		for id, d := range fd.Hunks {
 			d.Edit = f(d.Edit)
 			hs[id] = d

@@ -7,14 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/english"
 )
 
 // Working beside the agent (SPEC §13): where the host changed a path since its pre-image and the
 // agent changed it too, the two changes are merged three ways (base = the pre-image) rather than
 // refused. The change set says how they combine (Change.Host, Change.Merge); review and apply
-// then work on the agent's changes as hunks on the host's current file (diffview.Merge3), where
+// then work on the agent's changes as hunks on the host's current file (diff.Merge3), where
 // a hunk whose lines both changed is a conflict that only a decision resolves. After an apply of
 // merged content the pre-image stays the path's base, so that the next merge is still made
 // against what both sides started from: the lines applied are then on both sides, and only what
@@ -97,12 +97,12 @@ func (s *Session) mergeOne(b *bases, host *projectRoot, c *Change) (keep bool, e
 	if err != nil {
 		return false, err
 	}
-	if diffview.IsBinary(base) || diffview.IsBinary(cur) || diffview.IsBinary(agent) {
+	if diff.IsBinary(base) || diff.IsBinary(cur) || diff.IsBinary(agent) {
 		c.Reason = fmt.Sprintf("both changed it and it is binary: yours is %s (sha256 %s), the agent's %s (sha256 %s)",
 			humanSize(c.Host.Size), shortHash(c.Host.Hash), humanSize(c.New.Size), shortHash(c.New.Hash))
 		return true, nil
 	}
-	m := diffview.Merge3(c.Path, base, cur, agent, diffview.Options{Context: -1, Budget: diffBudget})
+	m := diff.Merge3(c.Path, base, cur, agent, diff.Options{Context: -1, Budget: diffBudget})
 	if len(m.Diff.Hunks) == 0 {
 		return false, nil // every change of the agent's is in the host's file already
 	}
@@ -168,7 +168,7 @@ func (s *Session) mergeSides(b *bases, host *projectRoot, c *Change) (base, agen
 
 // mergeInputs reads the three sides of a merged change and merges them. The host's file must
 // still be what the change set saw.
-func (s *Session) mergeInputs(b *bases, host *projectRoot, c *Change) (base, cur, agent []byte, m diffview.Merged, err error) {
+func (s *Session) mergeInputs(b *bases, host *projectRoot, c *Change) (base, cur, agent []byte, m diff.Merged, err error) {
 	if base, agent, err = s.mergeSides(b, host, c); err != nil {
 		return
 	}
@@ -185,7 +185,7 @@ func (s *Session) mergeInputs(b *bases, host *projectRoot, c *Change) (base, cur
 		err = fmt.Errorf("%s changed on the host again while it was being merged; try again", visible(c.Path))
 		return
 	}
-	m = diffview.Merge3(c.Path, base, cur, agent, diffview.Options{Context: -1, Budget: diffBudget})
+	m = diff.Merge3(c.Path, base, cur, agent, diff.Options{Context: -1, Budget: diffBudget})
 	return
 }
 
@@ -211,24 +211,24 @@ func (s *Session) planMerge(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 	if err != nil {
 		return "", fmt.Errorf("merge %s: %w", visible(c.Path), err)
 	}
-	decided := map[string]diffview.Decision{}
+	decided := map[string]diff.Decision{}
 	for _, h := range m.Diff.Hunks {
 		switch {
-		case fd.File != diffview.Undecided:
-			decided[h.ID] = diffview.Decision{Verdict: fd.File}
-		case fd.Hunks[h.ID].Verdict != diffview.Undecided:
+		case fd.File != diff.Undecided:
+			decided[h.ID] = diff.Decision{Verdict: fd.File}
+		case fd.Hunks[h.ID].Verdict != diff.Undecided:
 			decided[h.ID] = fd.Hunks[h.ID]
 		}
 	}
 	if whole {
-		var open []diffview.Hunk
+		var open []diff.Hunk
 		for _, h := range m.Diff.Hunks {
 			_, conflict := m.Conflicts[h.ID]
 			switch {
-			case conflict && decided[h.ID].Verdict == diffview.Undecided:
+			case conflict && decided[h.ID].Verdict == diff.Undecided:
 				open = append(open, h)
 			case !conflict:
-				decided[h.ID] = diffview.Decision{Verdict: diffview.Accepted}
+				decided[h.ID] = diff.Decision{Verdict: diff.Accepted}
 			}
 		}
 		// Split decisions of the review are kept as they are (Resolve finds the pieces).
@@ -242,13 +242,13 @@ func (s *Session) planMerge(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 				"; resolve it in shadow review (a takes the agent's lines, r keeps yours, e edits)", nil
 		}
 	}
-	hs, ds := diffview.Resolve(m.Diff.Hunks, decided)
+	hs, ds := diff.Resolve(m.Diff.Hunks, decided)
 	var acc, rej, und int
 	for i := range hs {
 		switch ds[i].Verdict {
-		case diffview.Accepted:
+		case diff.Accepted:
 			acc++
-		case diffview.Rejected:
+		case diff.Rejected:
 			rej++
 		default:
 			und++
@@ -260,7 +260,7 @@ func (s *Session) planMerge(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 	if acc == 0 {
 		return "", nil
 	}
-	content, err := diffview.Apply(cur, m.Diff.Hunks, decided)
+	content, err := diff.Apply(cur, m.Diff.Hunks, decided)
 	if err != nil {
 		return "", fmt.Errorf("merge %s: %w", visible(c.Path), err)
 	}
@@ -284,36 +284,36 @@ func (s *Session) planMerge(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 // (the same base, the written content as the host's, the same agent's file) shows only what is
 // left of the agent's change, and a hunk of it that was rejected, or what remains of a hunk
 // accepted in part or edited, stays decided (kept as the host's). nil when nothing is left.
-func nextMergeDecision(c *Change, base, written, agent []byte, sum string, hs []diffview.Hunk, ds []diffview.Decision) *FileDecision {
+func nextMergeDecision(c *Change, base, written, agent []byte, sum string, hs []diff.Hunk, ds []diff.Decision) *FileDecision {
 	rejected, kept := map[string]bool{}, map[string]bool{}
 	for i, h := range hs {
 		switch d := ds[i]; {
-		case d.Verdict == diffview.Rejected:
+		case d.Verdict == diff.Rejected:
 			rejected[hunkCore(h)] = true
-		case d.Verdict == diffview.Accepted && (d.Edit != "" || len(d.Lines) > 0):
+		case d.Verdict == diff.Accepted && (d.Edit != "" || len(d.Lines) > 0):
 			if eff, err := d.Effective(h); err == nil {
-				kept[sideText(eff, diffview.Insert)] = true
+				kept[sideText(eff, diff.Insert)] = true
 			}
 		}
 	}
-	next := diffview.Merge3(c.Path, base, written, agent, diffview.Options{Context: -1, Budget: diffBudget})
+	next := diff.Merge3(c.Path, base, written, agent, diff.Options{Context: -1, Budget: diffBudget})
 	if len(next.Diff.Hunks) == 0 {
 		return nil
 	}
 	fd := &FileDecision{BaseHash: mergeKey(c.Old, sum), StagedHash: contentKey(c.New)}
 	for _, h := range next.Diff.Hunks {
-		if rejected[hunkCore(h)] || kept[sideText(h, diffview.Delete)] {
+		if rejected[hunkCore(h)] || kept[sideText(h, diff.Delete)] {
 			if fd.Hunks == nil {
-				fd.Hunks = map[string]diffview.Decision{}
+				fd.Hunks = map[string]diff.Decision{}
 			}
-			fd.Hunks[h.ID] = diffview.Decision{Verdict: diffview.Rejected}
+			fd.Hunks[h.ID] = diff.Decision{Verdict: diff.Rejected}
 		}
 	}
 	return fd
 }
 
 // sideText is the changed lines of h with the op (with the context between them), joined.
-func sideText(h diffview.Hunk, op diffview.Op) string {
+func sideText(h diff.Hunk, op diff.Op) string {
 	var b strings.Builder
 	for _, l := range h.Lines {
 		if l.Op == op {
@@ -324,26 +324,26 @@ func sideText(h diffview.Hunk, op diffview.Op) string {
 }
 
 // lineList names the host's lines the hunks change: "line 5", "lines 5-7 and 12".
-func lineList(hs []diffview.Hunk) string {
+func lineList(hs []diff.Hunk) string {
 	var parts []string
 	n := 0
 	for _, h := range hs {
 		at, first, last := h.OldStart, 0, -1
 		for _, l := range h.Lines {
 			switch l.Op {
-			case diffview.Context:
+			case diff.Context:
 				if last < 0 {
 					at++
 				}
 				continue
-			case diffview.Delete:
+			case diff.Delete:
 				if last < 0 {
 					first = at
 				}
 				last = at
 				at++
 				n++
-			case diffview.Insert:
+			case diff.Insert:
 				if last < 0 {
 					first, last = at, at
 					n++
@@ -398,8 +398,8 @@ func shortHash(h string) string {
 // shown), and, where the two changes merge, the merge as hunks on the host's file.
 type HostView struct {
 	Summary string
-	Diff    []diffview.Hunk
-	Merge   *diffview.Merged
+	Diff    []diff.Hunk
+	Merge   *diff.Merged
 }
 
 // HostView works out what review shows of a change the host changed too (c.Conflict or c.Merge
@@ -421,7 +421,7 @@ func (s *Session) HostView(c *Change) (*HostView, error) {
 			return nil, err
 		}
 		v.Merge = &m
-		v.Diff = diffview.Compute(c.Path, base, cur, diffview.Options{Budget: diffBudget}).Hunks
+		v.Diff = diff.Compute(c.Path, base, cur, diff.Options{Budget: diffBudget}).Hunks
 		if m.Clean() {
 			v.Summary = "you changed this file too since the agent's pre-image (your change is below, already in the project): the agent's hunks are shown on your current file and merge without overlap"
 		} else {
@@ -449,8 +449,8 @@ func (s *Session) HostView(c *Change) (*HostView, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !diffview.IsBinary(base) && !diffview.IsBinary(cur) {
-			v.Diff = diffview.Compute(c.Path, base, cur, diffview.Options{Budget: diffBudget}).Hunks
+		if !diff.IsBinary(base) && !diff.IsBinary(cur) {
+			v.Diff = diff.Compute(c.Path, base, cur, diff.Options{Budget: diffBudget}).Hunks
 		}
 	}
 	return v, nil

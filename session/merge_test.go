@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // lines50 is a 50-line file with line i replaced by text (i is 1-based; 0 changes none), more
@@ -101,7 +101,7 @@ func TestMergeSeparateLines(t *testing.T) {
 }
 
 // conflictHunk is the conflicting hunk of c's merge.
-func conflictHunk(t *testing.T, f *fixture, c *Change) diffview.Hunk {
+func conflictHunk(t *testing.T, f *fixture, c *Change) diff.Hunk {
 	t.Helper()
 	v, err := f.s.HostView(c)
 	if err != nil {
@@ -113,7 +113,7 @@ func conflictHunk(t *testing.T, f *fixture, c *Change) diffview.Hunk {
 		}
 	}
 	t.Fatal("no conflict hunk")
-	return diffview.Hunk{}
+	return diff.Hunk{}
 }
 
 // Both edit line 5 (the agent line 30 too): apply --all refuses the path with a one-line reason
@@ -122,13 +122,13 @@ func conflictHunk(t *testing.T, f *fixture, c *Change) diffview.Hunk {
 func TestMergeSameLine(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		decide func(h diffview.Hunk) diffview.Decision
+		decide func(h diff.Hunk) diff.Decision
 		line5  string
 	}{
-		{"take agent", func(diffview.Hunk) diffview.Decision { return diffview.Decision{Verdict: diffview.Accepted} }, "agent 5"},
-		{"keep host", func(diffview.Hunk) diffview.Decision { return diffview.Decision{Verdict: diffview.Rejected} }, "host 5"},
-		{"edit", func(h diffview.Hunk) diffview.Decision {
-			return diffview.Decision{Verdict: diffview.Accepted, Edit: strings.Replace(diffview.EditText(h), "+agent 5", "+both 5", 1)}
+		{"take agent", func(diff.Hunk) diff.Decision { return diff.Decision{Verdict: diff.Accepted} }, "agent 5"},
+		{"keep host", func(diff.Hunk) diff.Decision { return diff.Decision{Verdict: diff.Rejected} }, "host 5"},
+		{"edit", func(h diff.Hunk) diff.Decision {
+			return diff.Decision{Verdict: diff.Accepted, Edit: strings.Replace(diff.EditText(h), "+agent 5", "+both 5", 1)}
 		}, "both 5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

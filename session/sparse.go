@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // A file's apparent size can be far larger than what it stores: `truncate -s 1T` makes a terabyte
@@ -201,7 +201,7 @@ func contentName(b []byte) string {
 }
 
 // fileSum is what reading a regular file tells: its contentSum, its length, whether it looks
-// binary (diffview.IsBinary) and how many of its bytes are holes.
+// binary (diff.IsBinary) and how many of its bytes are holes.
 type fileSum struct {
 	hash   string
 	size   int64
@@ -298,13 +298,13 @@ func sumFD(fd int, size int64) (fileSum, error) {
 	h := newContentSum()
 	s := fileSum{size: size}
 	err := readSegments(fd, 0, size, *bp, func(off int64, p []byte) error {
-		if off < diffview.SniffLen && !s.binary {
-			s.binary = diffview.IsBinary(p[:min(int64(len(p)), diffview.SniffLen-off)])
+		if off < diff.SniffLen && !s.binary {
+			s.binary = diff.IsBinary(p[:min(int64(len(p)), diff.SniffLen-off)])
 		}
 		h.Write(p)
 		return nil
 	}, func(off, n int64) error {
-		s.binary = s.binary || off < diffview.SniffLen
+		s.binary = s.binary || off < diff.SniffLen
 		s.holes += n
 		h.Zeros(n)
 		return nil
@@ -334,13 +334,13 @@ func sumReader(r io.Reader) (fileSum, error) {
 	bp := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(bp)
 	buf := *bp
-	head := buf[:diffview.SniffLen]
+	head := buf[:diff.SniffLen]
 	n, err := io.ReadFull(r, head)
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 		return fileSum{}, err
 	}
 	h.Write(head[:n])
-	s := fileSum{size: int64(n), binary: diffview.IsBinary(head[:n])}
+	s := fileSum{size: int64(n), binary: diff.IsBinary(head[:n])}
 	if err == nil {
 		rest, err := copyPooled(h, r, buf)
 		if err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // within runs fn and fails t when it takes longer than d (leaving it running: without the holes
@@ -238,14 +238,14 @@ func TestStagedTerabyteSparseFile(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		entries := make([]diffview.StatEntry, len(patches))
+		entries := make([]diff.StatEntry, len(patches))
 		for i, p := range patches {
-			entries[i] = diffview.StatOf(p, diffview.Options{})
+			entries[i] = diff.StatOf(p, diff.Options{})
 		}
-		if err := diffview.WriteStat(&stat, entries, 200); err != nil {
+		if err := diff.WriteStat(&stat, entries, 200); err != nil {
 			return err
 		}
-		if err := diffview.WritePatch(&text, patches, diffview.PatchOptions{}); err != nil {
+		if err := diff.WritePatch(&text, patches, diff.PatchOptions{}); err != nil {
 			return err
 		}
 		_, err = f.s.Doc(cs.Select(nil))
@@ -372,7 +372,7 @@ func TestPartialApplyOfContentWithZeroBlocks(t *testing.T) {
 	if len(hunks) != 2 {
 		t.Fatalf("%d hunks, want 2", len(hunks))
 	}
-	if err := f.s.Decide(c, hunks[0].ID, diffview.Decision{Verdict: diffview.Accepted}); err != nil {
+	if err := f.s.Decide(c, hunks[0].ID, diff.Decision{Verdict: diff.Accepted}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.s.Apply(ApplyOptions{}); err != nil {

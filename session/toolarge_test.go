@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // A text file past the store's diff limit is never diffed: it has no hunks, says so, and a
@@ -42,7 +42,7 @@ func TestTooLargeToDiffDecidedWhole(t *testing.T) {
 	if d, err := f.s.Diff(small); err != nil || len(d.Hunks) != 1 {
 		t.Errorf("small.txt: %d hunks, err %v; want 1", len(d.Hunks), err)
 	}
-	if err := f.s.Decide(c, "", diffview.Decision{Verdict: diffview.Accepted}); err != nil {
+	if err := f.s.Decide(c, "", diff.Decision{Verdict: diff.Accepted}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.s.Apply(ApplyOptions{}); err != nil {

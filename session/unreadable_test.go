@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/testuser"
 )
 
@@ -138,7 +138,7 @@ func testUnreadableStagedEntries(t *testing.T) {
 		t.Fatalf("Patches: %v", err)
 	}
 	var text bytes.Buffer
-	if err := diffview.WritePatch(&text, patches, diffview.PatchOptions{}); err != nil {
+	if err := diff.WritePatch(&text, patches, diff.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"+A\n", "+X\n", "+new\n", "+w\n", "+z\n"} {
@@ -222,11 +222,11 @@ func TestUnreadableStagedEntriesOfAnotherOwner(t *testing.T) {
 		t.Fatalf("Patches: %v", err)
 	}
 	var stat bytes.Buffer
-	entries := make([]diffview.StatEntry, len(patches))
+	entries := make([]diff.StatEntry, len(patches))
 	for i, p := range patches {
-		entries[i] = diffview.StatOf(p, diffview.Options{})
+		entries[i] = diff.StatOf(p, diff.Options{})
 	}
-	if err := diffview.WriteStat(&stat, entries, 120); err != nil {
+	if err := diff.WriteStat(&stat, entries, 120); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(stat.String(), "a.txt") || !strings.Contains(stat.String(), "cannot read the staged file") {
