@@ -109,7 +109,7 @@ func (f *runFlags) resolve() (*runSetup, error) {
 		return nil, err
 	}
 	for _, w := range cfg.Warnings {
-		fmt.Fprintln(os.Stderr, "shadow: warning:", w)
+		sayErr(os.Stderr, "shadow: warning:", w)
 	}
 	c := cfg.Config
 	p := sandbox.Policy{Project: project, MaskCache: maskCacheDir()}
@@ -314,7 +314,7 @@ func (f *runFlags) openSession(setup *runSetup, command string, stderr io.Writer
 		return nil, nil, false, err
 	}
 	if lk.Recovered != "" {
-		fmt.Fprintln(stderr, "shadow:", lk.Recovered)
+		sayErr(stderr, "shadow:", lk.Recovered)
 	}
 	var s *session.Session
 	created := true
