@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shadow-sandbox/shadow/internal/jsonout"
+	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/sandbox/preset"
 	"github.com/shadow-sandbox/shadow/session"
 )
@@ -141,11 +142,4 @@ there.`,
 }
 
 // visiblePath quotes a path that holds control characters, so a listing never sends them raw.
-func visiblePath(p string) string {
-	for _, r := range p {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return fmt.Sprintf("%q", p)
-		}
-	}
-	return p
-}
+func visiblePath(p string) string { return quote.Path(p) }
