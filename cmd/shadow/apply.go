@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/session"
 )
@@ -245,10 +245,10 @@ func printPlan(w io.Writer, p *session.ApplyPlan) {
 		if f.Merged {
 			how = "merged with your changes: " + how
 		}
-		fmt.Fprintf(w, "  %-6s %s (%s)\n", f.Action, diffview.Escape(f.Path), how)
+		fmt.Fprintf(w, "  %-6s %s (%s)\n", f.Action, diff.Escape(f.Path), how)
 	}
 	for _, s := range p.Skipped {
-		fmt.Fprintf(w, "  skip   %s: %s\n", diffview.Escape(s.Path), s.Reason)
+		fmt.Fprintf(w, "  skip   %s: %s\n", diff.Escape(s.Path), s.Reason)
 	}
 	for _, m := range p.Warnings {
 		fmt.Fprintln(w, "  warning:", m)

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/jsonout"
 	"github.com/shadow-sandbox/shadow/session"
 )
@@ -57,7 +58,7 @@ it to ID), --since ID everything staged after checkpoint ID; 'shadow log' lists 
 				}
 				if nameOnly {
 					for _, p := range patches {
-						fmt.Fprintln(out, diffview.QuotePath(p.NewPath))
+						fmt.Fprintln(out, diff.QuotePath(p.NewPath))
 					}
 					return nil
 				}
@@ -73,7 +74,7 @@ it to ID), --since ID everything staged after checkpoint ID; 'shadow log' lists 
 				// Quoted like git's core.quotePath, so a name with a newline or an escape
 				// sequence stays one line and never reaches a terminal raw.
 				for _, c := range changes {
-					fmt.Fprintln(out, diffview.QuotePath(c.Path))
+					fmt.Fprintln(out, diff.QuotePath(c.Path))
 				}
 				return nil
 			case asJSON:
@@ -102,7 +103,7 @@ it to ID), --since ID everything staged after checkpoint ID; 'shadow log' lists 
 
 // historyPatches are the patches of one checkpoint's step, or of everything after one, limited
 // to paths (all when empty).
-func historyPatches(s *session.Session, checkpoint, since string, paths []string) ([]diffview.FilePatch, error) {
+func historyPatches(s *session.Session, checkpoint, since string, paths []string) ([]diff.FilePatch, error) {
 	cps, err := s.Checkpoints()
 	if err != nil {
 		return nil, err
@@ -125,7 +126,7 @@ func historyPatches(s *session.Session, checkpoint, since string, paths []string
 	if err != nil || len(paths) == 0 {
 		return all, err
 	}
-	var out []diffview.FilePatch
+	var out []diff.FilePatch
 	for _, p := range all {
 		for _, want := range paths {
 			if p.NewPath == want || strings.HasPrefix(p.NewPath, want+"/") {
@@ -138,20 +139,20 @@ func historyPatches(s *session.Session, checkpoint, since string, paths []string
 }
 
 // writePatches prints patches as a diffstat or as git patch text, coloured on a terminal.
-func writePatches(out io.Writer, patches []diffview.FilePatch, stat, binary, tty bool) error {
+func writePatches(out io.Writer, patches []diff.FilePatch, stat, binary, tty bool) error {
 	if stat {
-		entries := make([]diffview.StatEntry, len(patches))
+		entries := make([]diff.StatEntry, len(patches))
 		for i, p := range patches {
-			entries[i] = diffview.StatOf(p, diffview.Options{})
+			entries[i] = diff.StatOf(p, diff.Options{})
 		}
-		return diffview.WriteStat(out, entries, terminalWidth(out))
+		return diff.WriteStat(out, entries, terminalWidth(out))
 	}
-	opts := diffview.PatchOptions{Binary: binary}
+	opts := diff.PatchOptions{Binary: binary}
 	if !tty {
-		return diffview.WritePatch(out, patches, opts)
+		return diff.WritePatch(out, patches, opts)
 	}
 	var buf bytes.Buffer
-	if err := diffview.WritePatch(&buf, patches, opts); err != nil {
+	if err := diff.WritePatch(&buf, patches, opts); err != nil {
 		return err
 	}
 	return diffview.ColorPatch(out, buf.Bytes(), diffview.DefaultStyles(darkBackground(os.Getenv("COLORFGBG"))))

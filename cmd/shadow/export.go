@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/session"
 )
@@ -41,7 +41,7 @@ flags as apply's let them in. An existing branch is never overwritten.`,
 			}
 			errw := cmd.ErrOrStderr()
 			for _, sk := range res.Skipped {
-				fmt.Fprintf(errw, "  skip   %s: %s\n", diffview.Escape(sk.Path), sk.Reason)
+				fmt.Fprintf(errw, "  skip   %s: %s\n", diff.Escape(sk.Path), sk.Reason)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "exported %s as branch %s (commit %s, on %s)\n",
 				english.Count(res.Paths, "path"), res.Branch, res.Commit, res.Base)

@@ -11,7 +11,7 @@ import (
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/internal/jsonout"
 
-	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/session"
 )
 
@@ -86,7 +86,7 @@ func commandLine(argv []string) string {
 	words := make([]string, len(argv))
 	for i, a := range argv {
 		words[i] = a
-		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`") || diffview.QuotePath(a) != a {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`") || diff.QuotePath(a) != a {
 			words[i] = fmt.Sprintf("%q", a)
 		}
 	}
