@@ -62,6 +62,7 @@ func buildRoot(s *jailSpec) (*runLayer, error) {
 			layer, err = mountAll(s.Root, s.Mounts, s.LayerSize, s.Checkpoints)
 			return err
 		}},
+		{"files shown scrubbed", func() error { return showScrubbed(s.Root, s.Scrubbed) }},
 		{"runtime dir", func() error { return bindInto(s.Root, s.RuntimeDir, jailRuntimeDir, false) }},
 		{"shadow binary", func() error { return bindInto(s.Root, s.Binary, jailInitBinary, true) }},
 		{"pivot_root", func() error { return pivotInto(s.Root) }},

@@ -29,8 +29,9 @@ type jailSpec struct {
 	RuntimeDir  string      // host dir bound at /run/shadow
 	TmpSize     int64
 	HomeSize    int64
-	GitConfig   string // the jail's ~/.gitconfig: the host's commit identity only
-	LayerSize   int64  // size of the run's tmpfs layer; 0: the kernel's default
+	GitConfig   string        // the jail's ~/.gitconfig: the host's commit identity only
+	Scrubbed    []shownConfig // files shown scrubbed: git configs (gitconfig.go), credentials (credfiles.go)
+	LayerSize   int64         // size of the run's tmpfs layer; 0: the kernel's default
 	Checkpoints checkpointSpec
 	NewNet      bool  // own network namespace: bring lo up
 	Publish     []int // ports relayed from the host over publish.sock
@@ -193,7 +194,7 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 		if err != nil {
 			return nil, &JailError{Step: "checkpoints", Err: err}
 		}
-		s.Checkpoints = checkpointSpec{Dir: dir, Next: max(p.NextCheckpoint, 1), Quiet: int64(p.QuietCheckpoint)}
+		s.Checkpoints = checkpointSpec{Dir: dir, Next: max(p.NextCheckpoint, 1), Quiet: int64(p.QuietCheckpoint), Budget: p.CheckpointBudget}
 	}
 	s.Mounts = append(s.Mounts, mountSpec{Kind: mountRun, What: "project overlay",
 		Src: project, Dst: project, Upper: upper, Work: upper + ".run", OnDisk: layerOnDisk})
@@ -206,6 +207,8 @@ func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 		s.Mounts = append(s.Mounts, m)
 	}
 	s.GitConfig = gitIdentity(home, project)
+	dirs, creds := projectDirs(project)
+	s.Scrubbed = append(gitConfigs(project, dirs), credentialFiles(creds)...)
 	var caches []string
 	if home != "" && p.CacheDir != "" && !p.NoCache {
 		for _, c := range cacheDirs {
@@ -322,49 +325,15 @@ func readOnlyMount(what, p string) (mountSpec, error) {
 // .git directory unless writable, and the gitdir (and its common dir) a .git
 // file points to, always, as it lies outside the staged project.
 func gitReadOnly(project string, writable bool) []string {
-	dotgit := filepath.Join(project, ".git")
-	fi, err := os.Lstat(dotgit)
-	if err != nil {
+	dirs := gitDirsOf(project)
+	if len(dirs) == 0 {
 		return nil
 	}
-	if fi.IsDir() {
+	if dirs[0] == filepath.Join(project, ".git") {
 		if writable {
 			return nil
 		}
-		return []string{dotgit}
-	}
-	if !fi.Mode().IsRegular() {
-		return nil
-	}
-	b, err := os.ReadFile(dotgit)
-	if err != nil {
-		return nil
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	gitdir, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
-	if !ok {
-		return nil
-	}
-	gitdir = strings.TrimSpace(gitdir)
-	if !filepath.IsAbs(gitdir) {
-		gitdir = filepath.Join(project, gitdir)
-	}
-	gitdir, err = filepath.EvalSymlinks(gitdir)
-	if err != nil {
-		return nil
-	}
-	dirs := []string{gitdir}
-	// A linked worktree's gitdir (<main>/.git/worktrees/<name>) holds only
-	// HEAD, index and the like; objects, refs and config are in the common
-	// dir it names, which usually contains the gitdir itself.
-	if c, err := os.ReadFile(filepath.Join(gitdir, "commondir")); err == nil {
-		common := strings.TrimSpace(string(c))
-		if !filepath.IsAbs(common) {
-			common = filepath.Join(gitdir, common)
-		}
-		if common, err = filepath.EvalSymlinks(common); err == nil {
-			dirs = append(dirs, common)
-		}
+		return dirs
 	}
 	var keep []string
 	for _, d := range outermost(dirs) {
