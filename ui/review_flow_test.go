@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/x/vt"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // numbered is n lines "<prefix>01".."<prefix>NN", each ending in a newline,
@@ -95,17 +96,17 @@ func startReview(t *testing.T, src diffview.Source, editor string) *teatest.Test
 }
 
 // hunkWith finds the hunk of f whose changed lines include text.
-func hunkWith(t *testing.T, f diffview.File, hunks []diffview.Hunk, text string) diffview.Hunk {
+func hunkWith(t *testing.T, f diffview.File, hunks []diff.Hunk, text string) diff.Hunk {
 	t.Helper()
 	for _, h := range hunks {
 		for _, l := range h.Lines {
-			if l.Op != diffview.Context && l.Text == text {
+			if l.Op != diff.Context && l.Text == text {
 				return h
 			}
 		}
 	}
 	t.Fatalf("%s: no hunk changes %q", f.Path, text)
-	return diffview.Hunk{}
+	return diff.Hunk{}
 }
 
 // TestReviewFlowOverSession drives the review screen over a real session
@@ -133,7 +134,7 @@ func TestReviewFlowOverSession(t *testing.T) {
 	if len(a.Diff.Hunks) != 3 || len(b.Diff.Hunks) != 1 || len(c.Diff.Hunks) != 1 {
 		t.Fatalf("hunks: a.txt %d, b.txt %d, c.txt %d; want 3, 1, 1", len(a.Diff.Hunks), len(b.Diff.Hunks), len(c.Diff.Hunks))
 	}
-	if n := len(diffview.Split(a.Diff.Hunks[2])); n != 2 {
+	if n := len(diff.Split(a.Diff.Hunks[2])); n != 2 {
 		t.Fatalf("a.txt's third hunk splits into %d pieces, want 2", n)
 	}
 	var bLines []string
@@ -218,10 +219,10 @@ func TestReviewFlowOverSession(t *testing.T) {
 	if len(ra.Diff.Hunks) != 2 {
 		t.Fatalf("reopened a.txt has %d hunks, want the rejected one and the undecided piece", len(ra.Diff.Hunks))
 	}
-	if d := ra.Decisions[hunkWith(t, ra, ra.Diff.Hunks, "A15 second\n").ID]; d.Verdict != diffview.Rejected {
+	if d := ra.Decisions[hunkWith(t, ra, ra.Diff.Hunks, "A15 second\n").ID]; d.Verdict != diff.Rejected {
 		t.Errorf("reopened a.txt: the rejected hunk is %q, want rejected", d.Verdict)
 	}
-	if d := ra.Decisions[hunkWith(t, ra, ra.Diff.Hunks, "A31 fourth\n").ID]; d.Verdict != diffview.Undecided {
+	if d := ra.Decisions[hunkWith(t, ra, ra.Diff.Hunks, "A31 fourth\n").ID]; d.Verdict != diff.Undecided {
 		t.Errorf("reopened a.txt: the piece left undecided is %q", d.Verdict)
 	}
 	rb := byPath["b.txt"]

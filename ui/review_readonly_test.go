@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 )
 
 // A review source without the project's writer lock (a second `shadow tui
@@ -19,7 +20,7 @@ func TestReviewWithoutLockIsReadOnly(t *testing.T) {
 		t.Fatalf("ReadOnly() = %q, want %q", got, noLock)
 	}
 	f := loadFile(t, src, "a.txt")
-	if err := src.Decide("a.txt", f.Diff.Hunks[0].ID, diffview.Decision{Verdict: diffview.Accepted}); err == nil {
+	if err := src.Decide("a.txt", f.Diff.Hunks[0].ID, diff.Decision{Verdict: diff.Accepted}); err == nil {
 		t.Errorf("a source without the writer lock saved a decision")
 	}
 	if _, err := src.Apply(diffview.Plan{Write: []diffview.PlanFile{{Path: "a.txt", Accepted: 1}}}); err == nil {
@@ -52,7 +53,7 @@ func TestReviewWithoutLockIsReadOnly(t *testing.T) {
 	if got := src.ReadOnly(); got != "" {
 		t.Errorf("ReadOnly() with the lock = %q", got)
 	}
-	if err := src.Decide("a.txt", f.Diff.Hunks[0].ID, diffview.Decision{Verdict: diffview.Accepted}); err != nil {
+	if err := src.Decide("a.txt", f.Diff.Hunks[0].ID, diff.Decision{Verdict: diff.Accepted}); err != nil {
 		t.Errorf("Decide with the lock: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/session"
 )
 
@@ -24,8 +25,8 @@ type ReviewSource struct {
 
 	mu      sync.Mutex
 	changes map[string]*session.Change
-	hunks   map[string][]diffview.Hunk // display hunks by path
-	hunked  map[string]bool            // decided hunk by hunk in the session
+	hunks   map[string][]diff.Hunk // display hunks by path
+	hunked  map[string]bool        // decided hunk by hunk in the session
 }
 
 // ReviewOption configures a ReviewSource.
@@ -94,7 +95,7 @@ func (r *ReviewSource) Load() ([]diffview.File, error) {
 		return nil, fmt.Errorf("read the decisions of session %s: %w", r.sess.ID(), err)
 	}
 	changes := map[string]*session.Change{}
-	hunks := map[string][]diffview.Hunk{}
+	hunks := map[string][]diff.Hunk{}
 	hunked := map[string]bool{}
 	files := make([]diffview.File, 0, len(cs.Changes))
 	for i := range cs.Changes {
@@ -155,7 +156,7 @@ func (r *ReviewSource) file(c *session.Change, decs *session.Decisions) (diffvie
 	isHunked := d.Hunks != nil
 	if !isHunked && (c.Old.Kind == session.KindSymlink || c.New.Kind == session.KindSymlink) {
 		// A symlink is decided as a whole, but its target is shown as a diff.
-		d = diffview.Compute(c.Path, linkText(c.Old), linkText(c.New), diffview.Options{})
+		d = diff.Compute(c.Path, linkText(c.Old), linkText(c.New), diff.Options{})
 	}
 	f.Diff = d
 	if merged, err := r.hostChange(c, &f); err != nil {
@@ -164,10 +165,10 @@ func (r *ReviewSource) file(c *session.Change, decs *session.Decisions) (diffvie
 		isHunked = true
 	}
 	fd := decs.For(c)
-	f.Decisions = map[string]diffview.Decision{}
-	if fd.File != diffview.Undecided {
+	f.Decisions = map[string]diff.Decision{}
+	if fd.File != diff.Undecided {
 		for _, it := range diffview.Items(f) {
-			f.Decisions[it.ID] = diffview.Decision{Verdict: fd.File}
+			f.Decisions[it.ID] = diff.Decision{Verdict: fd.File}
 		}
 	} else {
 		for id, d := range fd.Hunks {
@@ -181,7 +182,7 @@ func (r *ReviewSource) file(c *session.Change, decs *session.Decisions) (diffvie
 // session takes as a whole (binary, symlink, mode, rename) is the file's
 // verdict; a hunk decision on a file that carried a whole-file verdict turns
 // that verdict into per-hunk decisions first, so the others keep it.
-func (r *ReviewSource) Decide(path, hunkID string, d diffview.Decision) error {
+func (r *ReviewSource) Decide(path, hunkID string, d diff.Decision) error {
 	if why := r.ReadOnly(); why != "" {
 		return errors.New(why)
 	}
@@ -190,7 +191,7 @@ func (r *ReviewSource) Decide(path, hunkID string, d diffview.Decision) error {
 		return err
 	}
 	if !hunked || hunkID == diffview.WholeFileID(path) {
-		if err := r.sess.Decide(c, "", diffview.Decision{Verdict: d.Verdict}); err != nil {
+		if err := r.sess.Decide(c, "", diff.Decision{Verdict: d.Verdict}); err != nil {
 			return fmt.Errorf("save the decision on %s: %w", path, err)
 		}
 		return nil
@@ -199,15 +200,15 @@ func (r *ReviewSource) Decide(path, hunkID string, d diffview.Decision) error {
 	if err != nil {
 		return fmt.Errorf("read the decisions of session %s: %w", r.sess.ID(), err)
 	}
-	if fd := decs.For(c); fd.File != diffview.Undecided {
-		if err := r.sess.Decide(c, "", diffview.Decision{}); err != nil {
+	if fd := decs.For(c); fd.File != diff.Undecided {
+		if err := r.sess.Decide(c, "", diff.Decision{}); err != nil {
 			return fmt.Errorf("save the decision on %s: %w", path, err)
 		}
 		for _, h := range hs {
 			if h.ID == hunkID {
 				continue
 			}
-			if err := r.sess.Decide(c, h.ID, diffview.Decision{Verdict: fd.File}); err != nil {
+			if err := r.sess.Decide(c, h.ID, diff.Decision{Verdict: fd.File}); err != nil {
 				return fmt.Errorf("save the decision on %s: %w", path, err)
 			}
 		}
@@ -220,7 +221,7 @@ func (r *ReviewSource) Decide(path, hunkID string, d diffview.Decision) error {
 
 // lookup finds the change at path as last loaded, loading once if it is
 // not known yet.
-func (r *ReviewSource) lookup(path string) (*session.Change, []diffview.Hunk, bool, error) {
+func (r *ReviewSource) lookup(path string) (*session.Change, []diff.Hunk, bool, error) {
 	r.mu.Lock()
 	c, ok := r.changes[path]
 	hs, hunked := r.hunks[path], r.hunked[path]
@@ -366,7 +367,7 @@ func (r ReadOnlySource) ReadOnly() string {
 func (r ReadOnlySource) Load() ([]diffview.File, error) { return r.Source.Load() }
 
 // Decide refuses.
-func (r ReadOnlySource) Decide(string, string, diffview.Decision) error {
+func (r ReadOnlySource) Decide(string, string, diff.Decision) error {
 	return errors.New(r.ReadOnly())
 }
 
@@ -399,13 +400,13 @@ func gitMode(s session.Side) uint32 {
 	switch s.Kind {
 	case session.KindFile:
 		if s.Mode&0o111 != 0 {
-			return diffview.ModeExecutable
+			return diff.ModeExecutable
 		}
-		return diffview.ModeFile
+		return diff.ModeFile
 	case session.KindSymlink:
-		return diffview.ModeSymlink
+		return diff.ModeSymlink
 	case session.KindSpecial:
-		return diffview.ModeFile
+		return diff.ModeFile
 	}
 	return 0
 }

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/session"
 )
 
@@ -114,20 +115,20 @@ func TestReviewSourceDecideApplyRollback(t *testing.T) {
 		t.Fatalf("a.txt: status %c, %d hunks; want M with 2", a.Status, len(a.Diff.Hunks))
 	}
 	c := loadFile(t, src, "new/c.txt")
-	if c.Status != diffview.StatusAdded || c.NewMode != diffview.ModeFile {
+	if c.Status != diffview.StatusAdded || c.NewMode != diff.ModeFile {
 		t.Fatalf("new/c.txt: status %c mode %o", c.Status, c.NewMode)
 	}
 
 	// Accept the first hunk of a.txt, reject the second, accept c.txt's
 	// only hunk, leave b.txt undecided.
-	if err := src.Decide("a.txt", a.Diff.Hunks[0].ID, diffview.Decision{Verdict: diffview.Accepted}); err != nil {
+	if err := src.Decide("a.txt", a.Diff.Hunks[0].ID, diff.Decision{Verdict: diff.Accepted}); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.Decide("a.txt", a.Diff.Hunks[1].ID, diffview.Decision{Verdict: diffview.Rejected}); err != nil {
+	if err := src.Decide("a.txt", a.Diff.Hunks[1].ID, diff.Decision{Verdict: diff.Rejected}); err != nil {
 		t.Fatal(err)
 	}
 	for _, it := range diffview.Items(c) {
-		if err := src.Decide("new/c.txt", it.ID, diffview.Decision{Verdict: diffview.Accepted}); err != nil {
+		if err := src.Decide("new/c.txt", it.ID, diff.Decision{Verdict: diff.Accepted}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -139,7 +140,7 @@ func TestReviewSourceDecideApplyRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	a = loadFile(t, again, "a.txt")
-	if a.Decisions[a.Diff.Hunks[0].ID].Verdict != diffview.Accepted || a.Decisions[a.Diff.Hunks[1].ID].Verdict != diffview.Rejected {
+	if a.Decisions[a.Diff.Hunks[0].ID].Verdict != diff.Accepted || a.Decisions[a.Diff.Hunks[1].ID].Verdict != diff.Rejected {
 		t.Fatalf("decisions not persisted: %+v", a.Decisions)
 	}
 
@@ -187,17 +188,17 @@ func TestReviewSourceWholeFileVerdictSplitsIntoHunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch, _ := cs.Find("a.txt")
-	if err := ts.s.Decide(ch, "", diffview.Decision{Verdict: diffview.Accepted}); err != nil {
+	if err := ts.s.Decide(ch, "", diff.Decision{Verdict: diff.Accepted}); err != nil {
 		t.Fatal(err)
 	}
 	a = loadFile(t, src, "a.txt")
 	for _, h := range a.Diff.Hunks {
-		if a.Decisions[h.ID].Verdict != diffview.Accepted {
+		if a.Decisions[h.ID].Verdict != diff.Accepted {
 			t.Fatalf("whole-file verdict not shown on hunk %s: %+v", h.ID, a.Decisions)
 		}
 	}
 	// ...then the second hunk rejected in review: the first stays accepted.
-	if err := src.Decide("a.txt", a.Diff.Hunks[1].ID, diffview.Decision{Verdict: diffview.Rejected}); err != nil {
+	if err := src.Decide("a.txt", a.Diff.Hunks[1].ID, diff.Decision{Verdict: diff.Rejected}); err != nil {
 		t.Fatal(err)
 	}
 	files, err := src.Load()
@@ -222,7 +223,7 @@ func TestReviewSourceApplyRefusesUnplannedFiles(t *testing.T) {
 	}
 	for _, f := range files {
 		for _, it := range diffview.Items(f) {
-			if err := src.Decide(f.Path, it.ID, diffview.Decision{Verdict: diffview.Accepted}); err != nil {
+			if err := src.Decide(f.Path, it.ID, diff.Decision{Verdict: diff.Accepted}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -245,7 +246,7 @@ func TestReadOnlySourceRefusesChanges(t *testing.T) {
 	if err != nil || len(files) != 1 {
 		t.Fatalf("Load: %d files, %v", len(files), err)
 	}
-	if err := ro.Decide("a.txt", diffview.Items(files[0])[0].ID, diffview.Decision{Verdict: diffview.Accepted}); err == nil {
+	if err := ro.Decide("a.txt", diffview.Items(files[0])[0].ID, diff.Decision{Verdict: diff.Accepted}); err == nil {
 		t.Error("a read-only source saved a decision")
 	}
 	if _, err := ro.Apply(diffview.MakePlan(files)); err == nil {
@@ -273,7 +274,7 @@ func TestReviewSourceOutcomesNameTheirPaths(t *testing.T) {
 		t.Helper()
 		for _, p := range paths {
 			for _, it := range diffview.Items(loadFile(t, src, p)) {
-				if err := src.Decide(p, it.ID, diffview.Decision{Verdict: diffview.Accepted}); err != nil {
+				if err := src.Decide(p, it.ID, diff.Decision{Verdict: diff.Accepted}); err != nil {
 					t.Fatal(err)
 				}
 			}
