@@ -45,6 +45,11 @@ type Report struct {
 	Checks []Check `json:"checks"`
 	Distro string  `json:"distro"` // as detected from /etc/os-release, e.g. "debian 12"
 	Kernel string  `json:"kernel"` // uname release
+	// Container is the container doctor runs in (nil on a host), and ContainerFix the options
+	// of its engine's run line (or the pod's securityContext) that lift what the checks found
+	// it denies.
+	Container    *Container `json:"container,omitempty"`
+	ContainerFix string     `json:"container_fix,omitempty"`
 }
 
 // OK reports whether `shadow run` will work: no required check is missing.
@@ -85,6 +90,11 @@ type Options struct {
 	// set: the state directory is not checked.
 	StateDir    string
 	StateDirErr error
+	// Root is where the marks of a container engine (/.dockerenv, /run/.containerenv,
+	// /proc/1/cgroup) are looked for, and Getenv reads the environment ($container,
+	// KUBERNETES_SERVICE_HOST); defaults / and os.Getenv.
+	Root   string
+	Getenv func(string) string
 }
 
 func (o Options) withDefaults() Options {
@@ -110,6 +120,12 @@ func (o Options) withDefaults() Options {
 	if o.AppArmorTemplate == "" {
 		o.AppArmorTemplate = AppArmorTemplate
 	}
+	if o.Root == "" {
+		o.Root = "/"
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
 	return o
 }
 
@@ -126,11 +142,23 @@ func RunWith(ctx context.Context, o Options) Report {
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
 	release := unix.ByteSliceToString(uts.Release[:])
-	r := Report{Distro: d.String(), Kernel: release}
+	r := Report{Distro: d.String(), Kernel: release, Container: detectContainer(o.Root, o.Getenv)}
+	var problems []problem
 
 	r.Checks = append(r.Checks, kernelCheck(release))
 	usernsErr := runProbe(ctx, o.Exe, nsUser, "userns")
-	r.Checks = append(r.Checks, userNSCheck(usernsErr, readSysctls(o.ProcSys), d, os.Geteuid(), o.AppArmorTemplate, o.ExePath))
+	userns := userNSCheck(usernsErr, readSysctls(o.ProcSys), d, os.Geteuid(), o.AppArmorTemplate, o.ExePath)
+	if c := r.Container; c != nil && userns.Status != StatusOK {
+		userns.Remedy = inContainer(c, userns.Remedy)
+		if usernsErr != nil {
+			problems = append(problems, problemSeccomp)
+			userns.Remedy = containerRemedy(c, problemSeccomp) + "\n" + userns.Remedy
+		}
+	}
+	r.Checks = append(r.Checks, userns)
+	jail, found := jailNSCheck(runProbeIn(ctx, o, nsJail, "jailns", usernsErr), r.Container)
+	problems = append(problems, found...)
+	r.Checks = append(r.Checks, jail)
 	r.Checks = append(r.Checks, overlayCheck(ctx, o, usernsErr))
 	r.Checks = append(r.Checks, runLayerCheck(ctx, o, usernsErr))
 	r.Checks = append(r.Checks, landlockCheck(confine.LandlockABI(), os.Geteuid(), d))
@@ -143,7 +171,62 @@ func RunWith(ctx context.Context, o Options) Report {
 		r.Checks = append(r.Checks, stateDirCheck(o.StateDir, o.StateDirErr))
 	}
 	r.Checks = append(r.Checks, userCheck(os.Geteuid()))
+	if r.Container != nil {
+		r.ContainerFix = containerRunLine(r.Container, problems)
+	}
 	return r
+}
+
+// inContainer says where a host's remedy applies: a sysctl is the host's, and a container's
+// /proc/sys is read-only.
+func inContainer(c *Container, remedy string) string {
+	if !strings.Contains(remedy, "sysctl") && !strings.Contains(remedy, "apparmor_parser") {
+		return remedy
+	}
+	return "# on the host that runs this " + c.Kind + " container, not in it (its /proc/sys is read-only):\n" + remedy
+}
+
+// jailNSCheck judges the jailns probe: PID and UTS namespaces, the hostname set, a new /proc
+// mounted, as the jail does. In container c, what failed is named with the engine's option that
+// lifts it, and returned as the problems found.
+func jailNSCheck(probeErr error, c *Container) (Check, []problem) {
+	ch := Check{Name: "PID namespace and /proc", Required: true}
+	if probeErr == nil {
+		ch.Status, ch.Detail = StatusOK, "set the hostname of a new UTS namespace and mounted a new /proc in a PID namespace"
+		return ch, nil
+	}
+	ch.Status, ch.Detail = StatusMissing, probeErr.Error()
+	var problems []problem
+	msg := probeErr.Error()
+	if strings.Contains(msg, hostnameFailed) {
+		problems = append(problems, problemSeccomp)
+	}
+	if strings.Contains(msg, procFailed) {
+		problems = append(problems, problemProc)
+	}
+	if c == nil {
+		ch.Remedy = "check that no security module or seccomp profile around shadow denies sethostname or mount, and that /proc is not partly covered by other mounts"
+		return ch, problems
+	}
+	if len(problems) == 0 {
+		problems = append(problems, problemSeccomp)
+	}
+	ch.Remedy = containerRemedy(c, problems...)
+	return ch, problems
+}
+
+// runProbeIn runs probe name in namespaces ns on a fresh directory, or reports it not tried
+// when there is no user namespace.
+func runProbeIn(ctx context.Context, o Options, ns uintptr, name string, usernsErr error) error {
+	if usernsErr != nil {
+		return errors.New("not tried: no user namespace")
+	}
+	dir, err := os.MkdirTemp(o.ProbeDir, "shadow-doctor-")
+	if err != nil {
+		return fmt.Errorf("make a directory in %s: %v", o.ProbeDir, err)
+	}
+	defer os.RemoveAll(dir)
+	return runProbe(ctx, o.Exe, ns, name, dir)
 }
 
 // stateDirCheck: every run records its session in the state directory, so one shadow may not
@@ -272,6 +355,14 @@ func overlayCheck(ctx context.Context, o Options, usernsErr error) Check {
 		return c
 	}
 	if err != nil {
+		// A run's layer is a tmpfs where tmpfs keeps user.* attributes: an overlay there is
+		// what the jail mounts, whatever the probe directory's filesystem (a container's root
+		// is an overlay, which cannot be an upper layer).
+		if _, terr := probeInDir(ctx, o, "overlaytmpfs"); terr == nil {
+			c.Status = StatusOK
+			c.Detail = "mounted an overlay with userxattr on a tmpfs, as a run's layer is, and wrote through it (" + dir + " cannot hold one: " + unwrapLast(err) + ")"
+			return c
+		}
 		c.Status, c.Detail = StatusMissing, err.Error()
 		c.Remedy = "a kernel of 5.11 or later with CONFIG_OVERLAY_FS is needed; the staging directory must be on a filesystem that supports user.* extended attributes (ext4, xfs, btrfs, tmpfs from 6.6)"
 		return c
@@ -279,6 +370,15 @@ func overlayCheck(ctx context.Context, o Options, usernsErr error) Check {
 	c.Status = StatusOK
 	c.Detail = "mounted an overlay with userxattr on " + dir + " and wrote through it"
 	return c
+}
+
+// unwrapLast is the last part of a probe's message, the system's reason.
+func unwrapLast(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		return msg[i+2:]
+	}
+	return msg
 }
 
 // errNoProbeDir marks a probe that could not even get its directory.
@@ -487,7 +587,11 @@ func (r Report) Text(w io.Writer, color bool) {
 		}
 		return "\x1b[" + code + "m" + s + "\x1b[0m"
 	}
-	fmt.Fprintf(w, "shadow doctor: %s, Linux %s\n", r.Distro, r.Kernel)
+	where := ""
+	if r.Container != nil {
+		where = ", in a " + r.Container.Kind + " container (" + r.Container.Evidence + ")"
+	}
+	fmt.Fprintf(w, "shadow doctor: %s, Linux %s%s\n", r.Distro, r.Kernel, where)
 	width := 0
 	for _, c := range r.Checks {
 		width = max(width, len(c.Name))
@@ -516,5 +620,8 @@ func (r Report) Text(w io.Writer, color bool) {
 		fmt.Fprintln(w, paint("32", "shadow run will work on this host."))
 	} else {
 		fmt.Fprintln(w, paint("31", "shadow run will not work on this host: fix the missing checks above."))
+	}
+	if r.ContainerFix != "" {
+		fmt.Fprintf(w, "In this %s container, those checks pass once it is started with: %s\n", r.Container.Kind, r.ContainerFix)
 	}
 }

@@ -47,7 +47,7 @@ func TestRunThisHost(t *testing.T) {
 			t.Errorf("required check %s: %s: %s", c.Name, c.Status, c.Detail)
 		}
 	}
-	for _, n := range []string{"kernel", "user namespaces", "overlay in user namespace", "run layer in memory", "Landlock", "seccomp", "openat2", "pty", "pasta/slirp4netns", "/dev/net/tun", "invoking user"} {
+	for _, n := range []string{"kernel", "user namespaces", "PID namespace and /proc", "overlay in user namespace", "run layer in memory", "Landlock", "seccomp", "openat2", "pty", "pasta/slirp4netns", "/dev/net/tun", "invoking user"} {
 		if !names[n] {
 			t.Errorf("no %s check", n)
 		}

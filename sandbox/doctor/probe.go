@@ -42,6 +42,10 @@ func ProbeMain(args []string) int {
 		err = probeOverlay(args[1])
 	case args[0] == "tmpfsxattr" && len(args) == 2:
 		err = probeTmpfsXattr(args[1])
+	case args[0] == "overlaytmpfs" && len(args) == 2:
+		err = probeOverlayOnTmpfs(args[1])
+	case args[0] == "jailns" && len(args) == 2:
+		err = probeJailNS(args[1])
 	case args[0] == "devpts" && len(args) == 2:
 		err = probeDevpts(args[1])
 	case args[0] == "seccomp" && len(args) == 1:
@@ -125,6 +129,50 @@ func probeOverlay(dir string) error {
 	return nil
 }
 
+// probeOverlayOnTmpfs is probeOverlay with its layers on a tmpfs, as a run's
+// layer is: a directory on an overlay (a container's root) cannot be an
+// overlay's upper layer, a tmpfs can.
+func probeOverlayOnTmpfs(dir string) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("overlay: make / private: %w", err)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		return fmt.Errorf("overlay: mount a tmpfs on %s: %w", dir, err)
+	}
+	return probeOverlay(dir)
+}
+
+// Prefixes of the jailns probe's errors, by which the check tells a denied
+// hostname (a seccomp profile) from a denied /proc (a masked one).
+const (
+	hostnameFailed = "hostname: "
+	procFailed     = "proc: "
+)
+
+// probeJailNS runs, as PID 1 of new PID and UTS namespaces, the two steps of
+// the jail that a container's runtime most often denies: setting the
+// hostname (a seccomp profile that allows it only with CAP_SYS_ADMIN) and
+// mounting a new /proc on dir (which the kernel refuses when the container's
+// /proc is partly masked or read-only).
+func probeJailNS(dir string) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / private: %w", err)
+	}
+	var errs []string
+	if err := unix.Sethostname([]byte("shadow")); err != nil {
+		errs = append(errs, hostnameFailed+"sethostname in a new UTS namespace: "+err.Error())
+	}
+	if err := unix.Mount("proc", dir, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		errs = append(errs, procFailed+"mount a new /proc in a PID namespace: "+err.Error())
+	} else {
+		unix.Unmount(dir, unix.MNT_DETACH)
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
 // probeDevpts mounts a new devpts instance on dir and opens a pty pair from
 // it, as the jail does for the command's terminal.
 func probeDevpts(dir string) error {
@@ -177,9 +225,10 @@ func probeSeccomp() error {
 
 // The namespaces a probe child runs in.
 const (
-	nsHost uintptr = 0                                           // the caller's
-	nsUser         = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS // new user and mount namespaces, as root mapped to the caller
-	nsNet          = nsUser | syscall.CLONE_NEWNET               // and a new network namespace
+	nsHost uintptr = 0                                                                           // the caller's
+	nsUser         = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS                                 // new user and mount namespaces, as root mapped to the caller
+	nsNet          = nsUser | syscall.CLONE_NEWNET                                               // and a new network namespace
+	nsJail         = nsUser | syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC // and PID, UTS and IPC namespaces
 )
 
 // runProbe re-executes exe as a probe child in the namespaces ns (nsHost,
