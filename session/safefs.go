@@ -565,44 +565,98 @@ func procPath(dir int, name string) string {
 
 // walkAt calls fn for every entry below the directory dir, whose path is rel ("" for the root
 // of the walk), parents before what they hold, without following a symlink: each directory is
-// opened relative to its parent's descriptor, so that no path is built and depth is no limit.
-// fn gets the entry's path, the descriptor of its directory and its name there; returning
-// fs.SkipDir for a directory leaves out what it holds.
+// opened beneath the nearest one above it that the walk holds open, so that no path is built
+// and depth is no limit. The walk holds at most walkHeld descriptors; a directory deeper than
+// those is opened from the deepest held, a part of under PATH_MAX at a time (openat). fn gets
+// the entry's path, the descriptor of its directory and its name there; returning fs.SkipDir
+// for a directory leaves out what it holds.
 func walkAt(dir int, rel string, fn func(rel string, dir int, name string, st *unix.Stat_t) error) error {
-	names, err := readNames(dir)
-	if err != nil {
-		return err
+	type held struct {
+		rel string
+		fd  int
 	}
+	open := []held{{rel, dir}} // the directories along the current path; the first is the caller's
+	defer func() {
+		for _, h := range open[1:] {
+			unix.Close(h.fd)
+		}
+	}()
+	todo := []string{rel}
+	for len(todo) > 0 {
+		d := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for len(open) > 1 && !pathWithin(d, open[len(open)-1].rel) {
+			unix.Close(open[len(open)-1].fd)
+			open = open[:len(open)-1]
+		}
+		top := open[len(open)-1]
+		fd, own := top.fd, false
+		if d != top.rel {
+			sub := d
+			if top.rel != "" {
+				sub = d[len(top.rel)+1:]
+			}
+			var err error
+			if fd, err = openat(top.fd, sub, unix.O_DIRECTORY|unix.O_RDONLY, 0); err != nil {
+				return err
+			}
+			if len(open) < walkHeld {
+				open = append(open, held{d, fd})
+			} else {
+				own = true // closed once listed
+			}
+		}
+		subdirs, err := walkDir(fd, d, fn)
+		if own {
+			unix.Close(fd)
+		}
+		if err != nil {
+			return err
+		}
+		for k := len(subdirs) - 1; k >= 0; k-- {
+			todo = append(todo, subdirs[k]) // the first is taken first
+		}
+	}
+	return nil
+}
+
+// walkDir calls walkAt's fn for every entry of the open directory fd (d below the walk's root),
+// and returns the paths of the subdirectories to walk.
+func walkDir(fd int, d string, fn func(rel string, dir int, name string, st *unix.Stat_t) error) ([]string, error) {
+	names, err := readNames(fd)
+	if err != nil {
+		return nil, err
+	}
+	var subdirs []string
 	for _, name := range names {
-		child := relJoin(rel, name)
+		child := relJoin(d, name)
 		var st unix.Stat_t
-		if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if errors.Is(err, unix.ENOENT) {
 				continue
 			}
-			return err
+			return nil, err
 		}
-		err := fn(child, dir, name, &st)
+		err := fn(child, fd, name, &st)
 		if errors.Is(err, fs.SkipDir) {
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			continue
-		}
-		sub, err := unix.Openat(dir, name, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		err = walkAt(sub, child, fn)
-		unix.Close(sub)
-		if err != nil {
-			return err
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			subdirs = append(subdirs, child)
 		}
 	}
-	return nil
+	return subdirs, nil
+}
+
+// walkHeld bounds the directory descriptors a walkAt holds open.
+const walkHeld = 64
+
+// pathWithin reports whether the path p is dir or below it ("" holds every path).
+func pathWithin(p, dir string) bool {
+	return dir == "" || p == dir || len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir
 }
 
 // readNames lists the names in the open directory dir (its offset is not moved: a duplicate
