@@ -25,14 +25,18 @@ const DefaultCheckpointBudget = 4
 
 // historyBudget is the budget of one run's PID 1.
 type historyBudget struct {
-	limit   int64 // bytes; 0: none
-	used    int64 // what the session's checkpoints use on disk
-	size    int64 // the run's layer's size
-	stopped bool  // quiet checkpoints stopped
+	limit int64 // bytes; 0: none
+	// used is what the session's checkpoints use on disk, once measured
+	// (at the first quiet checkpoint: the walk of the history does not
+	// delay the command's start).
+	used     int64
+	measured bool
+	size     int64 // the run's layer's size
+	stopped  bool  // quiet checkpoints stopped
 }
 
-// newHistoryBudget measures the session's checkpoints. limit is the budget
-// (0: DefaultCheckpointBudget times the layer's size; negative: none).
+// newHistoryBudget is the budget of the run's checkpoints: limit, or (0)
+// DefaultCheckpointBudget times the layer's size; negative: none.
 func newHistoryBudget(l *runLayer, limit int64) *historyBudget {
 	b := &historyBudget{size: l.size()}
 	switch {
@@ -41,15 +45,12 @@ func newHistoryBudget(l *runLayer, limit int64) *historyBudget {
 	case limit == 0:
 		b.limit = DefaultCheckpointBudget * b.size
 	}
-	if b.limit > 0 && l.checkpoints >= 0 {
-		b.used = layers.Measure(l.checkpoints).Bytes
-	}
 	return b
 }
 
 // wrote counts checkpoint cp, just written.
 func (b *historyBudget) wrote(l *runLayer, cp *Checkpoint) {
-	if b.limit <= 0 || cp == nil {
+	if b.limit <= 0 || !b.measured || cp == nil {
 		return
 	}
 	if fd, err := unix.Openat(l.checkpoints, cp.ID, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
@@ -61,8 +62,11 @@ func (b *historyBudget) wrote(l *runLayer, cp *Checkpoint) {
 // allowQuiet reports whether a quiet checkpoint may be taken now, and, the
 // first time it may not, what to tell the user.
 func (b *historyBudget) allowQuiet(l *runLayer) (bool, string) {
-	if b.limit <= 0 {
+	if b.limit <= 0 || l.checkpoints < 0 {
 		return true, ""
+	}
+	if !b.measured {
+		b.used, b.measured = layers.Measure(l.checkpoints).Bytes, true
 	}
 	pending, _ := l.usage()
 	if b.used+pending+b.size <= b.limit {
