@@ -14,7 +14,7 @@ RELEASE_DIR ?= dist
 RELEASE_BIN := $(RELEASE_DIR)/shadow-linux-$(GOARCH)
 
 .PHONY: all build release release-check test test-deps lint unit bench fuzz demo deps clean \
-	docs install uninstall deb deb-check
+	docs install uninstall deb deb-check container-check
 
 # Where make install puts shadow: PREFIX=$$HOME/.local needs no root; DESTDIR stages the tree
 # under another root (a package build).
@@ -91,6 +91,12 @@ deb: release
 deb-check: deb
 	SHADOW_DEB=$$(ls -t $(abspath $(RELEASE_DIR))/shadow_*_$$(dpkg --print-architecture).deb | head -1) \
 		$(GO) test -count=1 -v -run '^TestDebPackage$$' ./cmd/shadow
+
+# container-check runs the static binary in a podman container started as the README says, on
+# a Debian image made here with debootstrap (cached under /var/tmp): doctor with podman's default
+# options and with the documented ones, a jailed command and shadow diff as root and as a user.
+container-check: release
+	bash packaging/container/check.sh $(RELEASE_BIN)
 
 # release-check checks the release binary: static (no ELF interpreter), its checksum, and that
 # it runs `version` and `run -- true` (cmd/shadow's TestReleaseBinary).

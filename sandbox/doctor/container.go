@@ -89,7 +89,7 @@ func containerFixes(k string, p problem) []fix {
 			return []fix{{"--security-opt systempaths=unconfined", "Docker masks /proc/kcore, /proc/keys, … and mounts /proc/sys read-only; the kernel lets a user namespace mount a new /proc only where the container's is not partly covered"}}
 		}
 		return []fix{
-			{"--security-opt seccomp=unconfined", "Docker's default seccomp profile refuses unshare and clone with CLONE_NEWUSER, mount and sethostname to a container without CAP_SYS_ADMIN (or a profile of your own that allows them; --cap-add SYS_ADMIN is not needed, and gives the container far more)"},
+			{"--security-opt seccomp=unconfined", "Docker's default seccomp profile refuses clone and unshare of new namespaces, and mount, to a container without CAP_SYS_ADMIN (or a profile of your own that allows them; --cap-add SYS_ADMIN is not needed, and gives the container far more)"},
 			{"--security-opt apparmor=unconfined", "on a host with AppArmor, the docker-default profile denies mount"},
 		}
 	case "podman":
