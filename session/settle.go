@@ -42,11 +42,19 @@ func (s *Session) AwaitCheckpoints(w io.Writer) error {
 	}
 	said := false
 	for {
-		msg, err := s.store.Recover(s.Meta.Project)
-		if msg != "" && w != nil {
-			fmt.Fprintln(w, "shadow:", msg)
+		lk, err := s.store.LockProject(s.Meta.Project, LockOptions{Command: "recovery"})
+		if err == nil {
+			if lk.Recovered != "" && w != nil {
+				fmt.Fprintln(w, "shadow:", lk.Recovered)
+			}
+			err = s.closeStaleRunLocked(lk)
+			lk.Release()
+			if err != nil {
+				return err
+			}
+			return s.reload()
 		}
-		if err != nil {
+		if !errors.Is(err, ErrBusy) {
 			return err
 		}
 		if err := s.reload(); err != nil {
@@ -272,4 +280,14 @@ func (st *Store) holder(project string) string {
 	}
 	defer f.Close()
 	return readHolder(f)
+}
+
+// closeStaleRunLocked closes the session's interrupted run, if it still is one, through the
+// project's writer lock lk (taken by a reader for the purpose).
+func (s *Session) closeStaleRunLocked(lk *ProjectLock) error {
+	w, err := lk.Get(s.Meta.ID)
+	if err != nil || w.Meta.State != StateOpen {
+		return err
+	}
+	return w.closeStaleRun()
 }
