@@ -21,6 +21,8 @@ type verifyFlags struct {
 	format  string
 	output  string
 	project string
+	// envRoot, hidden, points the environment rules at a directory standing for / (tests).
+	envRoot string
 }
 
 func (f *verifyFlags) register(cmd *cobra.Command) {
@@ -59,10 +61,12 @@ in the project; on allow, the attestation .sandbox/attestation.json.`,
 			if err != nil {
 				return err
 			}
-			return f.finish(cmd, rep, project)
+			return f.finish(cmd, rep, project, !inside)
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().StringVar(&f.envRoot, "env-root", "", "")
+	cmd.Flags().MarkHidden("env-root")
 	cmd.Flags().BoolVar(&inside, "inside", false, "evaluate the ENV, FS and NET rules inside a fresh jail")
 	cmd.Flags().BoolVar(&insideChild, "inside-child", false, "")
 	cmd.Flags().MarkHidden("inside-child")
@@ -87,7 +91,7 @@ starts CMD.`,
 				return err
 			}
 			// finish fails when the profile blocks: CMD never starts.
-			if err := f.finish(cmd, rep, project); err != nil {
+			if err := f.finish(cmd, rep, project, false); err != nil {
 				return err
 			}
 			c := exec.Command(args[0], args[1:]...)
@@ -125,7 +129,11 @@ func (f *verifyFlags) audit(ctx context.Context, inside bool, stderr io.Writer) 
 		return audit.Report{}, "", err
 	}
 	if !inside {
-		rep, err := audit.Verify(ctx, audit.Options{Project: project, Profile: profile}, nil)
+		opts := audit.Options{Project: project, Profile: profile}
+		if f.envRoot != "" {
+			opts.Env = audit.Env{Root: f.envRoot, Home: "/root"}
+		}
+		rep, err := audit.Verify(ctx, opts, nil)
 		return rep, project, err
 	}
 	rf := runFlags{project: project}
@@ -153,8 +161,9 @@ func preflight(ctx context.Context, setup *runSetup, profile audit.Profile, onFi
 }
 
 // finish writes the report where asked, SECURITY_REPORT.md on block or the attestation on allow,
-// and maps the verdict to the exit status.
-func (f *verifyFlags) finish(cmd *cobra.Command, rep audit.Report, project string) error {
+// and maps the verdict to the exit status; its last line names the file it wrote. With here (a
+// plain verify), a report of a shell that is not a sandbox begins by saying so.
+func (f *verifyFlags) finish(cmd *cobra.Command, rep audit.Report, project string, here bool) error {
 	format, _ := audit.ParseFormat(f.format)
 	var out io.Writer = cmd.OutOrStdout()
 	color := isTerminal(out)
@@ -169,6 +178,14 @@ func (f *verifyFlags) finish(cmd *cobra.Command, rep audit.Report, project strin
 		defer file.Close()
 		out, color = file, false
 	}
+	if here && notSandbox(rep) {
+		// The first line of a text report; beside a machine-readable one, on stderr.
+		note := out
+		if format != audit.FormatText {
+			note = cmd.ErrOrStderr()
+		}
+		fmt.Fprintln(note, notSandboxLine)
+	}
 	if err := rep.Write(format, out, audit.WriteOptions{Color: color}); err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
@@ -177,13 +194,26 @@ func (f *verifyFlags) finish(cmd *cobra.Command, rep audit.Report, project strin
 		if err != nil {
 			return withCode(exitBlocked, fmt.Errorf("blocked under %s, and the security report could not be written: %w", rep.Profile, err))
 		}
-		return withCode(exitBlocked, fmt.Errorf("blocked under the %s profile by %v; see %s", rep.Profile, rep.Verdict().Blocking, path))
+		return withCode(exitBlocked, fmt.Errorf("blocked under the %s profile by %v; wrote the report to %s", rep.Profile, rep.Verdict().Blocking, path))
 	}
 	digest, _ := audit.SelfDigest()
-	if _, err := rep.WriteAttestation(project, audit.AttestationInput{ShadowDigest: digest}); err != nil {
+	path, err := rep.WriteAttestation(project, audit.AttestationInput{ShadowDigest: digest})
+	if err != nil {
 		sayErr(cmd.ErrOrStderr(), "shadow: warning: write the attestation:", err)
+		return nil
 	}
+	sayErr(cmd.ErrOrStderr(), "shadow:", "allowed under the "+string(rep.Profile)+" profile; wrote the attestation to "+path)
 	return nil
+}
+
+// notSandboxLine begins the report of a plain verify run where ENV002 finds no isolation: the
+// findings are this shell's, not those of the jail an agent gets from shadow run.
+const notSandboxLine = "shadow verify: this audits this shell, which is not a sandbox (ENV002), not the jail `shadow run` gives the agent; `shadow verify --inside` audits the jail."
+
+// notSandbox reports whether the audit found this environment not isolated (ENV002 failed).
+func notSandbox(rep audit.Report) bool {
+	f, ok := rep.Finding("ENV002")
+	return ok && f.Result == audit.Fail
 }
 
 // preflightGate runs the preflight before `run --trust` and refuses to start when it blocks.
