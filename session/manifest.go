@@ -172,7 +172,9 @@ func listDir(root int, project, rel, skip string, m *manifest) []string {
 	if name == "" {
 		name = "."
 	}
-	fd, err := unix.Openat(root, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// Beneath the root's descriptor, in parts for a path past PATH_MAX (openat): a deep subtree
+	// is in the manifest like any other.
+	fd, err := openat(root, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return nil
 	}

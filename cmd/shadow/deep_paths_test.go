@@ -109,6 +109,38 @@ func TestDeepNestedDirs(t *testing.T) {
 	})
 }
 
+// TestDeepDeletion: a file of the project past PATH_MAX that the agent deletes is in the change
+// set as deleted, and apply deletes it (the base's listing of the project left such a subtree
+// out, so the deletion showed as no change at all).
+func TestDeepDeletion(t *testing.T) {
+	asRootAndUser(t, func(t *testing.T, p string, sh deepShell) {
+		const into = "seg=$(printf 'd%.0s' {1..240})\nfor i in {1..17}; do mkdir -p \"$seg\"; cd \"$seg\"; done\n"
+		rel := strings.Repeat(strings.Repeat("d", 240)+"/", 17) + "f"
+		for _, step := range [][]string{
+			{"run", "--", "bash", "-c", into + "echo deep > f\n"},
+			{"apply", "--all", "--yes"},
+			{"run", "--new", "--", "bash", "-c", into + "rm f\n"},
+		} {
+			if out, code := sh(step...); code != 0 {
+				t.Fatalf("shadow %s: exit %d\n%s", step[0], code, quote.Text(out))
+			}
+		}
+		if _, err := readDeep(p, rel); err != nil {
+			t.Fatalf("the deep file is not in the project before the second apply: %v", err)
+		}
+		out, code := sh("diff", "--name-only")
+		if code != 0 || strings.TrimSpace(out) != rel {
+			t.Errorf("diff --name-only: exit %d, want the deep file:\n%s", code, quote.Text(out))
+		}
+		if out, code := sh("apply", "--all", "--yes"); code != 0 {
+			t.Fatalf("apply: exit %d\n%s", code, quote.Text(out))
+		}
+		if _, err := readDeep(p, rel); err == nil {
+			t.Error("the deep file the agent deleted is still in the project after apply")
+		}
+	})
+}
+
 // asRootAndUser runs check on a project holding a.txt ("one"), with shadow run as the test's
 // user (root in CI) and, from a root run, as the ordinary user testuser.Name.
 func asRootAndUser(t *testing.T, check func(t *testing.T, p string, sh deepShell)) {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -233,6 +234,20 @@ func isOpaque(fd int) bool {
 // existsAt reports whether path p exists below dir fd, without following a
 // symlink at its end.
 func existsAt(dir int, p string) bool {
+	// A path the kernel would refuse as too long in one lookup is looked up a part of under
+	// PATH_MAX at a time: a deletion of a file that deep is kept like any other.
+	for len(p) >= unix.PathMax {
+		i := strings.LastIndexByte(p[:unix.PathMax-1], '/')
+		if i <= 0 {
+			return false
+		}
+		next, err := unix.Openat(dir, p[:i], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return false
+		}
+		defer unix.Close(next)
+		dir, p = next, p[i+1:]
+	}
 	var st unix.Stat_t
 	return unix.Fstatat(dir, p, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
 }
