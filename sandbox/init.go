@@ -51,36 +51,6 @@ func ReexecMain() {
 	os.Exit(125)
 }
 
-// message is one line of the protocol between the host and PID 1 (and
-// between PID 1 and the exec stage), JSON encoded.
-type message struct {
-	Ready    bool           `json:"ready,omitempty"`    // jail built, waiting for go
-	Go       bool           `json:"go,omitempty"`       // host: start the command
-	Started  bool           `json:"started,omitempty"`  // command confined and exec'd
-	Confined bool           `json:"confined,omitempty"` // exec stage: confinement done
-	Landlock int            `json:"landlock,omitempty"` // ABI the command got
-	Step     string         `json:"step,omitempty"`     // failed step
-	Error    string         `json:"error,omitempty"`    // why it failed
-	Exit     *int           `json:"exit,omitempty"`     // command's exit status
-	Signal   syscall.Signal `json:"signal,omitempty"`   // signal that killed it
-	Merging  bool           `json:"merging,omitempty"`  // the command is gone; its layer is being merged
-	// Host: take a checkpoint now, for this reason. PID 1: the checkpoint
-	// it took (none when nothing changed), or why it could not.
-	Checkpoint      string      `json:"checkpoint,omitempty"`
-	Checkpointed    *Checkpoint `json:"checkpointed,omitempty"`
-	CheckpointError string      `json:"checkpoint_error,omitempty"`
-	// PID 1: what the user should know of the run's checkpoints (their
-	// budget stopped the quiet ones).
-	CheckpointNote string `json:"checkpoint_note,omitempty"`
-	// PID 1: a checkpoint the host asked for (this is its reason) is done,
-	// after the message of the checkpoint it wrote, if any.
-	CheckpointAnswered string `json:"checkpoint_answered,omitempty"`
-	// With Exit: the run's layer, as the command left it.
-	LayerBytes   int64  `json:"layer_bytes,omitempty"`   // bytes it used
-	LayerFull    bool   `json:"layer_full,omitempty"`    // it reached its size: writes past it failed
-	StagingError string `json:"staging_error,omitempty"` // merging it into the staging layer failed
-}
-
 // initMain is PID 1 of the jail: it builds the root, waits for the host to
 // finish the network, starts the command, then relays, reaps and reports.
 func initMain() {
@@ -102,7 +72,7 @@ func initMain() {
 		if errors.As(err, &je) {
 			step, err = je.Step, je.Err
 		}
-		_ = status.Encode(message{Step: step, Error: err.Error()})
+		_ = status.Encode(event{Failed: &stepFailure{Step: step, Error: err.Error()}})
 		os.Exit(125)
 	}
 
@@ -166,11 +136,11 @@ func initMain() {
 		fail("command stdio", err)
 	}
 
-	if err := status.Encode(message{Ready: true}); err != nil {
+	if err := status.Encode(event{Ready: true}); err != nil {
 		os.Exit(125)
 	}
-	var goMsg message
-	if err := control.Decode(&goMsg); err != nil || !goMsg.Go {
+	var goReq request
+	if err := control.Decode(&goReq); err != nil || !goReq.Go {
 		os.Exit(125) // the host went away
 	}
 
@@ -214,10 +184,10 @@ func initMain() {
 		// The command could not be executed (not found, not executable);
 		// the exec stage said why on the command's stderr.
 		stdio.drain()
-		_ = status.Encode(message{Started: true, Exit: cmd.execFailed})
+		_ = status.Encode(event{Started: &commandStarted{ExecFailed: cmd.execFailed}})
 		os.Exit(*cmd.execFailed)
 	}
-	_ = status.Encode(message{Started: true, Landlock: cmd.abi})
+	_ = status.Encode(event{Started: &commandStarted{Landlock: cmd.abi}})
 	cmdPid := cmd.pid
 	if publish != nil {
 		go servePublish(publish, s.Publish)
@@ -225,11 +195,11 @@ func initMain() {
 	cps := newCheckpointer(layer, s.Checkpoints, control, status)
 	code, sig := supervise(cmdPid, sigs, stdio.master, cps)
 	stdio.drain()
-	end := message{Exit: &code, Signal: sig}
+	end := runEnd{Exit: code, Signal: sig}
 	if layer != nil {
 		// Nothing writes to the layer any more. The host must not kill PID 1
 		// while it takes the last checkpoint and merges.
-		_ = status.Encode(message{Merging: true})
+		_ = status.Encode(event{Merging: true})
 		signal.Ignore(unix.SIGTERM, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT)
 		end.LayerBytes, end.LayerFull = layer.usage()
 		cpErr := errors.Join(cps.take(CheckpointRunEnd), cps.failed)
@@ -244,7 +214,7 @@ func initMain() {
 			markWritten(writer)
 		}
 	}
-	_ = status.Encode(end)
+	_ = status.Encode(event{End: &end})
 	os.Exit(code)
 }
 
@@ -432,7 +402,7 @@ func startCommand(s *jailSpec, stdio *commandStdio, bpf []byte) (startedCommand,
 	dec := json.NewDecoder(errR)
 	confined := false
 	for {
-		var m message
+		var m stageReport
 		if err := dec.Decode(&m); err != nil {
 			break
 		}
@@ -555,7 +525,7 @@ func newCheckpointer(layer *runLayer, cp checkpointSpec, control *json.Decoder, 
 	go func() {
 		// The host's requests; the control pipe closes when the host goes.
 		for {
-			var m message
+			var m request
 			if err := control.Decode(&m); err != nil {
 				return
 			}
@@ -578,14 +548,14 @@ func (c *checkpointer) take(trigger string) error {
 	c.dirty = time.Time{}
 	if err != nil {
 		c.failed = err
-		_ = c.status.Encode(message{CheckpointError: err.Error()})
+		_ = c.status.Encode(event{CheckpointError: err.Error()})
 		return err
 	}
 	if cp != nil {
 		if c.budget != nil {
 			c.budget.wrote(c.layer, cp)
 		}
-		_ = c.status.Encode(message{Checkpointed: cp})
+		_ = c.status.Encode(event{Checkpointed: cp})
 	}
 	return nil
 }
@@ -609,7 +579,7 @@ func (c *checkpointer) poll() {
 		if ok, note := c.budget.allowQuiet(c.layer); !ok {
 			c.dirty = time.Time{}
 			if note != "" {
-				_ = c.status.Encode(message{CheckpointNote: note})
+				_ = c.status.Encode(event{CheckpointNote: note})
 			}
 			return
 		}
@@ -622,7 +592,7 @@ func (c *checkpointer) poll() {
 // for it until then, so that the checkpoint holds nothing the key caused.
 func (c *checkpointer) answer(trigger string) {
 	if c.status != nil {
-		_ = c.status.Encode(message{CheckpointAnswered: trigger})
+		_ = c.status.Encode(event{CheckpointAnswered: trigger})
 	}
 }
 

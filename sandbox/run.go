@@ -138,24 +138,24 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 		j.wait()
 		return res, nil
 	}
-	if err := j.send(message{Go: true}); err != nil {
+	if err := j.send(request{Go: true}); err != nil {
 		return res, &JailError{Step: "start", Err: err}
 	}
 	m, err = j.next()
 	if err != nil {
 		return res, &JailError{Step: "start", Err: err}
 	}
-	if !m.Started {
+	if m.Started == nil {
 		return res, reported("start", m)
 	}
-	res.LandlockABI = m.Landlock
-	if m.Exit != nil { // the command could not be executed
-		res.ExitCode = *m.Exit
+	res.LandlockABI = m.Started.Landlock
+	if m.Started.ExecFailed != nil { // the command could not be executed
+		res.ExitCode = *m.Started.ExecFailed
 		return ended()
 	}
 
 	// Supervise: the exit message, a timeout, ctx.
-	exitc := make(chan message, 1)
+	exitc := make(chan runEnd, 1)
 	merging := make(chan struct{})
 	go func() {
 		for {
@@ -179,8 +179,8 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 			if m.CheckpointAnswered != "" && p.CheckpointAnswered != nil {
 				p.CheckpointAnswered(m.CheckpointAnswered)
 			}
-			if m.Exit != nil {
-				exitc <- m
+			if m.End != nil {
+				exitc <- *m.End
 				return
 			}
 		}
@@ -192,7 +192,7 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 			for {
 				select {
 				case t := <-p.CheckpointRequests:
-					_ = j.send(message{Checkpoint: t})
+					_ = j.send(request{Checkpoint: t})
 				case <-done:
 					return
 				}
@@ -221,7 +221,7 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 		res.StopReason = reason
 		j.terminate(grace)
 	}
-	var final message
+	var final runEnd
 	gotExit := false
 loop:
 	for {
@@ -251,7 +251,7 @@ loop:
 	if gotExit {
 		// PID 1 reports the end once it has killed and reaped everything
 		// else, and then exits: nothing in the jail writes any more.
-		res.ExitCode = *final.Exit
+		res.ExitCode = final.Exit
 		res.Signal = final.Signal
 		res.LayerBytes, res.LayerFull, res.StagingError = final.LayerBytes, final.LayerFull, final.StagingError
 		return ended()
@@ -369,8 +369,8 @@ func startJail(s *jailSpec, p Policy, masks *maskScan) (*jail, error) {
 
 func (j *jail) send(v any) error { return j.control.Encode(v) }
 
-func (j *jail) next() (message, error) {
-	var m message
+func (j *jail) next() (event, error) {
+	var m event
 	err := j.status.Decode(&m)
 	if errors.Is(err, io.EOF) {
 		err = errors.New("PID 1 of the jail exited")
@@ -380,16 +380,15 @@ func (j *jail) next() (message, error) {
 
 // reported is the JailError for a failure PID 1 reported in m, under
 // step def when it named none.
-func reported(def string, m message) *JailError {
-	step := m.Step
-	if step == "" {
-		step = def
+func reported(def string, m event) *JailError {
+	f := stepFailure{Error: "PID 1 of the jail sent an unexpected message"}
+	if m.Failed != nil {
+		f = *m.Failed
 	}
-	msg := m.Error
-	if msg == "" {
-		msg = "PID 1 of the jail sent an unexpected message"
+	if f.Step == "" {
+		f.Step = def
 	}
-	return &JailError{Step: step, Err: errors.New(msg)}
+	return &JailError{Step: f.Step, Err: errors.New(f.Error)}
 }
 
 // terminate sends SIGTERM to the jail (PID 1 passes it to every process in
