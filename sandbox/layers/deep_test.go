@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"sort"
@@ -97,8 +98,9 @@ func TestDeltaOfADeepTree(t *testing.T) {
 }
 
 // A tree deeper than the descriptors the process may hold is checkpointed all the same: the
-// walk of the layer and the copy hold what their chains keep, not one descriptor per level (a
-// walk that did failed with EMFILE, and the run's last checkpoint with it, losing its work).
+// walk of the layer, the copy and the checksums hold what their chains keep, not one descriptor
+// per level (a walk that did failed with EMFILE, and the run's last checkpoint with it, losing
+// its work).
 func TestDeltaPastTheDescriptorLimit(t *testing.T) {
 	const depth, limit = 600, 256
 	upper, dstDir := t.TempDir(), t.TempDir()
@@ -144,11 +146,22 @@ func TestDeltaPastTheDescriptorLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed, err := NewTracker().WriteDelta(src, dst)
+	var sums []byte
+	var damaged []string
+	if err == nil {
+		// The checksums a checkpoint records, and their check, walk the layer too.
+		if sums, err = Sums(dst); err == nil {
+			damaged, err = Damaged(dst, sums)
+		}
+	}
 	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
 		t.Fatal(err)
 	}
 	if err != nil {
-		t.Fatalf("a delta of a tree %d deep with %d descriptors: %v", depth, limit, err)
+		t.Fatalf("a checkpoint of a tree %d deep with %d descriptors: %v", depth, limit, err)
+	}
+	if n := bytes.Count(sums, []byte("\n")); n != depth+1 || len(damaged) != 0 {
+		t.Errorf("the checksums list %d entries (want %d), %d damaged", n, depth+1, len(damaged))
 	}
 	if len(changed) != depth+1 {
 		t.Errorf("the delta holds %d paths, want %d", len(changed), depth+1)

@@ -37,7 +37,7 @@ type sumEntry struct {
 // form of SumsFile.
 func Sums(fd int) ([]byte, error) {
 	entries := map[string]sumEntry{}
-	if err := sumTree(fd, "", entries); err != nil {
+	if err := sumTree(fd, entries); err != nil {
 		return nil, err
 	}
 	paths := make([]string, 0, len(entries))
@@ -53,29 +53,56 @@ func Sums(fd int) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func sumTree(fd int, rel string, out map[string]sumEntry) error {
+// sumTree records every entry below directory root and its checksum. Like scanState, it goes
+// depth first through a dirChain, holding a bounded number of descriptors however deep the
+// layer is.
+func sumTree(root int, out map[string]sumEntry) error {
+	chain := &dirChain{root: root}
+	defer chain.close()
+	stack := []string{""}
+	for len(stack) > 0 {
+		rel := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		fd, _, err := chain.parent(joinRel(rel, "-"))
+		if err != nil {
+			return err
+		}
+		subdirs, err := sumDir(fd, rel, out)
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+		stack = append(stack, subdirs...)
+	}
+	return nil
+}
+
+// sumDir records the entries of directory fd (rel below the root) and their checksums, and
+// returns the paths of its subdirectories.
+func sumDir(fd int, rel string, out map[string]sumEntry) ([]string, error) {
 	names, err := readDirNames(fd)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", visiblePath(rel), err)
+		return nil, fmt.Errorf("read %s: %w", visiblePath(rel), err)
 	}
+	var subdirs []string
 	for _, name := range names {
 		p := joinRel(rel, name)
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return fmt.Errorf("stat %s: %w", visiblePath(p), err)
+			return nil, fmt.Errorf("stat %s: %w", visiblePath(p), err)
 		}
 		e := sumEntry{kind: 'n', mode: st.Mode &^ unix.S_IFMT, sum: "-"}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
 			e.kind = 'f'
 			if e.sum, err = fileSum(fd, name); err != nil {
-				return fmt.Errorf("read %s: %w", visiblePath(p), err)
+				return nil, fmt.Errorf("read %s: %w", visiblePath(p), err)
 			}
 		case unix.S_IFLNK:
 			e.kind = 'l'
 			target, err := readlinkAt(fd, name)
 			if err != nil {
-				return fmt.Errorf("read %s: %w", visiblePath(p), err)
+				return nil, fmt.Errorf("read %s: %w", visiblePath(p), err)
 			}
 			h := sha256.Sum256([]byte(target))
 			e.sum = hex.EncodeToString(h[:])
@@ -86,21 +113,18 @@ func sumTree(fd int, rel string, out map[string]sumEntry) error {
 		case unix.S_IFDIR:
 			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err != nil {
-				return fmt.Errorf("open %s: %w", visiblePath(p), err)
+				return nil, fmt.Errorf("open %s: %w", visiblePath(p), err)
 			}
 			e.kind = 'd'
 			if isOpaque(sub) {
 				e.kind = 'o'
 			}
-			err = sumTree(sub, p, out)
 			unix.Close(sub)
-			if err != nil {
-				return err
-			}
+			subdirs = append(subdirs, p)
 		}
 		out[p] = e
 	}
-	return nil
+	return subdirs, nil
 }
 
 func fileSum(dir int, name string) (string, error) {
@@ -147,7 +171,7 @@ func Damaged(fd int, sums []byte) ([]string, error) {
 		want[p] = sumEntry{kind: f[0][0], mode: uint32(mode), sum: f[2]}
 	}
 	got := map[string]sumEntry{}
-	if err := sumTree(fd, "", got); err != nil {
+	if err := sumTree(fd, got); err != nil {
 		return nil, err
 	}
 	var bad []string
