@@ -142,8 +142,8 @@ func (m *Model) lineHint(f *fileView, hi int) string {
 		}
 	}
 	k := m.keys
-	return fmt.Sprintf("%d of %d changed lines selected: %s accepts only them, %s rejects only them · %s toggles · %s move · esc clears",
-		len(f.selected[h.ID]), changed, k.Accept.Help().Key, k.Reject.Help().Key, k.SelectLine.Help().Key, "j/k")
+	return fmt.Sprintf("%d of %s selected: %s accepts only them, %s rejects only them · %s toggles · %s move · esc clears",
+		len(f.selected[h.ID]), english.Count(changed, "changed line"), k.Accept.Help().Key, k.Reject.Help().Key, k.SelectLine.Help().Key, "j/k")
 }
 
 // clearLines drops the selection of the hunk under the cursor.

@@ -51,7 +51,7 @@ func TestOneLineErrors(t *testing.T) {
 		{"user config type", "allow-network = \"yes\"\n", "", []string{"run", "--", "true"}, 1,
 			"shadow: " + userCfg + ":1: allow-network: want true or false, not a string"},
 		{"user config unknown key", "[keys]\naccept = [\"a\"]\n\n[bogus]\nx = 1\n", "", []string{"run", "--", "true"}, 1,
-			"shadow: " + userCfg + ":4: unknown key \"bogus\" (the keys are the flags of `shadow run --help`, protected, keys and prefix-key)"},
+			"shadow: " + userCfg + ":4: unknown key \"bogus\" (the keys are the flags of `shadow run --help`, protected, unprotected, keys and prefix-key)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for path, content := range map[string]string{userCfg: tc.user, projCfg: tc.project} {
