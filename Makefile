@@ -39,7 +39,10 @@ deps:
 test-deps:
 	@bash .ci/deps test
 
+# A first build compiles every package (cgo for libseccomp, ~280 packages with the standard
+# library's) into Go's build cache; later builds compile what changed and relink.
 build: deps
+	@echo "building $(BIN) (a first build takes 1–7 minutes: cgo and ~280 packages; later ones seconds)…"
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/shadow
 
 # bin/shadow as a file: built when missing or older than a source, reused as it is otherwise
@@ -131,7 +134,8 @@ fuzz:
 		done; \
 	done
 
-demo: build
+# demo reuses bin/shadow when no source is newer, and builds it first otherwise.
+demo: $(BIN)
 	@bash assets/demo/run-demo.sh $(BIN)
 
 clean:

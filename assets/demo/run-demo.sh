@@ -23,6 +23,7 @@ chmod -R a+rX "$work"
 # A private state directory, so the demo never touches your own sessions.
 export XDG_STATE_HOME="$work/state"
 
+echo "shadow: $shadow ($("$shadow" version | head -1), built $(date -r "$shadow" '+%Y-%m-%d %H:%M'))"
 echo "demo project: $project"
 if "$shadow" tui --help >/dev/null 2>&1; then
   exec "$shadow" tui --project "$project" --ro "$agent" -- "$agent/demo-agent"
