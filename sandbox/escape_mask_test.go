@@ -240,12 +240,12 @@ func TestEscapeMaskCacheStale(t *testing.T) {
 	cacheDir := t.TempDir()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		systemMasks(systemDirs, cacheDir)
+		newMaskStore(cacheDir).systemMasks(systemDirs)
 		s, ok := loadMaskCache(cacheDir).Trees["/usr"]
-		if !ok || s.Entries < smallTree {
+		if !ok || s.Entries < defaultSmallTree {
 			t.Skip("/usr is too small here to be cached")
 		}
-		if s.state("/usr", time.Now()) == scanFresh {
+		if s.state("/usr", time.Now(), newMaskStore(cacheDir).maxAge) == scanFresh {
 			break
 		}
 		if time.Now().After(deadline) {

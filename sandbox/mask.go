@@ -44,7 +44,7 @@ import (
 // changed, the tree is walked again before the run, which is never served
 // from a cache known to be stale. A chmod or chown of an existing file
 // changes that file's ctime alone, which only a walk sees: so a scan is
-// trusted for maskCacheMaxAge, then still used for the run at hand and
+// trusted for maskStore.maxAge, then still used for the run at hand and
 // rescanned while the command runs.
 
 // maskCacheName is the cache's file in Policy.MaskCache.
@@ -53,20 +53,33 @@ const maskCacheName = "system-masks.json"
 // maskCacheVersion changes when the file's meaning does.
 const maskCacheVersion = 2
 
-// maskCacheMaxAge is how long a cached scan is trusted. An existing file
-// made unreadable to others after a scan (chmod, chown, an ACL) stays
-// readable in the jail for runs that start before the next scan finishes.
-var maskCacheMaxAge = time.Hour
+// maskStore is where the scans of the system trees are kept (cacheDir,
+// Policy.MaskCache) and how far they are trusted.
+type maskStore struct {
+	cacheDir string
+	// maxAge is how long a cached scan is trusted. An existing file made
+	// unreadable to others after a scan (chmod, chown, an ACL) stays
+	// readable in the jail for runs that start before the next scan
+	// finishes.
+	maxAge time.Duration
+	// racyWindow covers the granularity of the kernel's file times (a
+	// jiffy, at most 10 ms, where it is coarse): a directory changed this
+	// close to the start of a walk may change again without its ctime
+	// moving, so a scan that saw one is walked again by the next run.
+	racyWindow time.Duration
+	// smallTree is the size (entries) under which a tree is walked on
+	// every run rather than cached: it costs about as much as checking the
+	// cache.
+	smallTree int
+}
 
-// racyWindow covers the granularity of the kernel's file times (a jiffy, at
-// most 10 ms, where it is coarse): a directory changed this close to the
-// start of a walk may change again without its ctime moving, so a scan that
-// saw one is walked again by the next run.
-var racyWindow = 50 * time.Millisecond
+// defaultSmallTree is maskStore.smallTree of every run.
+const defaultSmallTree = 4096
 
-// smallTree is the size (entries) under which a tree is walked on every
-// run rather than cached: it costs about as much as checking the cache.
-var smallTree = 4096
+// newMaskStore is the store of Policy.MaskCache cacheDir, as runs use it.
+func newMaskStore(cacheDir string) maskStore {
+	return maskStore{cacheDir: cacheDir, maxAge: time.Hour, racyWindow: 50 * time.Millisecond, smallTree: defaultSmallTree}
+}
 
 // alwaysWalked are the trees walked on every run whatever their size.
 var alwaysWalked = []string{"/etc"}
@@ -99,7 +112,7 @@ type treeScan struct {
 	// in a millisecond this way, in twenty as JSON.
 	Dirs     []byte `json:"-"`
 	DirsSize int    `json:"dirs_size"`
-	// Racy is set when a directory changed within racyWindow of the walk.
+	// Racy is set when a directory changed within maskStore.racyWindow of the walk.
 	Racy    bool     `json:"racy,omitempty"`
 	Entries int      `json:"entries"` // entries the walk looked at
 	Masked  []string `json:"masked"`
@@ -108,9 +121,9 @@ type treeScan struct {
 // systemMasks returns the paths under the system trees among dirs that
 // others may not read, for PID 1 to hide, and, when part of the answer came
 // from a stale cache, the rescan to run while the command runs (nil when
-// none is due). cacheDir is Policy.MaskCache.
-func systemMasks(dirs []string, cacheDir string) (masked []string, rescan func()) {
-	cache := loadMaskCache(cacheDir)
+// none is due). ms says where the scans are kept.
+func (ms maskStore) systemMasks(dirs []string) (masked []string, rescan func()) {
+	cache := loadMaskCache(ms.cacheDir)
 	now := time.Now()
 	dirty := false
 	var stale []string
@@ -122,16 +135,16 @@ func systemMasks(dirs []string, cacheDir string) (masked []string, rescan func()
 		}
 		c, ok := cache.Trees[tree]
 		state := scanChanged
-		if ok && c.Entries >= smallTree {
-			state = c.state(tree, now)
+		if ok && c.Entries >= ms.smallTree {
+			state = c.state(tree, now, ms.maxAge)
 		}
 		switch state {
 		case scanChanged:
-			ts := scanTree(tree)
+			ts := scanTree(tree, ms.racyWindow)
 			masked = append(masked, ts.Masked...)
 			// A small tree is only recorded as small, once: it is
 			// walked again on every run anyway.
-			if !ok || ts.Entries >= smallTree || c.Entries >= smallTree {
+			if !ok || ts.Entries >= ms.smallTree || c.Entries >= ms.smallTree {
 				cache.Trees[tree] = ts
 				dirty = true
 			}
@@ -143,10 +156,10 @@ func systemMasks(dirs []string, cacheDir string) (masked []string, rescan func()
 		}
 	}
 	if dirty {
-		saveMaskCache(cacheDir, cache)
+		saveMaskCache(ms.cacheDir, cache)
 	}
 	if len(stale) > 0 {
-		rescan = func() { rescanTrees(cacheDir, stale) }
+		rescan = func() { ms.rescanTrees(stale) }
 	}
 	return masked, rescan
 }
@@ -160,11 +173,11 @@ type maskScan struct {
 	rescan func()
 }
 
-func startSystemMasks(dirs []string, cacheDir string) *maskScan {
+func startSystemMasks(dirs []string, ms maskStore) *maskScan {
 	m := &maskScan{done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
-		m.masked, m.rescan = systemMasks(dirs, cacheDir)
+		m.masked, m.rescan = ms.systemMasks(dirs)
 	}()
 	return m
 }
@@ -192,17 +205,17 @@ func (m *maskScan) startRescan() (wait func()) {
 }
 
 // rescanTrees walks trees again and records them in the cache.
-func rescanTrees(cacheDir string, trees []string) {
+func (ms maskStore) rescanTrees(trees []string) {
 	scans := make(map[string]treeScan, len(trees))
 	for _, t := range trees {
-		scans[t] = scanTree(t)
+		scans[t] = scanTree(t, ms.racyWindow)
 	}
 	// Another run may have written the cache meanwhile: merge into it.
-	cache := loadMaskCache(cacheDir)
+	cache := loadMaskCache(ms.cacheDir)
 	for t, s := range scans {
 		cache.Trees[t] = s
 	}
-	saveMaskCache(cacheDir, cache)
+	saveMaskCache(ms.cacheDir, cache)
 }
 
 // systemTrees are the directories among dirs that are walked: those that
@@ -220,8 +233,9 @@ func systemTrees(dirs []string) []string {
 }
 
 // scanTree walks tree, stamped first so that a change during the walk
-// makes the scan stale.
-func scanTree(tree string) treeScan {
+// makes the scan stale; a directory changed within racyWindow of its start
+// makes it racy.
+func scanTree(tree string, racyWindow time.Duration) treeScan {
 	ts := treeScan{Scanned: time.Now(), Stamp: map[string]int64{}}
 	for _, p := range packageDatabases {
 		ts.Stamp[p] = mtime(p)
@@ -275,8 +289,8 @@ const (
 
 // state tells how the scan of tree may be used at now: changed when a
 // package database or any directory it read changed since (or it cannot be
-// told), old past maskCacheMaxAge, else fresh.
-func (ts treeScan) state(tree string, now time.Time) scanState {
+// told), old past maxAge, else fresh.
+func (ts treeScan) state(tree string, now time.Time, maxAge time.Duration) scanState {
 	if ts.Racy || len(ts.Stamp) == 0 {
 		return scanChanged
 	}
@@ -292,7 +306,7 @@ func (ts treeScan) state(tree string, now time.Time) scanState {
 	if !dirsUnchanged(tree, dirs, ctimes) {
 		return scanChanged
 	}
-	if age := now.Sub(ts.Scanned); age < 0 || age > maskCacheMaxAge {
+	if age := now.Sub(ts.Scanned); age < 0 || age > maxAge {
 		return scanOld
 	}
 	return scanFresh

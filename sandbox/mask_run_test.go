@@ -15,11 +15,11 @@ func TestMaskRescanDuringRun(t *testing.T) {
 		dirs = append(dirs, m...)
 	}
 	cacheDir := t.TempDir()
-	systemMasks(dirs, cacheDir)
+	newMaskStore(cacheDir).systemMasks(dirs)
 	c := loadMaskCache(cacheDir)
 	var large string
 	for tree, s := range c.Trees {
-		if s.Entries >= smallTree {
+		if s.Entries >= defaultSmallTree {
 			large = tree
 		}
 	}

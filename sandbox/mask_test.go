@@ -116,25 +116,25 @@ func TestMaskHiddenFromOthers(t *testing.T) {
 	}
 }
 
-// withMaskSettings makes every tree a large one, cached, for the test. No
-// directory counts as changed too close to a walk: the fixtures are made
-// just before their first.
-func withMaskSettings(t *testing.T, small int) {
-	old, oldAge, oldRacy := smallTree, maskCacheMaxAge, racyWindow
-	smallTree, maskCacheMaxAge, racyWindow = small, time.Hour, -time.Hour
-	t.Cleanup(func() { smallTree, maskCacheMaxAge, racyWindow = old, oldAge, oldRacy })
+// testMaskStore is the mask store of cacheDir with trees of small entries
+// or more cached, for a test. No directory counts as changed too close to a
+// walk: the fixtures are made just before their first.
+func testMaskStore(cacheDir string, small int) maskStore {
+	ms := newMaskStore(cacheDir)
+	ms.smallTree, ms.maxAge, ms.racyWindow = small, time.Hour, -time.Hour
+	return ms
 }
 
 func TestMaskCache(t *testing.T) {
-	withMaskSettings(t, 0)
 	root := maskTree(t)
 	cacheDir := t.TempDir()
+	ms := testMaskStore(cacheDir, 0)
 	readable := filepath.Join(root, "readable")
 	first, _ := walkUnreadable(root)
 
 	check := func(step string, want []string, wantRescan bool) {
 		t.Helper()
-		got, rescan := systemMasks([]string{root}, cacheDir)
+		got, rescan := ms.systemMasks([]string{root})
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: masked %q, want %q", step, got, want)
 		}
@@ -203,12 +203,11 @@ func TestMaskCache(t *testing.T) {
 	}
 }
 
-// TestMaskSmallTree: a tree under smallTree entries is walked every run.
+// TestMaskSmallTree: a tree under maskStore.smallTree entries is walked every run.
 func TestMaskSmallTree(t *testing.T) {
-	withMaskSettings(t, 1000)
 	root := maskTree(t)
-	cacheDir := t.TempDir()
-	first, rescan := systemMasks([]string{root}, cacheDir)
+	ms := testMaskStore(t.TempDir(), 1000)
+	first, rescan := ms.systemMasks([]string{root})
 	if rescan != nil {
 		t.Error("rescan due after a first walk")
 	}
@@ -216,7 +215,7 @@ func TestMaskSmallTree(t *testing.T) {
 	if err := os.Chmod(readable, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := systemMasks([]string{root}, cacheDir)
+	got, _ := ms.systemMasks([]string{root})
 	if len(got) != len(first)+1 || !slices.Contains(got, readable) {
 		t.Errorf("small tree: masked %q, want %q too", got, readable)
 	}
@@ -224,13 +223,13 @@ func TestMaskSmallTree(t *testing.T) {
 
 // TestMaskMemoryCache: without a cache directory the process keeps one.
 func TestMaskMemoryCache(t *testing.T) {
-	withMaskSettings(t, 0)
 	root := maskTree(t)
-	first, _ := systemMasks([]string{root}, "")
+	ms := testMaskStore("", 0)
+	first, _ := ms.systemMasks([]string{root})
 	if err := os.Chmod(filepath.Join(root, "readable"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got, rescan := systemMasks([]string{root}, ""); !slices.Equal(got, first) || rescan != nil {
+	if got, rescan := ms.systemMasks([]string{root}); !slices.Equal(got, first) || rescan != nil {
 		t.Errorf("second run: masked %q (rescan %v), want the first walk's %q", got, rescan != nil, first)
 	}
 }
@@ -256,11 +255,11 @@ func BenchmarkSystemMasks(b *testing.B) {
 		m, _ := filepath.Glob(g)
 		dirs = append(dirs, m...)
 	}
-	cacheDir := b.TempDir()
-	systemMasks(dirs, cacheDir)
+	ms := newMaskStore(b.TempDir())
+	ms.systemMasks(dirs)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, rescan := systemMasks(dirs, cacheDir); rescan != nil {
+		if _, rescan := ms.systemMasks(dirs); rescan != nil {
 			b.Fatal("rescan due")
 		}
 	}

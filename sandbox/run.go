@@ -60,7 +60,7 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 	}
 	s.RuntimeDir = runtimeDir
 	// Walked while PID 1 starts: startJail waits for it to send the spec.
-	masks := startSystemMasks(s.SystemDirs, p.MaskCache)
+	masks := startSystemMasks(s.SystemDirs, newMaskStore(p.MaskCache))
 
 	helper := ""
 	s.NewNet = true
