@@ -71,11 +71,13 @@ func (st *Store) LockProject(project string, opts LockOptions) (*ProjectLock, er
 	if !opts.Wait {
 		how |= unix.LOCK_NB
 	}
-	for {
-		err = unix.Flock(int(f.Fd()), how)
-		if err != unix.EINTR {
-			break
-		}
+	err = flockRetry(f, how)
+	// A command that only reads holds the lock for a moment to put right what a crash left
+	// (Recover, AwaitCheckpoints): a writer that finds it there waits for it, for a while, rather
+	// than failing as busy because a `shadow log` ran at the same instant.
+	for waited := time.Duration(0); errors.Is(err, unix.EWOULDBLOCK) && holderCommand(f) == recoveryCommand && waited < recoveryWait; waited += 10 * time.Millisecond {
+		time.Sleep(10 * time.Millisecond)
+		err = flockRetry(f, how)
 	}
 	if errors.Is(err, unix.EWOULDBLOCK) {
 		holder := readHolder(f)
@@ -110,6 +112,23 @@ func (st *Store) LockProject(project string, opts LockOptions) (*ProjectLock, er
 	}
 	lk.Recovered = msg + tidied
 	return lk, nil
+}
+
+// recoveryCommand names the lock's holder when a command that only reads takes the writer lock to
+// finish what a crash interrupted; a writer waits up to recoveryWait for it.
+const (
+	recoveryCommand = "recovery"
+	recoveryWait    = 30 * time.Second
+)
+
+// holderCommand is the command named in a lock file ("run", "recovery"), "" when none is.
+func holderCommand(f *os.File) string {
+	buf := make([]byte, 256)
+	n, _ := f.ReadAt(buf, 0)
+	if fields := strings.Fields(string(buf[:n])); len(fields) >= 3 {
+		return fields[2]
+	}
+	return ""
 }
 
 // readHolder describes the process named in a lock file, e.g. "run (pid 123)".
@@ -270,7 +289,7 @@ func (st *Store) RecoverAll() (string, error) {
 // shadow holds it (that apply is not interrupted, it is running) does nothing. It returns what it
 // did, "" when nothing.
 func (st *Store) Recover(project string) (string, error) {
-	lk, err := st.LockProject(project, LockOptions{Command: "recovery"})
+	lk, err := st.LockProject(project, LockOptions{Command: recoveryCommand})
 	if err != nil {
 		if errors.Is(err, ErrBusy) {
 			return "", nil

@@ -42,7 +42,7 @@ func (s *Session) AwaitCheckpoints(w io.Writer) error {
 	}
 	said := false
 	for {
-		lk, err := s.store.LockProject(s.Meta.Project, LockOptions{Command: "recovery"})
+		lk, err := s.store.LockProject(s.Meta.Project, LockOptions{Command: recoveryCommand})
 		if err == nil {
 			if lk.Recovered != "" && w != nil {
 				fmt.Fprintln(w, "shadow:", lk.Recovered)
