@@ -167,9 +167,9 @@ func TestPnpmKeyNameVersion(t *testing.T) {
 	}
 }
 
-func TestYAMLishSubset(t *testing.T) {
+func TestYAMLTree(t *testing.T) {
 	in := "a:\n  b: 'it''s'\n  c: \"x\\ty\"\n  d: {k: v, 'q': \"w, z\", n: {m: 1}}\n  e: [x, 'y']\n  f: plain # comment\nlist:\n- one\n- two\nblock: |\n  line1\n  line2\nafter: 1\n"
-	root, err := parseYAMLish("f.yaml", []byte(in))
+	root, err := parseYAML("f.yaml", []byte(in), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestYAMLishSubset(t *testing.T) {
 	if !reflect.DeepEqual(root.get("list").list(), []string{"one", "two"}) {
 		t.Errorf("block seq = %v", root.get("list").list())
 	}
-	if root.str("block") != "line1\nline2" || root.str("after") != "1" {
+	if root.str("block") != "line1\nline2\n" || root.str("after") != "1" {
 		t.Errorf("block scalar %q after %q", root.str("block"), root.str("after"))
 	}
 }

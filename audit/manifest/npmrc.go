@@ -159,7 +159,7 @@ func ParseYarnrc(path string, data []byte) (*Yarnrc, error) {
 	if len(data) > MaxConfigSize {
 		return nil, tooLarge(path, len(data), MaxConfigSize)
 	}
-	root, err := parseYAMLish(path, data)
+	root, err := parseYAML(path, data, 1)
 	if err != nil {
 		return nil, err
 	}

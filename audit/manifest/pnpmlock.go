@@ -48,7 +48,7 @@ func ParsePnpmLock(path string, data []byte) (*PnpmLock, error) {
 	if len(data) > MaxLockfileSize {
 		return nil, tooLarge(path, len(data), MaxLockfileSize)
 	}
-	root, err := parseYAMLish(path, data)
+	root, err := parseYAML(path, data, 2)
 	if err != nil {
 		return nil, err
 	}

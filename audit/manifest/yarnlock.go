@@ -69,7 +69,13 @@ func ParseYarnLock(path string, data []byte) (*YarnLock, error) {
 	if len(data) > MaxLockfileSize {
 		return nil, tooLarge(path, len(data), MaxLockfileSize)
 	}
-	root, err := parseYAMLish(path, data)
+	var root *ynode
+	var err error
+	if yarnLegacy.Match(data) {
+		root, err = parseYarnClassic(path, data)
+	} else {
+		root, err = parseYAML(path, data, 1)
+	}
 	if err != nil {
 		return nil, err
 	}
