@@ -184,18 +184,18 @@ func keepCSI(seq []byte) bool {
 	h, ok := parseControl(seq[introLen(seq):])
 	// Private marker bytes past the first are no parameters a terminal
 	// agrees on.
-	if !ok || len(h.inter) > 1 || bytes.ContainsAny(h.params, "<=>?") {
+	if !ok || len(h.Inter) > 1 || bytes.ContainsAny(h.Params, "<=>?") {
 		return false
 	}
-	if h.final == 'm' && h.prefix == 0 && len(h.inter) == 0 {
+	if h.Final == 'm' && h.Prefix == 0 && len(h.Inter) == 0 {
 		return true // SGR, by far the most common
 	}
 	var inter byte
-	if len(h.inter) == 1 {
-		inter = h.inter[0]
+	if len(h.Inter) == 1 {
+		inter = h.Inter[0]
 	}
-	rule, ok := csiAllowed[csiKey(h.prefix, inter, h.final)]
-	return ok && (rule == nil || rule(h.params))
+	rule, ok := csiAllowed[csiKey(h.Prefix, inter, h.Final)]
+	return ok && (rule == nil || rule(h.Params))
 }
 
 // oscAllowed are the OSC commands that may pass, each with its check of the

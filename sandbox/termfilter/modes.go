@@ -109,20 +109,20 @@ func (s *modes) noteCSI(seq []byte) {
 	if !ok {
 		return
 	}
-	inter := string(h.inter)
+	inter := string(h.Inter)
 	switch {
-	case h.prefix == 0 && inter == "" && (final == 'h' || final == 'l'): // SM, RM
-		for _, m := range params(h.params) {
+	case h.Prefix == 0 && inter == "" && (final == 'h' || final == 'l'): // SM, RM
+		for _, m := range params(h.Params) {
 			if m == 4 {
 				s.insert = final == 'h'
 			}
 		}
-	case h.prefix == '?' && inter == "" && (final == 'h' || final == 'l'):
-		for _, m := range params(h.params) {
+	case h.Prefix == '?' && inter == "" && (final == 'h' || final == 'l'):
+		for _, m := range params(h.Params) {
 			s.setDEC(m, final == 'h')
 		}
-	case h.prefix == '?' && inter == "" && final == 's': // XTSAVE
-		for _, m := range params(h.params) {
+	case h.Prefix == '?' && inter == "" && final == 's': // XTSAVE
+		for _, m := range params(h.Params) {
 			if i := decIndex(m); i >= 0 {
 				s.saved[i] = s.dec[i]
 				if s.saved[i] == 0 {
@@ -130,8 +130,8 @@ func (s *modes) noteCSI(seq []byte) {
 				}
 			}
 		}
-	case h.prefix == '?' && inter == "" && final == 'r': // XTRESTORE
-		for _, m := range params(h.params) {
+	case h.Prefix == '?' && inter == "" && final == 'r': // XTRESTORE
+		for _, m := range params(h.Params) {
 			i := decIndex(m)
 			switch {
 			case i < 0:
@@ -147,16 +147,16 @@ func (s *modes) noteCSI(seq []byte) {
 				s.dec[i] = 1
 			}
 		}
-	case h.prefix == '>' && inter == "" && final == 'u': // kitty keyboard: push
+	case h.Prefix == '>' && inter == "" && final == 'u': // kitty keyboard: push
 		*s.kittyStack()++
-	case h.prefix == '<' && inter == "" && final == 'u': // kitty keyboard: pop n
+	case h.Prefix == '<' && inter == "" && final == 'u': // kitty keyboard: pop n
 		n := 1
-		if p := params(h.params); len(p) > 0 && p[0] > 0 {
+		if p := params(h.Params); len(p) > 0 && p[0] > 0 {
 			n = p[0]
 		}
 		st := s.kittyStack()
 		*st = max(0, *st-n)
-	case h.prefix == '=' && inter == "" && final == 'u':
+	case h.Prefix == '=' && inter == "" && final == 'u':
 		// kitty keyboard: set (mode 1), add (2) or clear (3) flags of the
 		// top entry; only the bottom one of the main screen outlives the
 		// pops.
@@ -164,7 +164,7 @@ func (s *modes) noteCSI(seq []byte) {
 			break
 		}
 		flags, mode := 0, 1
-		if p := params(h.params); len(p) > 1 && p[1] != 0 {
+		if p := params(h.Params); len(p) > 1 && p[1] != 0 {
 			flags, mode = p[0], p[1]
 		} else if len(p) > 0 {
 			flags = p[0]
@@ -175,33 +175,33 @@ func (s *modes) noteCSI(seq []byte) {
 		case mode == 2 && flags != 0:
 			s.kittyBase = true
 		}
-	case h.prefix == '>' && inter == "" && final == 'm':
+	case h.Prefix == '>' && inter == "" && final == 'm':
 		// XTMODKEYS: a resource with a value is set, without one reset;
 		// no resource resets them all.
-		p := params(h.params)
+		p := params(h.Params)
 		switch {
 		case len(p) == 0:
 			s.modKeys = [8]bool{}
 		case p[0] < len(s.modKeys):
-			fields := bytes.Split(h.params, []byte(";"))
+			fields := bytes.Split(h.Params, []byte(";"))
 			s.modKeys[p[0]] = len(fields) > 1 && len(fields[1]) > 0
 		}
-	case h.prefix == 0 && inter == "" && final == 't': // title stack
-		switch p := params(h.params); {
+	case h.Prefix == 0 && inter == "" && final == 't': // title stack
+		switch p := params(h.Params); {
 		case len(p) > 0 && p[0] == 22:
 			s.titles = min(s.titles+1, maxTitles)
 		case len(p) > 0 && p[0] == 23:
 			s.titles = max(0, s.titles-1)
 		}
-	case h.prefix == 0 && inter == " " && final == 'q': // DECSCUSR
-		p := params(h.params)
+	case h.Prefix == 0 && inter == " " && final == 'q': // DECSCUSR
+		p := params(h.Params)
 		s.cursor = len(p) > 0 && p[0] != 0
-	case h.prefix == 0 && inter == "" && final == 'r': // DECSTBM
+	case h.Prefix == 0 && inter == "" && final == 'r': // DECSTBM
 		s.region = false
-		for _, p := range params(h.params) {
+		for _, p := range params(h.Params) {
 			s.region = s.region || p > 0
 		}
-	case h.prefix == 0 && inter == "!" && final == 'p': // DECSTR: soft reset
+	case h.Prefix == 0 && inter == "!" && final == 'p': // DECSTR: soft reset
 		s.region = false
 		s.setDEC(25, true)
 		s.setDEC(1, false)

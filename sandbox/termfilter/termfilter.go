@@ -30,6 +30,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+
+	"github.com/shadow-sandbox/shadow/internal/termseq"
 )
 
 // Bounds on what is held while a sequence is incomplete.
@@ -209,22 +211,12 @@ func (f *Writer) control(b byte) {
 // b when its lead byte is 0xC3 to 0xF4 and all its continuation bytes are in
 // b, the bytes that ground passes one by one; 0 otherwise.
 func wholeChar(b []byte) int {
-	var n int
-	switch x := b[0]; {
-	case x >= 0xc3 && x <= 0xdf:
-		n = 2
-	case x >= 0xe0 && x <= 0xef:
-		n = 3
-	case x >= 0xf0 && x <= 0xf4:
-		n = 4
-	default:
-		return 0
-	}
-	if len(b) < n {
+	n := termseq.UTF8Len(b[0])
+	if n == 0 || b[0] == 0xc2 || len(b) < n {
 		return 0
 	}
 	for _, c := range b[1:n] {
-		if c < 0x80 || c > 0xbf {
+		if !termseq.IsCont(c) {
 			return 0
 		}
 	}
@@ -342,28 +334,21 @@ func (f *Writer) ground(b byte) {
 	case b < 0x20:
 		f.control(b)
 	default:
-		switch {
-		case b >= 0xc3 && b <= 0xdf:
-			f.cont = 1
-		case b >= 0xe0 && b <= 0xef:
-			f.cont = 2
-		case b >= 0xf0 && b <= 0xf4:
-			f.cont = 3
-		}
+		f.cont = max(termseq.UTF8Len(b)-1, 0)
 		f.emit(b)
 	}
 }
 
 // c1 handles a C1 control, 7-bit (after ESC) or 8-bit; f.seq holds its bytes.
 func (f *Writer) c1(b byte) {
-	switch b {
-	case 0x9b: // CSI
+	switch termseq.KindOf(b) {
+	case termseq.Control:
 		f.st = stCSI
-	case 0x9d: // OSC
+	case termseq.Command:
 		f.beginString(kindOSC)
-	case 0x90: // DCS
+	case termseq.Device:
 		f.beginString(kindDCS)
-	case 0x98, 0x9e, 0x9f: // SOS, PM, APC
+	case termseq.Private:
 		f.beginString(kindOther)
 	default:
 		if keepC1(b) {
@@ -398,9 +383,10 @@ func (f *Writer) escape(b byte) {
 		f.seq = append(f.seq, b)
 		f.st = stEscInter
 	case b >= 0x40 && b <= 0x5f:
-		// ESC Fe is the 7-bit form of the C1 control b+0x40.
+		// ESC Fe is the 7-bit form of a C1 control.
+		c1, _ := termseq.FromEsc(b)
 		f.seq = append(f.seq, b)
-		f.c1(b + 0x40)
+		f.c1(c1)
 	case b < 0x7f:
 		f.seq = append(f.seq, b)
 		f.finishEsc()
@@ -584,17 +570,13 @@ func (f *Writer) stringC1(b byte) (c1, isST bool) {
 // trackUTF8 follows the UTF-8 characters of a string, so that a byte in the
 // C1 range is told from a continuation byte.
 func (f *Writer) trackUTF8(b byte) {
-	switch {
-	case b >= 0x80 && b <= 0xbf:
+	switch n := termseq.UTF8Len(b); {
+	case termseq.IsCont(b):
 		if f.scont > 0 {
 			f.scont--
 		}
-	case b >= 0xc2 && b <= 0xdf:
-		f.scont = 1
-	case b >= 0xe0 && b <= 0xef:
-		f.scont = 2
-	case b >= 0xf0 && b <= 0xf4:
-		f.scont = 3
+	case n > 0:
+		f.scont = n - 1
 	default:
 		f.scont = 0
 	}
@@ -638,8 +620,8 @@ func (f *Writer) through(b byte, pass bool) {
 // introLen is the length of the introducer at the start of seq: ESC x, or a
 // UTF-8 encoded C1 (0xC2 x), or a raw C1 byte.
 func introLen(seq []byte) int {
-	if len(seq) > 0 && seq[0] != 0x1b && seq[0] != 0xc2 {
-		return 1
+	if _, n := termseq.Intro(seq); n > 0 {
+		return n
 	}
 	return 2
 }
@@ -685,37 +667,10 @@ func keepString(k strKind, seq []byte) bool {
 }
 
 // ctlHeader is the parsed head of a control sequence or a DCS string.
-type ctlHeader struct {
-	prefix byte   // private marker '<', '=', '>', '?' or 0
-	params []byte // parameter bytes after the prefix
-	inter  []byte // intermediate bytes
-	final  byte
-}
+type ctlHeader = termseq.Header
 
 // parseControl parses parameter, intermediate and final bytes.
-func parseControl(b []byte) (ctlHeader, bool) {
-	var h ctlHeader
-	i := 0
-	if i < len(b) && b[i] >= 0x3c && b[i] <= 0x3f {
-		h.prefix = b[i]
-		i++
-	}
-	s := i
-	for i < len(b) && b[i] >= 0x30 && b[i] <= 0x3f {
-		i++
-	}
-	h.params = b[s:i]
-	s = i
-	for i < len(b) && b[i] >= 0x20 && b[i] <= 0x2f {
-		i++
-	}
-	h.inter = b[s:i]
-	if i >= len(b) || b[i] < 0x40 || b[i] > 0x7e {
-		return h, false
-	}
-	h.final = b[i]
-	return h, true
-}
+func parseControl(b []byte) (ctlHeader, bool) { return termseq.ParseHeader(b) }
 
 // dcsHeader parses the head of a DCS string once its final byte has arrived.
 func dcsHeader(seq []byte) (ctlHeader, bool) {
@@ -725,7 +680,7 @@ func dcsHeader(seq []byte) (ctlHeader, bool) {
 // streamDCS reports whether a DCS string is passed through as it arrives:
 // sixel images, which may be large.
 func streamDCS(h ctlHeader) bool {
-	return h.final == 'q' && len(h.inter) == 0 && h.prefix == 0
+	return h.Final == 'q' && len(h.Inter) == 0 && h.Prefix == 0
 }
 
 // keepDCS allows the DCS strings that only draw: sixel images and the
@@ -736,7 +691,7 @@ func keepDCS(h ctlHeader) bool {
 	if streamDCS(h) {
 		return true
 	}
-	return h.prefix == '=' && len(h.inter) == 0 && h.final == 's' && (string(h.params) == "1" || string(h.params) == "2")
+	return h.Prefix == '=' && len(h.Inter) == 0 && h.Final == 's' && (string(h.Params) == "1" || string(h.Params) == "2")
 }
 
 func windowOpKept(params []byte) bool {

@@ -467,6 +467,9 @@ var c1Seeds = []string{
 	"\x9b6n", "\x9bc", "\x9b?1049h\x9b31m", "\x9d52;c;eA==\x9c", "\x9d0;t\x9c\x9d52;c;eA==\x07ok", "\x90$qm\x9c",
 	"\x90q#0~~\x9c\x9d52;c;eA==\x07", "\x98sos\x9c", "\x9epm\x9c", "\x9fGa=q\x9c", "\x84\x85\x88\x8d\x8e\x9a",
 	"\xc2\x9d8;;file:///etc/passwd\xc2\x9c", "\xc2\x9b12l\xc2\x9b4h", esc + "]0;✜\x9c" + esc + "[6n", esc + "Pq#0\xc2\x9d52;x" + bel,
+	// Huge counts in 8-bit and encoded forms, which the pane clamps.
+	"A\x9b2000000000b", "A\xc2\x9b2000000000b", "\x9b2000000000M\x9b2000000000S", "\x9b?2000000000h",
+	"\x9d0;✋ waiting\x07", "\xc2\x9d2;✳ title\xc2\x9c", "\xe2\x9b\x9b9b",
 }
 
 // FuzzFilter checks, for any input and any split point, that the filter does
