@@ -92,6 +92,8 @@ deb: release
 # deb-check installs that package with apt-get, tries it as an ordinary user and purges it
 # (cmd/shadow's TestDebPackage; as root: it installs /usr/bin/shadow while it runs).
 deb-check: deb
+	@bash .ci/deps package
+	lintian --fail-on error $$(ls -t $(abspath $(RELEASE_DIR))/shadow_*_$$(dpkg --print-architecture).deb | head -1)
 	SHADOW_DEB=$$(ls -t $(abspath $(RELEASE_DIR))/shadow_*_$$(dpkg --print-architecture).deb | head -1) \
 		$(GO) test -count=1 -v -run '^TestDebPackage$$' ./cmd/shadow
 
