@@ -564,6 +564,9 @@ func (m Model) View() tea.View {
 	default:
 		v.Content = fit(m.agentView(), m.width, m.height)
 		v.MouseMode = tea.MouseModeCellMotion
+		if t := m.pane.Title(); t != "" {
+			v.WindowTitle = "shadow: " + t // bubbletea clears it at exit
+		}
 		if m.result == nil && !m.menu && !m.helpOpen {
 			if x, y, ok := m.pane.Cursor(); ok {
 				v.Cursor = tea.NewCursor(x, y)
@@ -684,6 +687,9 @@ func (m Model) statusBar() string {
 			parts = append(parts, strings.Join(layers, " "))
 		}
 		parts = append(parts, fmtElapsed(elapsed))
+		if t := m.pane.Title(); t != "" && compact < 2 {
+			parts = append(parts, st.Subtle.Render(ansi.Truncate(t, 40/(compact+1), "…")))
+		}
 		switch compact {
 		case 0:
 			parts = append(parts, fmt.Sprintf("%d staged", m.stats.Files), fmt.Sprintf("%d net", m.stats.Requests), m.checkpointCount())

@@ -378,3 +378,20 @@ func TestViewsAtTinySizes(t *testing.T) {
 		}
 	}
 }
+
+func TestAgentTitleInStatusBarAndWindow(t *testing.T) {
+	m := newModel(t, testOptions(nil, idleAgent).withReview(t))
+	m = step(t, m, tea.WindowSizeMsg{Width: 120, Height: 20})
+	m.phase = phaseAgent
+	m.pane.Write([]byte("\x1b]0;✋ waiting\x07ready"))
+	s := screen(m)
+	if strings.Contains(s, "ready") == false || strings.Count(s, "waiting") != 1 {
+		t.Errorf("the title is not in the status bar alone:\n%s", s)
+	}
+	if last := s[strings.LastIndex(s, "\n")+1:]; !strings.Contains(last, "✋ waiting") {
+		t.Errorf("status bar %q lacks the title", last)
+	}
+	if got := m.View().WindowTitle; got != "shadow: ✋ waiting" {
+		t.Errorf("window title %q", got)
+	}
+}

@@ -147,6 +147,30 @@ func (p *Pane) Size() (int, int) {
 	return p.width, p.height
 }
 
+// maxTitle is the most cells of the agent's window title the app shows.
+const maxTitle = 60
+
+// Title is the window title the agent set last (OSC 0 or 2), fit to show:
+// invalid UTF-8 replaced, control and bidirectional formatting characters
+// removed, at most maxTitle cells. It is empty until the agent sets one.
+func (p *Pane) Title() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return cleanTitle(p.clamp.title)
+}
+
+// cleanTitle is a title safe to print in the status bar and to send to the
+// user's terminal.
+func cleanTitle(b []byte) string {
+	var t strings.Builder
+	for _, r := range strings.ToValidUTF8(string(b), "\uFFFD") {
+		if !unsafeRune(r) && !unicode.Is(unicode.Cf, r) {
+			t.WriteRune(r)
+		}
+	}
+	return ansi.Truncate(strings.TrimSpace(t.String()), maxTitle, "…")
+}
+
 // Resets counts the times the emulator failed on hostile output and was
 // replaced by a fresh one.
 func (p *Pane) Resets() int64 { return p.resets.Load() }

@@ -766,3 +766,44 @@ func TestPaneOutputCostIsBounded(t *testing.T) {
 		p.Close()
 	}
 }
+
+// TestPaneTitlesAreConsumed writes every form of OSC 0, 1 and 2 (each
+// introducer, each terminator, a UTF-8 payload whose characters hold the
+// byte 0x9C) cut into two writes at every byte: none of it shows in the
+// pane, and the title of OSC 0 and 2 is the pane's.
+func TestPaneTitlesAreConsumed(t *testing.T) {
+	const payload = "✋ waiting ✳ Claude Code"
+	intros := []string{"\x1b]", "\x9d", "\xc2\x9d"}
+	ends := []string{"\x07", "\x1b\\", "\x9c", "\xc2\x9c"}
+	for _, num := range []string{"0", "1", "2"} {
+		for _, intro := range intros {
+			for _, end := range ends {
+				in := "a" + intro + num + ";" + payload + end + "b"
+				for i := 0; i <= len(in); i++ {
+					p := NewPane(40, 3)
+					p.Write([]byte(in[:i]))
+					p.Write([]byte(in[i:]))
+					row := strings.TrimRight(strings.Split(ansi.Strip(p.View()), "\n")[0], " ")
+					want := ""
+					if num != "1" {
+						want = payload
+					}
+					if row != "ab" || p.Title() != want {
+						t.Fatalf("%q cut at %d: row %q, title %q", in, i, row, p.Title())
+					}
+					p.Close()
+				}
+			}
+		}
+	}
+}
+
+func TestPaneTitleIsCleaned(t *testing.T) {
+	p := NewPane(40, 3)
+	defer p.Close()
+	p.Write([]byte("\x1b]2;\u202eevil\u202c \x01ti\u200etle\xff " + strings.Repeat("x", 100) + "\x07"))
+	got := p.Title()
+	if strings.ContainsAny(got, "\u202e\u202c\x01\u200e") || !strings.HasPrefix(got, "evil title\uFFFD x") || ansi.StringWidth(got) > maxTitle {
+		t.Errorf("title %q", got)
+	}
+}
