@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/charmbracelet/x/term"
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/sandbox/confine"
@@ -500,23 +501,11 @@ func makeRaw(p Policy) func() {
 	if !ok {
 		return func() {}
 	}
-	fd := int(f.Fd())
-	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	old, err := term.MakeRaw(f.Fd())
 	if err != nil {
 		return func() {}
 	}
-	raw := *old
-	raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
-	raw.Oflag &^= unix.OPOST
-	raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
-	raw.Cflag &^= unix.CSIZE | unix.PARENB
-	raw.Cflag |= unix.CS8
-	raw.Cc[unix.VMIN] = 1
-	raw.Cc[unix.VTIME] = 0
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &raw); err != nil {
-		return func() {}
-	}
-	return func() { _ = unix.IoctlSetTermios(fd, unix.TCSETSW, old) }
+	return func() { _ = term.Restore(f.Fd(), old) }
 }
 
 // warnings is where shadow's own warnings go.
