@@ -137,6 +137,21 @@ func matchRules(rules []Rule, host string, port int) match {
 	return best
 }
 
+// ruleFor names the rule of rules that lets host:port through, as the log
+// records it: the exact one when there is one, else the first wildcard.
+func ruleFor(rules []Rule, host string, port int) string {
+	var wild string
+	for _, r := range rules {
+		if matchRules([]Rule{r}, host, port) == exactMatch {
+			return r.String()
+		}
+		if wild == "" && matchRules([]Rule{r}, host, port) == wildcardMatch {
+			wild = r.String()
+		}
+	}
+	return wild
+}
+
 func portAllowed(rulePort, port int) bool {
 	if rulePort == 0 {
 		return port == 80 || port == 443

@@ -8,6 +8,8 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,22 +36,35 @@ type Config struct {
 	Resolver Resolver                                                          // default net.DefaultResolver
 	Dial     func(ctx context.Context, network, addr string) (net.Conn, error) // dials a resolved "IP:port"; default a net.Dialer
 	Log      io.Writer                                                         // JSON lines, one per request; nil: none
+
+	// Secrets are put into the headers of requests to their hosts, and
+	// refused everywhere else (secret.go). TLS to their hosts is
+	// terminated with CA, and the real server verified against Roots.
+	Secrets []Secret
+	CA      *CA            // required with Secrets: a CONNECT to their hosts is refused without one
+	Roots   *x509.CertPool // trusted for the real servers; nil: the host's
 }
 
 // Entry is one line of the request log.
 type Entry struct {
 	Time     time.Time `json:"time"`
-	Method   string    `json:"method"` // CONNECT, GET, POST, …
+	Method   string    `json:"method"`           // CONNECT, TCP (a loopback relay), GET, POST, …
+	Scheme   string    `json:"scheme,omitempty"` // http, or https for TLS the proxy terminated; empty for a tunnel
 	Host     string    `json:"host"`
 	Port     int       `json:"port"`
+	Path     string    `json:"path,omitempty"`   // the request's path and query, where the proxy sees it
+	Target   string    `json:"target,omitempty"` // a CONNECT's target, as the client wrote it
 	Allowed  bool      `json:"allowed"`
-	Reason   string    `json:"reason,omitempty"` // why it was denied or failed
-	Status   int       `json:"status"`           // HTTP status sent to the client
-	Up       int64     `json:"bytes_up"`         // bytes from the client to the server
-	Down     int64     `json:"bytes_down"`       // bytes from the server to the client
+	Rule     string    `json:"rule,omitempty"`    // the allow-list rule that let it through
+	Reason   string    `json:"reason,omitempty"`  // why it was denied or failed
+	Secrets  []string  `json:"secrets,omitempty"` // the secrets the proxy put into its headers
+	Status   int       `json:"status"`            // HTTP status sent to the client
+	Up       int64     `json:"bytes_up"`          // bytes from the client to the server
+	Down     int64     `json:"bytes_down"`        // bytes from the server to the client
 	Duration float64   `json:"duration_ms"`
 
 	denied bool // the policy refused the resolved address
+	quiet  bool // not logged: a terminated CONNECT whose requests are
 }
 
 // Proxy is an allow-list forward proxy; serve it with Serve.
@@ -65,6 +80,8 @@ type Proxy struct {
 	closed    bool
 
 	inflight atomic.Int64 // requests whose log line is not written yet
+
+	ca *CA // Config.CA
 }
 
 // closeWait bounds how long Close waits for open requests to log.
@@ -84,8 +101,9 @@ func New(cfg Config) *Proxy {
 		d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 		cfg.Dial = d.DialContext
 	}
-	p := &Proxy{cfg: cfg, tunnels: map[net.Conn]struct{}{}}
+	p := &Proxy{cfg: cfg, tunnels: map[net.Conn]struct{}{}, ca: cfg.CA}
 	transport := &http.Transport{
+		TLSClientConfig:       &tls.Config{RootCAs: cfg.Roots, MinVersion: tls.VersionTLS12},
 		DialContext:           p.dialChecked,
 		MaxIdleConnsPerHost:   16,
 		IdleConnTimeout:       90 * time.Second,
@@ -160,7 +178,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e := &Entry{Time: start.UTC(), Method: r.Method}
 	defer func() {
 		e.Duration = float64(time.Since(start).Microseconds()) / 1000
-		p.log(e)
+		if !e.quiet {
+			p.log(e)
+		}
 		p.inflight.Add(-1)
 	}()
 
@@ -169,8 +189,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodConnect:
 		hostport, defPort = r.Host, 443
+		e.Target = r.Host
 	case r.URL.IsAbs() && (r.URL.Scheme == "http" || r.URL.Scheme == "https"):
 		hostport = r.URL.Host
+		e.Scheme, e.Path = r.URL.Scheme, r.URL.RequestURI()
 		if r.URL.Scheme == "https" {
 			defPort = 443
 		}
@@ -194,11 +216,33 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("shadow proxy: %s is not in the allow-list (--allow-domain)", net.JoinHostPort(host, strconv.Itoa(port))), e.Status)
 		return
 	}
+	e.Rule = ruleFor(p.cfg.Allow, host, port)
+	put, err := p.applySecrets(r, host, port)
+	if err != nil {
+		p.refuseSecret(w, e, err)
+		return
+	}
+	e.Secrets = put
 	if r.Method == http.MethodConnect {
+		if p.secretHost(host, port) {
+			if p.ca == nil {
+				p.refuseSecret(w, e, errors.New("a secret goes to this host, and the proxy has no CA to terminate its TLS with"))
+				return
+			}
+			p.terminate(w, r, e)
+			return
+		}
 		p.tunnel(w, r, e)
 		return
 	}
 	p.forward(w, r, e)
+}
+
+// refuseSecret answers a request that carries a placeholder where it may
+// not go.
+func (p *Proxy) refuseSecret(w http.ResponseWriter, e *Entry, err error) {
+	e.Allowed, e.Reason, e.Status = false, err.Error(), http.StatusForbidden
+	http.Error(w, "shadow proxy: refused: "+err.Error(), e.Status)
 }
 
 // forward relays a plain HTTP request.
@@ -226,8 +270,12 @@ func (p *Proxy) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	e, _ := r.Context().Value(entryKey{}).(*Entry)
 	status := http.StatusBadGateway
 	var d errDenied
-	if errors.As(err, &d) {
+	var sr secretRefusal
+	if errors.As(err, &d) || errors.As(err, &sr) {
 		status = http.StatusForbidden
+	}
+	if errors.As(err, &sr) {
+		err = sr // not the transport's wrapping of it
 	}
 	if e != nil {
 		e.Reason = err.Error()
@@ -488,6 +536,7 @@ func (p *Proxy) relayConn(client net.Conn, host string, port int) {
 		e.Reason, e.Status = "not in the allow-list", http.StatusForbidden
 		return
 	}
+	e.Rule = ruleFor(p.cfg.Allow, host, port)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	upstream, err := p.dialChecked(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	cancel()
