@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/charmbracelet/x/term"
 )
 
 // isTerminal reports whether w is a terminal (colour and escaping decisions depend on it).
@@ -14,8 +14,7 @@ func isTerminal(w any) bool {
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return term.IsTerminal(f.Fd())
 }
 
 // darkBackground tells the colours of a dark terminal background from a
