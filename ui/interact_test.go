@@ -301,10 +301,14 @@ func TestAppNeverPassesAgentSequencesToTheTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"]52;", "EVIL-TITLE", "evil.example", "$qm"} {
+	for _, bad := range []string{"]52;", "]0;EVIL-TITLE", "evil.example", "$qm"} {
 		if bytes.Contains(out, []byte(bad)) {
 			t.Errorf("the terminal received the agent's %q", bad)
 		}
+	}
+	// The agent's title reaches the terminal as the app's own, cleaned.
+	if !bytes.Contains(out, []byte("\x1b]2;shadow: EVIL-TITLE\x07")) {
+		t.Error("the agent's title did not become the terminal's")
 	}
 	if !bytes.Contains(out, []byte("VISIBLE")) {
 		t.Error("the agent's text never reached the terminal: the check above proves nothing")
