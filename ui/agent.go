@@ -30,6 +30,9 @@ type agentRun struct {
 	outputDone chan struct{}
 	// done is closed when the agent's function has returned.
 	done chan struct{}
+	// lastFrame is when waitFrame last reported a frame (only the one
+	// waitFrame running at a time reads or writes it).
+	lastFrame time.Time
 }
 
 // Messages of the agent phase.
@@ -226,9 +229,14 @@ func (r *agentRun) copyInput(ctx context.Context, pane *Pane) {
 }
 
 // waitFrame returns a frame message when the pane changed, at most once per
-// frameInterval.
+// frameInterval. The pause is taken before waiting for a change, not after
+// it: the echo of a key, which comes after a quiet spell, is drawn at once
+// (a pause after each change delayed every echo by a frame).
 func waitFrame(r *agentRun) tea.Cmd {
 	return func() tea.Msg {
+		if wait := frameInterval - time.Since(r.lastFrame); wait > 0 {
+			time.Sleep(wait)
+		}
 		select {
 		case <-r.dirty:
 		case <-r.outputDone:
@@ -238,7 +246,7 @@ func waitFrame(r *agentRun) tea.Cmd {
 				return nil
 			}
 		}
-		time.Sleep(frameInterval)
+		r.lastFrame = time.Now()
 		return frameMsg{run: r}
 	}
 }
