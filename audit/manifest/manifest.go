@@ -38,7 +38,7 @@ const (
 // within the size caps cannot take gigabytes; real lockfiles stay far below.
 const (
 	maxEntries   = 1 << 20 // packages of one lockfile
-	maxYAMLNodes = 1 << 22 // lines read by the YAML-subset reader
+	maxYAMLNodes = 1 << 22 // lines read by the yarn 1 lockfile reader
 )
 
 func tooMany(path string, what string, limit int) error {
