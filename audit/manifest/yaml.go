@@ -21,15 +21,9 @@ type ynode struct {
 	scalar bool
 	line   int
 	kids   []*ynode
-	items  int // how many kids are sequence items
 }
 
-func (n *ynode) add(k *ynode) {
-	n.kids = append(n.kids, k)
-	if k.key == "-" {
-		n.items++
-	}
-}
+func (n *ynode) add(k *ynode) { n.kids = append(n.kids, k) }
 
 func (n *ynode) get(key string) *ynode {
 	if n == nil {
