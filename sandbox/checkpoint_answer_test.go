@@ -15,6 +15,7 @@ import (
 // message of the checkpoint it wrote or when there was nothing to write; so a caller that holds
 // the command's input until the answer gets a checkpoint of what came before that input.
 func TestOverlayCheckpointAnswers(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	p := j.policy()
 	p.Checkpoints = filepath.Join(j.base, "state", "checkpoints")

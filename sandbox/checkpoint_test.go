@@ -15,6 +15,7 @@ import (
 // write a checkpoint holding that step alone; a step with no change writes none; the last one
 // is recorded as merged into the staging layer.
 func TestOverlayCheckpoints(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	p := j.policy()
 	p.Checkpoints = filepath.Join(j.base, "state", "checkpoints")
@@ -102,6 +103,7 @@ func layerOf(id string) string { return filepath.Join(id, "layer") }
 // TestOverlayQuietAfterFirstWrite: a command that writes as soon as it starts and then stays quiet
 // gets a quiet checkpoint: the layer is measured from before it started.
 func TestOverlayQuietAfterFirstWrite(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	p := j.policy()
 	p.Checkpoints = filepath.Join(j.base, "state", "checkpoints")

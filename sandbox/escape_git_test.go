@@ -10,6 +10,7 @@ import (
 // credential helper, an alias that runs a command and an include; the jail's ~/.gitconfig holds
 // the commit identity alone, resolved through the include as git would.
 func TestEscapeGitConfigSecrets(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
@@ -41,6 +42,7 @@ func TestEscapeGitConfigSecrets(t *testing.T) {
 }
 
 func TestIdentityConfig(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{"", ""},
 		{"core.editor\nvim\x00", ""},

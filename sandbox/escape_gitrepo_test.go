@@ -48,6 +48,7 @@ var secretMarker = regexp.MustCompile(`SECRET-[a-z]+`)
 // entry on the host; in the jail, `git config --list --show-origin`, the files themselves and
 // every file of the shown trees hold none of them, and git status and log still work.
 func TestEscapeGitRepoConfigSecrets(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
@@ -155,6 +156,7 @@ func markers(s string) []string {
 }
 
 func TestStripUserinfo(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"https://x-access-token:T@github.com/o/r.git": "https://github.com/o/r.git",
 		"https://T@github.com":                        "https://github.com",
@@ -175,6 +177,7 @@ func TestStripUserinfo(t *testing.T) {
 // project's top and two directories down, holds a secret on the host; in the jail the stores
 // are empty and the registry configs keep their settings without their credentials.
 func TestEscapeProjectCredentialFiles(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	files := map[string]string{}
 	var paths []string

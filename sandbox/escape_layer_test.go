@@ -14,6 +14,7 @@ import (
 // host user cannot read, and data written far into a sparse file. What fits is staged; a sparse
 // file stays sparse on disk.
 func TestEscapeStagingLimit(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	p := j.policy()
 	p.MaxUpperBytes = 2 << 20

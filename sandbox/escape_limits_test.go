@@ -89,6 +89,7 @@ func schedProbe() []string {
 // TestEscapePrlimitPID1: the command cannot set the jail's PID 1's limits,
 // may still read them, and may still set its own.
 func TestEscapePrlimitPID1(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	got := j.try(t, j.policy(), "prlimit")
 	want := []string{"get-pid1=ok", "set-pid1=EPERM", "pid1-unchanged", "set-self=ok", "self-set"}
@@ -101,6 +102,7 @@ func TestEscapePrlimitPID1(t *testing.T) {
 // priority, nor pin it, while nice, renice, taskset, chrt, ionice and
 // ulimit on its own processes keep working.
 func TestEscapeSchedulePID1(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	got := j.try(t, j.policy(), "sched")
 	want := []string{"setpriority=EPERM", "setpriority-user=EPERM", "sched_setscheduler=EPERM",

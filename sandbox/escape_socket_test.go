@@ -88,6 +88,7 @@ func hostSocket(t *testing.T, path string) func() int {
 // worktree's gitdir and inside a --ro directory cannot be reached from the jail; the host can
 // reach each (the control), and a --ro of the socket itself is refused.
 func TestEscapeHostSocketReadOnlyPaths(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	// A second project, a worktree, whose gitdir lives outside it.
 	wt := newTestJail(t)

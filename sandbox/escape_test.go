@@ -20,6 +20,7 @@ import (
 // attempt would work without the jail where that is meaningful.
 
 func TestEscapeReadHostCredentials(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	secrets := []string{".ssh/id_rsa", ".aws/credentials", ".config/gh/hosts.yml", ".git-credentials"}
 	var paths, want []string
@@ -42,6 +43,7 @@ func TestEscapeReadHostCredentials(t *testing.T) {
 }
 
 func TestEscapeWriteOutsideProject(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	// Paths that exist in the jail but not as writable places.
 	refused := []string{
@@ -151,6 +153,7 @@ func TestEscapeHostLoopback(t *testing.T) {
 // TestEscapeSyscalls tries the denied syscalls of the seccomp list that an
 // escape would start with; each gets EPERM from the filter.
 func TestEscapeSyscalls(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	for _, tc := range []struct {
 		probe string
@@ -179,6 +182,7 @@ func TestEscapeSyscalls(t *testing.T) {
 // TestCommandLandlockDomain: the command runs under its own Landlock
 // ruleset, narrower than PID 1's, which may execute the jail's shadow.
 func TestCommandLandlockDomain(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	if got := j.try(t, j.policy(), "exec-init"); !slices.Equal(got, []string{"EACCES"}) {
 		t.Errorf("exec %s from the command: %v, want [EACCES]", jailInitBinary, got)
@@ -186,6 +190,7 @@ func TestCommandLandlockDomain(t *testing.T) {
 }
 
 func TestEscapeProcSys(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	// As root of the jail, the file permissions allow the write (the UTS
 	// namespace is the jail's own): the read-only bind over /proc/sys must
@@ -212,6 +217,7 @@ func hostSleeper(t *testing.T) *exec.Cmd {
 }
 
 func TestEscapeSeeHostPIDs(t *testing.T) {
+	t.Parallel()
 	hostSleeper(t)
 	j := newTestJail(t)
 	got := j.try(t, j.policy(), "pids", "MARKER=3600.4242")
@@ -229,6 +235,7 @@ func TestEscapeSeeHostPIDs(t *testing.T) {
 }
 
 func TestEscapeKillHostProcess(t *testing.T) {
+	t.Parallel()
 	c := hostSleeper(t)
 	j := newTestJail(t)
 	got := j.try(t, j.policy(), "kill", "PID="+strconv.Itoa(c.Process.Pid))
@@ -265,6 +272,7 @@ func TestEscapeInheritedFD(t *testing.T) {
 }
 
 func TestEscapeRegainCapabilities(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	got := j.try(t, j.policy(), "caps")
 	want := []string{
@@ -299,6 +307,7 @@ func backgroundJail(t *testing.T) (*testJail, Policy, string) {
 }
 
 func TestEscapeBackgroundProcess(t *testing.T) {
+	t.Parallel()
 	j, p, ticks := backgroundJail(t)
 	// The probe leaves a detached process appending to a file on a --rw
 	// path every 100ms and exits once it has written (control: it ran).
@@ -323,6 +332,7 @@ func TestEscapeBackgroundProcess(t *testing.T) {
 // TestEscapeBackgroundProcessAtEnded checks what Policy.Ended may rely on:
 // when it is called, a detached process the command left is already gone.
 func TestEscapeBackgroundProcessAtEnded(t *testing.T) {
+	t.Parallel()
 	j, p, ticks := backgroundJail(t)
 	var calls int
 	var seen Result

@@ -36,6 +36,7 @@ func newRepo(t *testing.T, dir, msg string) {
 // common dir), one with extensions.worktreeConfig, a submodule checked out alone and inside its
 // superproject, and a folder of several repositories. Each must work read-only.
 func TestGitLayouts(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
@@ -92,6 +93,7 @@ func TestGitLayouts(t *testing.T) {
 // TestGitWorktreeReadOnly: in a linked worktree the gitdir and the common dir are read-only, so a
 // commit fails and the host repository is unchanged.
 func TestGitWorktreeReadOnly(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}

@@ -13,6 +13,7 @@ import (
 // when it ends; deletions, replaced directories, renames and mode changes made over several runs
 // leave the jail's view, and the staging layer, what one run making them all would.
 func TestOverlayAcrossRuns(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	writeFiles(t, j.project, map[string]string{"keep/k.txt": "k\n", "gone/g.txt": "g\n"})
 	steps := []string{

@@ -9,6 +9,7 @@ import (
 // TestMaskRescanDuringRun: a run that finds the cache stale walks again
 // in the background, and Run returns once the new walk is recorded.
 func TestMaskRescanDuringRun(t *testing.T) {
+	t.Parallel()
 	var dirs []string
 	for _, g := range systemDirGlobs {
 		m, _ := filepath.Glob(g)

@@ -71,6 +71,7 @@ func maskTree(t *testing.T) string {
 }
 
 func TestMaskWalk(t *testing.T) {
+	t.Parallel()
 	root := maskTree(t)
 	got, entries := walkUnreadable(root)
 	var want []string
@@ -95,6 +96,7 @@ func TestMaskWalk(t *testing.T) {
 }
 
 func TestMaskHiddenFromOthers(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		mode uint32
 		want bool
@@ -126,6 +128,7 @@ func testMaskStore(cacheDir string, small int) maskStore {
 }
 
 func TestMaskCache(t *testing.T) {
+	t.Parallel()
 	root := maskTree(t)
 	cacheDir := t.TempDir()
 	ms := testMaskStore(cacheDir, 0)
@@ -205,6 +208,7 @@ func TestMaskCache(t *testing.T) {
 
 // TestMaskSmallTree: a tree under maskStore.smallTree entries is walked every run.
 func TestMaskSmallTree(t *testing.T) {
+	t.Parallel()
 	root := maskTree(t)
 	ms := testMaskStore(t.TempDir(), 1000)
 	first, rescan := ms.systemMasks([]string{root})
@@ -223,6 +227,7 @@ func TestMaskSmallTree(t *testing.T) {
 
 // TestMaskMemoryCache: without a cache directory the process keeps one.
 func TestMaskMemoryCache(t *testing.T) {
+	t.Parallel()
 	root := maskTree(t)
 	ms := testMaskStore("", 0)
 	first, _ := ms.systemMasks([]string{root})

@@ -15,6 +15,7 @@ import (
 // of the bind is read-only, nosuid and nodev, and the source stays
 // writable.
 func TestBindReadOnly(t *testing.T) {
+	t.Parallel()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -67,6 +67,7 @@ echo fresh > repl/y
 `
 
 func TestOverlayStagesWrites(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	before := treeDigest(t, j.project)
 	res, _, errOut := j.run(t, j.policy(), "/bin/sh", "-c", stagingScript)
@@ -119,6 +120,7 @@ func TestOverlayStagesWrites(t *testing.T) {
 }
 
 func TestProjectUnderHome(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	p := j.policy()
 	proj := filepath.Join(j.home, "src", "app")
@@ -140,6 +142,7 @@ func TestProjectUnderHome(t *testing.T) {
 }
 
 func TestProjectUnderTmp(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	if !strings.HasPrefix(j.project, "/tmp/") {
 		d, err := os.MkdirTemp("/tmp", "shadow-proj-")
@@ -159,6 +162,7 @@ func TestProjectUnderTmp(t *testing.T) {
 // TestReadOnlyAncestorOfProject: `--ro` of a directory holding the project
 // shows it read-only without covering the project's overlay.
 func TestReadOnlyAncestorOfProject(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	writeFiles(t, j.base, map[string]string{"sibling.txt": "s\n"})
 	p := j.policy()
@@ -177,6 +181,7 @@ func TestReadOnlyAncestorOfProject(t *testing.T) {
 }
 
 func TestGitFileBindsGitdirReadOnly(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	gitdir := filepath.Join(j.base, "main.git", "worktrees", "wt")
 	writeFiles(t, gitdir, map[string]string{"HEAD": "ref: refs/heads/wt\n"})
@@ -190,6 +195,7 @@ func TestGitFileBindsGitdirReadOnly(t *testing.T) {
 }
 
 func TestCacheOverlay(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	writeFiles(t, j.home, map[string]string{".npm/_cacache/index": "cached\n"})
 	p := j.policy()
@@ -213,6 +219,7 @@ func TestCacheOverlay(t *testing.T) {
 }
 
 func TestInstallTreeUnderHome(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	tree := filepath.Join(j.home, ".nvm", "versions", "node", "v1")
 	writeFiles(t, tree, map[string]string{"lib/tool/cli.sh": "#!/bin/sh\necho tool ran\n"})
@@ -230,6 +237,7 @@ func TestInstallTreeUnderHome(t *testing.T) {
 }
 
 func TestGitWritable(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	p := j.policy()
 	p.GitWritable = true
@@ -249,6 +257,7 @@ func TestGitWritable(t *testing.T) {
 // user namespace (no redirect_dir), renaming a directory that comes from the
 // project fails with EXDEV, and tools such as mv fall back to copying.
 func TestDirectoryRenameFallsBack(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	got := j.try(t, j.policy(), "rename", "P="+filepath.Join(j.project, "repl")+":"+filepath.Join(j.project, "repl2"))
 	if len(got) != 1 || got[0] != "EXDEV" {
@@ -263,6 +272,7 @@ func TestDirectoryRenameFallsBack(t *testing.T) {
 // TestStateBind binds an agent's state directory read-write below $HOME:
 // it survives the run on the host, unlike the rest of the jail's $HOME.
 func TestStateBind(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	state := filepath.Join(j.base, "agent-state")
 	writeFiles(t, state, map[string]string{"settings.json": "{}\n"})
@@ -289,6 +299,7 @@ func TestStateBind(t *testing.T) {
 // TestProjectWithOddName: commas, colons and backslashes separate or escape
 // overlay mount options; the project path must still come through whole.
 func TestProjectWithOddName(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	p := j.policy()
 	p.Project = filepath.Join(j.base, `odd, name:x\y`)

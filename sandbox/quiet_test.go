@@ -38,6 +38,7 @@ var quietSteps = []struct{ name, script, path string }{
 // own while the command still runs. The command waits on its input between steps, and the test
 // writes a line once the step's checkpoint came (or the deadline passed).
 func TestOverlayQuietEveryWrite(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	p := j.policy()
 	p.Checkpoints = filepath.Join(j.base, "state", "checkpoints")
@@ -128,6 +129,7 @@ func (s *syncBuffer) String() string {
 // their budget (4 × 5 MiB): each step gets its quiet checkpoint until the budget stops them, which
 // the run says; the staged tree at the end is the last step's.
 func TestOverlayCheckpointBudget(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	p := j.policy()
 	p.Checkpoints = filepath.Join(j.base, "state", "checkpoints")

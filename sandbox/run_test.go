@@ -19,6 +19,7 @@ import (
 )
 
 func TestBuildEnv(t *testing.T) {
+	t.Parallel()
 	host := []string{"PATH=/usr/bin", "HOME=/home/u", "AWS_SECRET_ACCESS_KEY=x", "GITHUB_TOKEN=y",
 		"LC_ALL=C", "TERM=xterm", "ANTHROPIC_API_KEY=k", "SSH_AUTH_SOCK=/run/agent", "PATH=/dup", "EDITOR=vi"}
 	got := BuildEnv(host, []string{"ANTHROPIC_API_KEY"})
@@ -32,6 +33,7 @@ func TestBuildEnv(t *testing.T) {
 // and are dropped with anything else; an LC_ name that is no category is
 // dropped unless named with --env.
 func TestBuildEnvLocale(t *testing.T) {
+	t.Parallel()
 	categories := []string{"LANG", "LC_ALL", "LC_CTYPE", "LC_COLLATE", "LC_MESSAGES", "LC_MONETARY", "LC_NUMERIC",
 		"LC_TIME", "LC_ADDRESS", "LC_IDENTIFICATION", "LC_MEASUREMENT", "LC_NAME", "LC_PAPER", "LC_TELEPHONE"}
 	names := slices.Clone(categories)
@@ -65,6 +67,7 @@ func TestBuildEnvLocale(t *testing.T) {
 }
 
 func TestExitStatus(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	res, _, _ := j.run(t, j.policy(), "/bin/sh", "-c", "kill -TERM $$")
 	if res.Signal != syscall.SIGTERM || res.ExitCode != 128+15 {
@@ -84,6 +87,7 @@ func TestExitStatus(t *testing.T) {
 }
 
 func TestIDIsHostUID(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	got := j.try(t, j.policy(), "id")
 	want := []string{strconv.Itoa(os.Getuid()), strconv.Itoa(os.Getgid())}
@@ -93,6 +97,7 @@ func TestIDIsHostUID(t *testing.T) {
 }
 
 func TestJailErrorForBadProject(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	p := j.policy()
 	p.Project = filepath.Join(j.base, "missing")
@@ -124,6 +129,7 @@ func TestJailErrorForBadProject(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	p := j.policy()
 	p.Timeout = 300 * time.Millisecond
@@ -145,6 +151,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestPublishReachesServerInJail(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -190,6 +197,7 @@ func TestPublishReachesServerInJail(t *testing.T) {
 // the jail's own devpts, clipboard escapes are dropped on the way out, and
 // TIOCSTI on its terminal is refused.
 func TestTerminal(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	m, s, err := pty.Open()
 	if err != nil {
@@ -236,6 +244,7 @@ func TestTerminal(t *testing.T) {
 // byte (the host terminal is raw) to the jail's pty, whose line discipline
 // interrupts the command.
 func TestTerminalInterrupt(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	m, s, err := pty.Open()
 	if err != nil {
@@ -281,6 +290,7 @@ func TestTerminalInterrupt(t *testing.T) {
 // /dev/null: scripts that write to /dev/stdout or /dev/stderr must work
 // although those host files are outside the jail.
 func TestStdioToHostFiles(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
 	if err != nil {
@@ -329,6 +339,7 @@ func TestRootRefusesWithoutLandlock(t *testing.T) {
 // TestNULInArgumentIsRefused: an argument holding a NUL byte cannot reach
 // execve whole; the jail says so rather than running a shortened command.
 func TestNULInArgumentIsRefused(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	p := j.policy()
 	p.Stdin, p.Stdout, p.Stderr = strings.NewReader(""), io.Discard, io.Discard

@@ -169,6 +169,7 @@ func (j *testJail) try(t *testing.T, p Policy, name string, env ...string) []str
 }
 
 func TestRunTrue(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	res, out, errOut := j.run(t, j.policy(), "/bin/sh", "-c", "echo hello; exit 7")
 	if res.ExitCode != 7 || out != "hello\n" {

@@ -8,6 +8,7 @@ import (
 // TestDirectoryStart: the command starts in Policy.Dir, with PWD set to it, when Dir is in the
 // project; in the project otherwise, or when the staged changes deleted Dir.
 func TestDirectoryStart(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	// repl is on the host; the staged changes delete it.
 	if res, _, errOut := j.run(t, j.policy(), "/bin/sh", "-c", "rm -r repl"); res.ExitCode != 0 {
