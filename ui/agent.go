@@ -11,6 +11,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/creack/pty"
+
+	"github.com/shadow-sandbox/shadow/ui/pane"
 )
 
 // frameInterval is the shortest time between two redraws caused by agent
@@ -48,7 +50,7 @@ type (
 
 // startAgent opens a pty of the pane's size, starts the agent on it and the
 // goroutines that feed its output to the pane and the pane's input to it.
-func startAgent(ctx context.Context, agent AgentFunc, pane *Pane, w, h int) tea.Cmd {
+func startAgent(ctx context.Context, agent AgentFunc, p *Pane, w, h int) tea.Cmd {
 	return func() tea.Msg {
 		master, tty, err := pty.Open()
 		if err != nil {
@@ -68,8 +70,8 @@ func startAgent(ctx context.Context, agent AgentFunc, pane *Pane, w, h int) tea.
 			outputDone: make(chan struct{}),
 			done:       make(chan struct{}),
 		}
-		go r.copyOutput(pane)
-		go r.copyInput(ctx, pane)
+		go r.copyOutput(p)
+		go r.copyInput(ctx, p)
 		go func() {
 			res, err := agent(ctx, tty)
 			close(r.done)
@@ -118,10 +120,10 @@ const (
 // arriving while the pane is busy is fed in one batch: a flood of lines
 // then costs the pane a screenful per batch rather than per line. When the
 // pane falls behind by maxBacklog, the waiting output is compacted (the
-// lines that would scroll off unseen are dropped, see compactOutput) rather
+// lines that would scroll off unseen are dropped, see pane.Compact) rather
 // than the agent's writes blocked; only output that cannot be compacted
 // blocks them.
-func (r *agentRun) copyOutput(pane *Pane) {
+func (r *agentRun) copyOutput(p *Pane) {
 	var (
 		mu   sync.Mutex
 		cond = sync.NewCond(&mu)
@@ -135,28 +137,28 @@ func (r *agentRun) copyOutput(pane *Pane) {
 		// The pane's clamp state where the backlog starts, which compacting
 		// needs: base, or while a batch is being fed, inflightBase (where
 		// the batch starts) carried over the batch.
-		base         = pane.clampState()
+		base         = p.State()
 		inflight     []byte
-		inflightBase clamper
+		inflightBase pane.State
 	)
 	buf := make([]byte, readSize)
 	go func() {
-		var scratch, compacted []byte
+		var compacted []byte
 		for {
 			n, err := r.master.Read(buf)
 			mu.Lock()
 			backlog = append(backlog, buf[:n]...)
 			if len(backlog) >= maxBacklog && err == nil {
-				st := base.clone()
+				st := base.Clone()
 				if inflight != nil {
-					st = inflightBase.clone()
-					scratch = st.filterInto(scratch[:0], inflight)
+					st = inflightBase.Clone()
+					st.Advance(inflight)
 				}
 				rows := compactRows
 				if ws, err := pty.GetsizeFull(r.master); err == nil {
 					rows = max(rows, int(ws.Rows)) // the pane's size, told to the agent
 				}
-				compacted = compactOutput(compacted[:0], backlog, st, rows)
+				compacted = pane.Compact(compacted[:0], backlog, st, rows)
 				backlog = append(backlog[:0], compacted...)
 				// What compacting cannot shrink enough waits for the pane.
 				for len(backlog) >= maxBacklog*3/4 {
@@ -196,13 +198,13 @@ func (r *agentRun) copyOutput(pane *Pane) {
 		cond.Broadcast()
 		mu.Unlock()
 		if len(data) > 0 {
-			_, _ = pane.Write(data)
+			_, _ = p.Write(data)
 			select {
 			case r.dirty <- struct{}{}:
 			default:
 			}
 		}
-		end := pane.clampState()
+		end := p.State()
 		mu.Lock()
 		base, inflight = end, nil
 		spare = data // the next batch is read into it
@@ -215,12 +217,12 @@ func (r *agentRun) copyOutput(pane *Pane) {
 
 // copyInput writes keys, pastes and query replies from the pane to the
 // agent until the agent ends.
-func (r *agentRun) copyInput(ctx context.Context, pane *Pane) {
+func (r *agentRun) copyInput(ctx context.Context, p *Pane) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case b := <-pane.Input():
+		case b := <-p.Input():
 			if _, err := r.master.Write(b); err != nil && !errors.Is(err, io.ErrShortWrite) {
 				return
 			}

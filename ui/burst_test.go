@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/shadow-sandbox/shadow/ui/pane"
 )
 
 // colouredOutput is n bytes of output like a busy agent's: coloured,
@@ -270,9 +272,9 @@ func (fs *frameStats) checkLastScreen(tb testing.TB) {
 		tb.Fatal("no plain run kept its output, or no pane run its pane, for the check")
 	}
 	defer fs.last.Close()
-	raw := NewPane(160, 48)
+	r0 := pane.New(pane.WithSize(160, 48), pane.WithoutCoalescing())
+	raw := &r0
 	defer raw.Close()
-	raw.coalesce = false
 	raw.Write(fs.read)
 	sameScreen(tb, fs.last, raw, "the pane after the agent's stream")
 }

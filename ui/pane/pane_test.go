@@ -1,4 +1,4 @@
-package ui
+package pane
 
 import (
 	"bytes"
@@ -74,7 +74,7 @@ var hostile = []string{
 func TestPaneHostileOutput(t *testing.T) {
 	for i, h := range hostile {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			p := NewPane(40, 10)
+			p := newPane(40, 10)
 			defer p.Close()
 			done := make(chan struct{})
 			go func() {
@@ -98,7 +98,7 @@ func TestPaneHostileOutput(t *testing.T) {
 }
 
 func TestPaneQueriesAreAnsweredToTheAgentOnly(t *testing.T) {
-	p := NewPane(40, 10)
+	p := newPane(40, 10)
 	// Far more queries than the input queue holds: writes must never block.
 	done := make(chan struct{})
 	go func() {
@@ -156,7 +156,7 @@ func TestPaneClampsCounts(t *testing.T) {
 }
 
 func TestPaneKeysInBothCursorModes(t *testing.T) {
-	p := NewPane(20, 5)
+	p := newPane(20, 5)
 	read := func() string {
 		t.Helper()
 		select {
@@ -205,11 +205,11 @@ func TestPaneKeysInBothCursorModes(t *testing.T) {
 }
 
 func TestPaneResize(t *testing.T) {
-	p := NewPane(80, 24)
+	p := newPane(80, 24)
 	p.Write([]byte(strings.Repeat("0123456789", 20)))
-	p.Resize(30, 5)
+	p.SetSize(30, 5)
 	checkPaneView(t, p.View(), 30, 5)
-	p.Resize(0, 0)
+	p.SetSize(0, 0)
 	checkPaneView(t, p.View(), 1, 1)
 }
 
@@ -219,11 +219,11 @@ func TestPaneResize(t *testing.T) {
 // way xterm and tmux shrink: rows below the cursor go first, then rows at the
 // top into the scrollback. A screen whose cursor stays in view keeps its top.
 func TestPaneShrinkKeepsCursorRows(t *testing.T) {
-	rows := func(p *Pane) []string {
+	rows := func(p Model) []string {
 		return strings.Split(ansi.Strip(p.View()), "\n")
 	}
 	// History, then a three-row box at rows 22-24 with the cursor in it.
-	p := NewPane(40, 24)
+	p := newPane(40, 24)
 	defer p.Close()
 	var draw strings.Builder
 	for i := 1; i <= 21; i++ {
@@ -231,7 +231,7 @@ func TestPaneShrinkKeepsCursorRows(t *testing.T) {
 	}
 	draw.WriteString("+------ box ------+\r\n| > type here     |\r\n+-----------------+\x1b[23;5H")
 	p.Write([]byte(draw.String()))
-	p.Resize(40, 10)
+	p.SetSize(40, 10)
 	got := rows(p)
 	want := []string{"history 15", "history 21", "+------ box ------+", "| > type here     |", "+-----------------+"}
 	for i, w := range []int{0, 6, 7, 8, 9} {
@@ -245,10 +245,10 @@ func TestPaneShrinkKeepsCursorRows(t *testing.T) {
 		t.Errorf("cursor moved off its line: row 8 = %q", got[8])
 	}
 	// A cursor near the top: the top rows stay, the empty bottom goes.
-	q := NewPane(40, 24)
+	q := newPane(40, 24)
 	defer q.Close()
 	q.Write([]byte("prompt $ \r\nsecond line"))
-	q.Resize(40, 10)
+	q.SetSize(40, 10)
 	if got := rows(q); !strings.HasPrefix(got[0], "prompt $") || !strings.HasPrefix(got[1], "second line") {
 		t.Errorf("short screen lost its top: %q", got[:2])
 	}
@@ -267,12 +267,12 @@ func FuzzPane(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, w, h uint8) {
 		width, height := int(w%200)+1, int(h%60)+1
-		p := NewPane(width, height)
+		p := newPane(width, height)
 		defer p.Close()
 		start := time.Now()
 		half := len(data) / 2
 		p.Write(data[:half])
-		p.Resize(width/2+1, height)
+		p.SetSize(width/2+1, height)
 		p.Write(data[half:])
 		// A flood of lines made of the input, which the pane may coalesce.
 		line := append(append([]byte(nil), data[:min(len(data), 64)]...), '\r', '\n')
@@ -287,7 +287,7 @@ func FuzzPane(f *testing.F) {
 }
 
 func TestPaneRecoversFromEmulatorPanic(t *testing.T) {
-	p := NewPane(40, 5)
+	p := newPane(40, 5)
 	// An emulator bug, simulated: a handler that panics on OSC 7777.
 	p.emu.RegisterOscHandler(7777, func([]byte) bool { panic("emulator bug") })
 	p.Write([]byte("before\r\n\x1b]7777;x\x07"))
@@ -316,7 +316,7 @@ func TestPaneRecoversFromEmulatorPanic(t *testing.T) {
 }
 
 func TestPaneSplitGraphemeKeepsTheGrid(t *testing.T) {
-	p := NewPane(20, 3)
+	p := newPane(20, 3)
 	defer p.Close()
 	flag := "🏳️‍🌈"
 	cut := strings.Index(flag, "\u200d")
@@ -328,7 +328,7 @@ func TestPaneSplitGraphemeKeepsTheGrid(t *testing.T) {
 	checkPaneView(t, p.View(), 20, 3)
 	// One long write is cut into chunks only between characters.
 	long := strings.Repeat(flag, 3*paneChunk/len(flag)+1)
-	q := NewPane(30, 3)
+	q := newPane(30, 3)
 	defer q.Close()
 	q.Write([]byte(long))
 	checkPaneView(t, q.View(), 30, 3)
@@ -339,7 +339,7 @@ func TestPaneSplitGraphemeKeepsTheGrid(t *testing.T) {
 // replies to its queries; then it writes a probe that shows the pen and
 // the last character printed (REP repeats it, the erase fills with the
 // pen's background) and compares again.
-func sameScreen(t testing.TB, fast, slow *Pane, what string) {
+func sameScreen(t testing.TB, fast, slow Model, what string) {
 	t.Helper()
 	compare := func(stage string) {
 		t.Helper()
@@ -370,7 +370,7 @@ func sameScreen(t testing.TB, fast, slow *Pane, what string) {
 
 // replies drains what a pane sent the agent up to its reply to a device
 // attributes query.
-func replies(t testing.TB, p *Pane) string {
+func replies(t testing.TB, p Model) string {
 	t.Helper()
 	var b strings.Builder
 	for !strings.HasSuffix(b.String(), "c") {
@@ -463,7 +463,7 @@ func TestPaneCoalescingKeepsTheScreen(t *testing.T) {
 	coalesced := 0
 	for trial := 0; trial < trials; trial++ {
 		w, h := 5+rng.IntN(30), 1+rng.IntN(14)
-		fast, slow := NewPane(w, h), NewPane(w, h)
+		fast, slow := newPane(w, h), newPane(w, h)
 		slow.coalesce = false
 		out := randomOutput(rng, w, h)
 		var writes [][]byte
@@ -543,7 +543,7 @@ func TestPaneCoalescingDrawsRunsWithoutScrolling(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fast, slow := NewPane(160, 48), NewPane(160, 48)
+			fast, slow := newPane(160, 48), newPane(160, 48)
 			defer fast.Close()
 			defer slow.Close()
 			slow.coalesce = false
@@ -575,7 +575,7 @@ func FuzzPaneCoalescing(f *testing.F) {
 	f.Add([]byte("世界e\u0301"), []byte("\x1b]0;t"), uint8(3))
 	f.Fuzz(func(t *testing.T, line, extra []byte, h uint8) {
 		height := int(h%10) + 2
-		fast, slow := NewPane(20, height), NewPane(20, height)
+		fast, slow := newPane(20, height), newPane(20, height)
 		defer fast.Close()
 		defer slow.Close()
 		slow.coalesce = false
@@ -607,7 +607,7 @@ func TestCompactOutputKeepsTheScreen(t *testing.T) {
 	for trial := 0; trial < trials; trial++ {
 		w, h := 5+rng.IntN(30), 1+rng.IntN(10)
 		rows := h + rng.IntN(3)
-		fast, slow := NewPane(w, h), NewPane(w, h)
+		fast, slow := newPane(w, h), newPane(w, h)
 		slow.coalesce = false
 		// Output after some that left the clamp inside a sequence.
 		before := randomOutput(rng, w, h)
@@ -630,180 +630,5 @@ func TestCompactOutputKeepsTheScreen(t *testing.T) {
 	t.Logf("%d outputs compacted", shrunk)
 }
 
-// c1Forms are the forms of CSI a terminal reads: 7-bit, 8-bit and UTF-8
-// encoded, as the relay's filter passes them.
-var c1Forms = []string{"\x1b[", "\x9b", "\xc2\x9b"}
-
-func TestPaneClampsEveryForm(t *testing.T) {
-	c := clamper{w: 80, h: 24}
-	counted := 0
-	for final := byte(0x40); final <= 0x7e; final++ {
-		limit := c.countLimit(final)
-		if limit == 0 {
-			continue
-		}
-		counted++
-		for _, intro := range c1Forms {
-			in := intro + "2000000000" + string(final)
-			want := fmt.Sprintf("\x1b[%d%c", limit, final)
-			if got := string(c.filterInto(nil, []byte(in))); got != want {
-				t.Errorf("%q = %q, want %q", in, got, want)
-			}
-			// Cut at every byte, the sequence is clamped all the same.
-			for i := 1; i < len(in); i++ {
-				d := clamper{w: 80, h: 24}
-				got := string(d.filterInto(nil, []byte(in[:i]))) + string(d.filterInto(nil, []byte(in[i:])))
-				if got != want {
-					t.Errorf("%q cut at %d = %q, want %q", in, i, got, want)
-				}
-			}
-		}
-	}
-	if counted < 21 {
-		t.Errorf("only %d counted sequences", counted)
-	}
-	for _, intro := range c1Forms {
-		for in, want := range map[string]string{
-			intro + "?2000000000;1049h": "\x1b[?9999;1049h", // DEC modes
-			intro + "2000000000;5H":     "\x1b[9999;5H",
-			intro + "2000000000<b":      "", // a marker past the first: digits a parser may join
-			intro + "1;2000000000r":     "\x1b[1;24r",
-			intro + "38;5;2000000000m":  "\x1b[38;5;9999m",
-			"A" + intro + "9" + "\x9bb": "A\x1b[b", // a C1 control ends the sequence
-			"\x1b]0;t" + intro + "80b":  "\x1b[80b",
-		} {
-			if got := string(c.filterInto(nil, []byte(in))); got != want {
-				t.Errorf("%q = %q, want %q", in, got, want)
-			}
-		}
-	}
-	// A character cut short by a sequence is U+FFFD, and the sequence acts.
-	if got := string(c.filterInto(nil, []byte("\xe2\x1b[9999b"))); got != "\uFFFD\x1b[80b" {
-		t.Errorf("cut character = %q", got)
-	}
-	// A raw C1 byte continuing a character is text, never a control.
-	if got := string(c.filterInto(nil, []byte("\xe2\x80\x9b2000b"))); got != "\u201b2000b" {
-		t.Errorf("U+201B = %q", got)
-	}
-}
-
-// costClasses are the kinds of jailed output that make the emulator work
-// the most per byte, each in every form of its introducer: huge repeat
-// counts and parameters, strings that never end, introducers nested in one
-// another, and floods of what is clamped.
-func costClasses() map[string][]byte {
-	classes := map[string][]byte{}
-	rep := func(s string, n int) []byte { return bytes.Repeat([]byte(s), max(1, n/len(s))) }
-	c := clamper{w: 80, h: 24}
-	for i, intro := range c1Forms {
-		form := []string{"7-bit", "8-bit", "utf-8"}[i]
-		classes[form+" repeat count"] = rep("A"+intro+"2000000000b", 16<<10)
-		for final := byte(0x40); final <= 0x7e; final++ {
-			if c.countLimit(final) > 0 && final != 'b' {
-				classes[fmt.Sprintf("%s huge %c", form, final)] = rep("x"+intro+"2000000000"+string(final), 16<<10)
-			}
-		}
-		classes[form+" huge modes"] = rep(intro+"?1049;2000000000h"+intro+"?1049l", 16<<10)
-		classes[form+" nesting"] = rep(intro+"1;"+"\x1b]0;"+"\x9d0;\xc2\x9d2;\x1bP\x90q\x98\x9f", 64<<10)
-	}
-	for name, intro := range map[string]string{"osc": "\x1b]2;", "osc 8-bit": "\x9d2;", "osc utf-8": "\xc2\x9d2;", "dcs": "\x1bP", "dcs 8-bit": "\x90", "apc": "\x1b_", "apc 8-bit": "\x9f"} {
-		classes["endless "+name] = append([]byte(intro), rep("✋ endless ", 1<<20)...)
-	}
-	classes["text flood"] = rep("\x1b[32mok\x1b[m line of a flood, ✋ coalesced\r\n", 10<<20)
-	return classes
-}
-
-// TestPaneOutputCostIsBounded feeds every cost class to the pane and
-// checks that none costs more than the bound per MB at 80×24, and that a
-// key or a frame, which take the pane's lock, never waits for it longer
-// than the bound per chunk: the pane feeds its emulator a KB at a time.
-// Before the clamp read 8-bit forms, "\x9b2000000000b" held the lock for
-// minutes. Measured here on a loaded machine, the dearest classes (rows
-// inserted, deleted or scrolled a screenful at a time) cost 20 to 40 s per
-// MB, as much as a line feed that scrolls the screen, which any byte may
-// be; each KB is then 20 to 40 ms. The bounds are ten times that.
-func TestPaneOutputCostIsBounded(t *testing.T) {
-	const (
-		boundPerMB    = 400 * time.Second
-		boundPerChunk = 400 * time.Millisecond
-	)
-	classes := costClasses()
-	classes["line feeds"] = bytes.Repeat([]byte("\v"), 16<<10)
-	for name, in := range classes {
-		p := NewPane(80, 24)
-		done := make(chan struct{})
-		var wait time.Duration
-		go func() {
-			defer close(done)
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				s := time.Now()
-				p.Size() // takes the lock, as a key or a frame does
-				wait = max(wait, time.Since(s))
-			}
-		}()
-		start := time.Now()
-		p.Write(in)
-		p.Write([]byte("\x1b\\\x07\r\nalive"))
-		d := time.Since(start)
-		done <- struct{}{}
-		<-done
-		perMB := time.Duration(float64(d) * float64(1<<20) / float64(len(in)))
-		t.Logf("%-22s %8d bytes %10v  %8v per MB, lock waited %v", name, len(in), d.Round(time.Microsecond), perMB.Round(time.Millisecond), wait.Round(time.Microsecond))
-		if perMB > boundPerMB {
-			t.Errorf("%s: %v per MB, bound %v", name, perMB, boundPerMB)
-		}
-		if wait > boundPerChunk {
-			t.Errorf("%s: the lock was held %v, bound %v", name, wait, boundPerChunk)
-		}
-		if !strings.Contains(ansi.Strip(p.View()), "alive") {
-			t.Errorf("%s: the output after it is lost", name)
-		}
-		p.Close()
-	}
-}
-
-// TestPaneTitlesAreConsumed writes every form of OSC 0, 1 and 2 (each
-// introducer, each terminator, a UTF-8 payload whose characters hold the
-// byte 0x9C) cut into two writes at every byte: none of it shows in the
-// pane, and the title of OSC 0 and 2 is the pane's.
-func TestPaneTitlesAreConsumed(t *testing.T) {
-	const payload = "✋ waiting ✳ Claude Code"
-	intros := []string{"\x1b]", "\x9d", "\xc2\x9d"}
-	ends := []string{"\x07", "\x1b\\", "\x9c", "\xc2\x9c"}
-	for _, num := range []string{"0", "1", "2"} {
-		for _, intro := range intros {
-			for _, end := range ends {
-				in := "a" + intro + num + ";" + payload + end + "b"
-				for i := 0; i <= len(in); i++ {
-					p := NewPane(40, 3)
-					p.Write([]byte(in[:i]))
-					p.Write([]byte(in[i:]))
-					row := strings.TrimRight(strings.Split(ansi.Strip(p.View()), "\n")[0], " ")
-					want := ""
-					if num != "1" {
-						want = payload
-					}
-					if row != "ab" || p.Title() != want {
-						t.Fatalf("%q cut at %d: row %q, title %q", in, i, row, p.Title())
-					}
-					p.Close()
-				}
-			}
-		}
-	}
-}
-
-func TestPaneTitleIsCleaned(t *testing.T) {
-	p := NewPane(40, 3)
-	defer p.Close()
-	p.Write([]byte("\x1b]2;\u202eevil\u202c \x01ti\u200etle\xff " + strings.Repeat("x", 100) + "\x07"))
-	got := p.Title()
-	if strings.ContainsAny(got, "\u202e\u202c\x01\u200e") || !strings.HasPrefix(got, "evil title\uFFFD x") || ansi.StringWidth(got) > maxTitle {
-		t.Errorf("title %q", got)
-	}
-}
+// newPane is a pane of the given size.
+func newPane(width, height int) Model { return New(WithSize(width, height)) }

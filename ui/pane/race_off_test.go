@@ -1,0 +1,6 @@
+//go:build !race
+
+package pane
+
+// raceEnabled slows tests that push megabytes through the emulator down.
+const raceEnabled = false
