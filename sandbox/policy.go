@@ -71,6 +71,10 @@ type Policy struct {
 	// on the host and points the command's proxy variables at it; the jail
 	// keeps its own network namespace. Ignored with AllowNetwork.
 	AllowDomains []proxy.Rule
+	// Secrets are credentials the command gets a placeholder of, which the
+	// allow-list proxy replaces with the real value in requests to their
+	// hosts only (secrets.go). An empty Placeholder is made for the run.
+	Secrets []proxy.Secret
 	// NetLog is the file the proxy appends one JSON line per request to.
 	// Empty: no log.
 	NetLog string

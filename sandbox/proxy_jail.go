@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -51,6 +52,10 @@ type netProxy struct {
 // no resolver; nil is the host's resolver. Tests map their own names.
 var proxyResolver proxy.Resolver
 
+// proxyRoots are the roots the proxy trusts for the real servers of the
+// secrets' hosts; nil is the host's trust store. Tests trust their own.
+var proxyRoots *x509.CertPool
+
 // handOffTimeout bounds how long the host waits for a connection's
 // descriptor on the hand-off socket.
 const handOffTimeout = 5 * time.Second
@@ -58,9 +63,13 @@ const handOffTimeout = 5 * time.Second
 // startNetProxy starts an allow-list proxy for rules that serves the
 // listening socket PID 1 of the jail hands over on runtimeDir's proxy
 // socket. Every request is appended as a JSON line to netLog (none when
-// empty). Names resolve through proxyResolver.
-func startNetProxy(runtimeDir string, rules []proxy.Rule, netLog string) (*netProxy, error) {
-	cfg := proxy.Config{Allow: rules, Resolver: proxyResolver}
+// empty). Names resolve through proxyResolver; the real servers of the
+// secrets' hosts are verified against proxyRoots.
+func startNetProxy(runtimeDir string, rules []proxy.Rule, netLog string, sec *runSecrets) (*netProxy, error) {
+	cfg := proxy.Config{Allow: rules, Resolver: proxyResolver, Roots: proxyRoots}
+	if sec != nil {
+		cfg.Secrets, cfg.CA = sec.secrets, sec.ca
+	}
 	n := &netProxy{done: make(chan struct{}), rules: rules}
 	if netLog != "" {
 		if err := os.MkdirAll(filepath.Dir(netLog), 0o700); err != nil {

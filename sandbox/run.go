@@ -75,8 +75,12 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 		}
 	}
 
+	sec, err := setUpSecrets(p, s, runtimeDir, warnings(p))
+	if err != nil {
+		return res, &JailError{Step: "secrets", Err: err}
+	}
 	if s.Proxy {
-		np, err := startNetProxy(runtimeDir, p.AllowDomains, p.NetLog)
+		np, err := startNetProxy(runtimeDir, p.AllowDomains, p.NetLog, sec)
 		if err != nil {
 			return res, &JailError{Step: "allow-list proxy", Err: err}
 		}
