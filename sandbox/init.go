@@ -151,7 +151,7 @@ func initMain() {
 	// command's Landlock domain nests in PID 1's and PID 1 may still signal
 	// it (Landlock scopes signals to the domain and its children).
 	if layer != nil {
-		layer.argv = s.Exec.Argv
+		layer.argv, layer.command = s.Exec.Argv, s.Checkpoints.Command
 		read, write := layer.rules()
 		s.InitRules.ReadOnly = append(s.InitRules.ReadOnly, read...)
 		s.InitRules.ReadWrite = append(s.InitRules.ReadWrite, write...)
@@ -447,8 +447,13 @@ func supervise(cmdPid int, sigs chan os.Signal, master *os.File, cps *checkpoint
 			unix.Kill(-1, unix.SIGKILL)
 			escalate = nil
 			continue
-		case trigger := <-cps.requests:
+		case req := <-cps.requests:
+			trigger, prompt := SplitRequest(req)
 			_ = cps.take(trigger)
+			if prompt != "" {
+				// What is written from now on answers this prompt.
+				cps.prompt = prompt
+			}
 			cps.answer(trigger)
 			continue
 		case <-cps.tick:
@@ -500,6 +505,7 @@ type checkpointer struct {
 	last     time.Time // when the layer last changed
 	failed   error     // a checkpoint that could not be written
 	budget   *historyBudget
+	prompt   string // the last prompt submitted: the one the next checkpoint answers
 }
 
 func newCheckpointer(layer *runLayer, cp checkpointSpec, control *json.Decoder, status *json.Encoder) *checkpointer {
@@ -544,7 +550,7 @@ func (c *checkpointer) take(trigger string) error {
 	if c.layer == nil {
 		return nil
 	}
-	cp, err := c.layer.checkpoint(trigger)
+	cp, err := c.layer.checkpoint(trigger, c.prompt)
 	c.dirty = time.Time{}
 	if err != nil {
 		c.failed = err

@@ -30,10 +30,12 @@ type runLayer struct {
 	staging int // the session's staging layer on disk
 	project int // the project (O_PATH), to tell whether a deletion hides anything
 	// checkpoints is the session's checkpoint directory (-1: none taken);
-	// next the number of the next one; argv the command, for their record.
+	// next the number of the next one; argv the command run and command
+	// the user's, for their record.
 	checkpoints int
 	next        int
 	argv        []string
+	command     []string
 	tracker     *layers.Tracker
 	// onDisk is set when the layer is a directory on the state disk, not a
 	// tmpfs (Linux before 6.6: tmpfs keeps no user.* extended attributes,
@@ -197,6 +199,8 @@ type checkpointSpec struct {
 	Quiet int64 // nanoseconds of quiet for a quiet checkpoint; 0: 3 s, < 0: none
 	// Budget is the disk the session's checkpoints may use (see historyBudget).
 	Budget int64 `json:",omitempty"`
+	// Command is the command as the user gave it (Policy.Command).
+	Command []string `json:",omitempty"`
 }
 
 // Checkpoint and the triggers that take one are the layers package's: the
@@ -211,14 +215,21 @@ const (
 	MergedFile       = layers.MergedFile
 )
 
+// PromptRequest is the checkpoint request of a prompt whose first line is line (see
+// layers.PromptRequest): what the app puts on Policy.CheckpointRequests for an Enter.
+func PromptRequest(line string) string { return layers.PromptRequest(line) }
+
+// SplitRequest is what took a requested checkpoint and the prompt's line (layers.SplitRequest).
+func SplitRequest(r string) (trigger, prompt string) { return layers.SplitRequest(r) }
+
 // checkpoint writes what changed in the run's layer since the last
 // checkpoint as the next checkpoint, durably: in c<N>.tmp, synced, then
 // renamed. It returns nil when nothing changed, or checkpoints are off.
-func (l *runLayer) checkpoint(trigger string) (*Checkpoint, error) {
+func (l *runLayer) checkpoint(trigger, prompt string) (*Checkpoint, error) {
 	if l.checkpoints < 0 {
 		return nil, nil
 	}
-	cp := &Checkpoint{ID: "c" + strconv.Itoa(l.next), N: l.next, Time: time.Now().UTC(), Trigger: trigger, Argv: l.argv}
+	cp := &Checkpoint{ID: "c" + strconv.Itoa(l.next), N: l.next, Time: time.Now().UTC(), Trigger: trigger, Argv: l.argv, Command: l.command, Prompt: prompt}
 	tmp := cp.ID + ".tmp"
 	if err := removeTree(l.checkpoints, tmp); err != nil {
 		return nil, fmt.Errorf("checkpoint: clear %s: %w", tmp, err)
@@ -283,10 +294,6 @@ func (l *runLayer) checkpoint(trigger string) (*Checkpoint, error) {
 	l.next++
 	return cp, nil
 }
-
-// layerOnDisk makes every run's layer a directory on disk, as on a kernel
-// whose tmpfs keeps no user.* attributes: for tests of that way.
-var layerOnDisk = false
 
 // userXattrs reports whether the filesystem at dir keeps user.* extended
 // attributes (tmpfs does from Linux 6.6).

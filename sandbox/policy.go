@@ -64,6 +64,9 @@ type Policy struct {
 	// slirp4netns; without either, the host network namespace is shared and
 	// a warning is printed.
 	AllowNetwork bool
+	// NetHelpers are the user-mode network stacks AllowNetwork may use, in
+	// the order tried. Nil: pasta, then slirp4netns.
+	NetHelpers []string
 	// Publish lists ports: the host's 127.0.0.1:PORT is forwarded to the
 	// jail's 127.0.0.1:PORT.
 	Publish []int
@@ -96,6 +99,9 @@ type Policy struct {
 	// (c<N>). Empty: no checkpoints.
 	Checkpoints    string
 	NextCheckpoint int
+	// Command is the command as the user gave it, for the checkpoints'
+	// record, when the argv run differs (a preset added arguments).
+	Command []string
 	// CheckpointRequests asks for a checkpoint while the command runs; each
 	// value is what took it (CheckpointPrompt, CheckpointManual).
 	CheckpointRequests <-chan string `json:"-"`
@@ -142,6 +148,10 @@ type Policy struct {
 	// does. It is not called when PID 1 could not report the end (it was
 	// killed) or the jail failed: Run's return is all there is then.
 	Ended func(Result) `json:"-"`
+
+	// layerOnDisk makes the run's layer a directory on disk, as on a
+	// kernel whose tmpfs keeps no user.* attributes: for tests of that way.
+	layerOnDisk bool
 }
 
 // Result is how a run ended.
