@@ -163,6 +163,9 @@ type yamlTree struct {
 }
 
 func (b *yamlTree) fill(dst *ynode, n *yaml.Node, depth int) error {
+	if err := b.spend(n); err != nil {
+		return err
+	}
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
@@ -215,6 +218,9 @@ func (b *yamlTree) fill(dst *ynode, n *yaml.Node, depth int) error {
 // merge adds to dst the entries of the mapping (or mappings, for a sequence) m whose keys dst
 // lacks; keys holds dst's.
 func (b *yamlTree) merge(dst *ynode, keys map[string]bool, m *yaml.Node, depth int) error {
+	if err := b.spend(m); err != nil {
+		return err
+	}
 	if m.Kind == yaml.AliasNode && m.Alias != nil {
 		m = m.Alias
 	}
@@ -245,10 +251,15 @@ func (b *yamlTree) merge(dst *ynode, keys map[string]bool, m *yaml.Node, depth i
 	return &ParseError{Path: b.path, Line: m.Line, Err: errors.New("a merge key (<<) takes a mapping or a list of mappings")}
 }
 
-func (b *yamlTree) child(dst, kid *ynode, n *yaml.Node, depth int) error {
+// spend counts one node visited (made, or merged from) against the budget.
+func (b *yamlTree) spend(n *yaml.Node) error {
 	if b.budget--; b.budget < 0 {
 		return &ParseError{Path: b.path, Line: n.Line, Err: fmt.Errorf("%w: aliases expand to more nodes than the file holds and %d more", ErrTooLarge, aliasAllowance)}
 	}
+	return nil
+}
+
+func (b *yamlTree) child(dst, kid *ynode, n *yaml.Node, depth int) error {
 	if err := b.fill(kid, n, depth+1); err != nil {
 		return err
 	}

@@ -30,14 +30,26 @@ func billionLaughs(levels int) string {
 	return b.String()
 }
 
+// mergeLaughs is billionLaughs with merge keys: each level merges the one below twice, and
+// adds no key of its own.
+func mergeLaughs(levels int) string {
+	var b strings.Builder
+	b.WriteString("m0: &m0 {}\n")
+	for i := 1; i <= levels; i++ {
+		fmt.Fprintf(&b, "m%d: &m%d {<<: [*m%d, *m%d]}\n", i, i, i-1, i-1)
+	}
+	return b.String()
+}
+
 // Every YAML parser refuses a document whose aliases expand past what the file holds (a billion
 // laughs, an alias within itself, a wide fan-out of one big anchor) as too large, reported with
 // the file, in bounded time and memory; a document with a few aliases still parses.
 func TestYAMLAliasBombs(t *testing.T) {
 	bombs := map[string]string{
-		"billion laughs":  billionLaughs(9),
-		"alias in itself": "loop: &a [*a, *a]\n",
-		"fan-out":         "big: &b [" + strings.Repeat("x, ", 5000) + "x]\nuse: [" + strings.Repeat("*b, ", 500) + "*b]\n",
+		"billion laughs":   billionLaughs(9),
+		"alias in itself":  "loop: &a [*a, *a]\n",
+		"merges of merges": mergeLaughs(60),
+		"fan-out":          "big: &b [" + strings.Repeat("x, ", 5000) + "x]\nuse: [" + strings.Repeat("*b, ", 500) + "*b]\n",
 	}
 	for kind, p := range yamlParsers {
 		for name, bomb := range bombs {
