@@ -42,6 +42,10 @@ type clamper struct {
 	scont int  // UTF-8 continuation bytes the string still expects
 	lead  bool // the last byte of the string was 0xC2: a UTF-8 encoded C1 may follow
 
+	// mouse is set while the agent asked for mouse reports (DEC modes 9,
+	// 1000, 1002, 1003): the mouse wheel is then the agent's.
+	mouse bool
+
 	// title is the window title the agent set last (OSC 0 or 2), as sent;
 	// titled reports that one was set since the pane last took it.
 	title  []byte
@@ -196,8 +200,8 @@ func (c *clamper) esc(out []byte, x byte) []byte {
 	case x == 0x7f:
 	case x < 0x7f:
 		c.state = stGround
-		if x == 'c' { // RIS: the emulator resets its margins too
-			c.margins = false
+		if x == 'c' { // RIS: the emulator resets its margins and modes too
+			c.margins, c.mouse = false, false
 		}
 		out = append(out, termseq.ESC, x)
 	default:
@@ -218,6 +222,7 @@ func (c *clamper) csi(out []byte, x byte) []byte {
 	case x == 0x7f:
 	case x >= 0x40 && x <= 0x7e:
 		if !c.over {
+			c.noteMouse(c.seq, x)
 			out = append(out, c.rewrite(c.seq, x)...)
 		}
 		c.state, c.seq = stGround, c.seq[:0]
@@ -315,6 +320,24 @@ func (c *clamper) endString(out []byte, bel bool) []byte {
 		return append(out, 0x07)
 	}
 	return append(out, termseq.ESC, '\\')
+}
+
+// noteMouse follows the mouse modes: DECSET and DECRST of 9, 1000, 1002 or
+// 1003, and DECSTR, which resets them.
+func (c *clamper) noteMouse(seq []byte, final byte) {
+	if final == 'p' && string(seq[2:]) == "!" {
+		c.mouse = false
+		return
+	}
+	if (final != 'h' && final != 'l') || len(seq) < 3 || seq[2] != '?' {
+		return
+	}
+	for _, m := range strings.Split(string(seq[3:]), ";") {
+		switch m {
+		case "9", "1000", "1002", "1003":
+			c.mouse = final == 'h'
+		}
+	}
 }
 
 // clone is a copy of the clamp that shares nothing with it.

@@ -95,7 +95,13 @@ func (p *term) feed(c []byte) {
 	p.gen++
 	p.filtered = p.clamp.filterInto(p.filtered[:0], c)
 	if len(p.filtered) > 0 {
+		before := p.scrollbackLen()
 		_, _ = p.emu.Write(p.filtered)
+		if p.offset > 0 {
+			// The view stays on the lines it shows while more scroll off.
+			total := p.scrollbackLen()
+			p.offset = min(p.offset+max(total-before, 0), total)
+		}
 	}
 }
 
@@ -103,6 +109,7 @@ func (p *term) feed(c []byte) {
 func (p *term) resetLocked() {
 	p.gen++
 	p.resets.Add(1)
+	p.offset = 0
 	retire(p.emu)
 	p.emu = p.newEmulator(p.width, p.height)
 	p.clamp = clamper{w: p.width, h: p.height}

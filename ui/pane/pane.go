@@ -43,6 +43,7 @@ const (
 // written to it from another goroutine while the app draws it.
 type Model struct {
 	*term
+	keys KeyMap
 }
 
 // term is the emulator and what feeds it, behind the pane's lock.
@@ -62,6 +63,9 @@ type term struct {
 	// before they could be seen (see coalesceWrite).
 	coalesce bool
 
+	// offset is how many lines back from the live view the pane shows.
+	offset int
+
 	// wmu serializes writes, which reuse bufs to coalesce.
 	wmu  sync.Mutex
 	bufs coalesceBufs
@@ -78,6 +82,7 @@ type Option func(*options)
 type options struct {
 	width, height int
 	coalesce      bool
+	keys          KeyMap
 }
 
 // WithSize sets the pane's size in cells (80×24 by default).
@@ -93,7 +98,7 @@ func WithoutCoalescing() Option {
 
 // New returns a pane.
 func New(opts ...Option) Model {
-	o := options{width: 80, height: 24, coalesce: true}
+	o := options{width: 80, height: 24, coalesce: true, keys: DefaultKeyMap()}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -101,19 +106,22 @@ func New(opts ...Option) Model {
 	p := &term{width: w, height: h, in: make(chan []byte, inputQueue), coalesce: o.coalesce}
 	p.clamp.w, p.clamp.h = w, h
 	p.emu = p.newEmulator(w, h)
-	return Model{term: p}
+	return Model{term: p, keys: o.keys}
 }
 
 // SetSize changes the pane's size in cells.
 func (m *Model) SetSize(width, height int) { m.resize(width, height) }
 
-// Resize is SetSize, as the app still calls it.
+// Resize is SetSize, as the app called it.
 func (m *Model) Resize(width, height int) { m.resize(width, height) }
+
+// KeyMap is the pane's keys.
+func (m Model) KeyMap() KeyMap { return m.keys }
 
 // newEmulator makes an emulator and starts draining its replies.
 func (p *term) newEmulator(w, h int) *vt.Emulator {
 	e := vt.NewEmulator(w, h)
-	e.SetScrollbackSize(1000)
+	e.SetScrollbackSize(maxScrollback)
 	go p.drain(e)
 	return e
 }

@@ -17,7 +17,7 @@ func (p *term) Cursor() (x, y int, visible bool) {
 	defer p.mu.Unlock()
 	pos := p.emu.CursorPosition()
 	x, y = min(max(pos.X, 0), p.width-1), min(max(pos.Y, 0), p.height-1)
-	return x, y, !p.emu.CursorHidden()
+	return x, y, !p.emu.CursorHidden() && p.offset == 0
 }
 
 // Line is the text of row y of the pane from column x on, as View draws it (every cell's content
@@ -67,17 +67,27 @@ func (p *term) blankLocked() string {
 	return strings.TrimSuffix(strings.Repeat(line+"\n", p.height), "\n")
 }
 
-// render writes every row of the emulator's screen. The caller holds mu.
+// render writes every row of the emulator's screen, or, scrolled back by
+// offset lines, the rows that many lines above it, from the scrollback
+// first. The caller holds mu.
 func (p *term) render(b *strings.Builder) {
 	var zero uv.Style
+	off := min(p.offset, p.scrollbackLen())
+	kept := p.emu.ScrollbackLen()
 	for y := 0; y < p.height; y++ {
 		if y > 0 {
 			b.WriteByte('\n')
 		}
 		prev := zero
 		col := 0
+		row := y - off // a row of the screen, or from the end of the scrollback when negative
 		for x := 0; x < p.width && col < p.width; x++ {
-			c := p.emu.CellAt(x, y)
+			var c *uv.Cell
+			if row < 0 {
+				c = p.emu.ScrollbackCellAt(x, kept+row)
+			} else {
+				c = p.emu.CellAt(x, row)
+			}
 			if c == nil {
 				b.WriteString(uv.StyleDiff(&prev, &zero))
 				prev = zero
