@@ -99,10 +99,11 @@ func costClasses() map[string][]byte {
 // most a thousandth of that for it (logged as measured: on a machine this
 // loaded, how long a goroutine waits is mostly the scheduler's doing).
 // Before the clamp read 8-bit forms, "\x9b2000000000b" held the lock for
-// minutes. Measured here on a loaded machine, the dearest classes (rows
-// inserted, deleted or scrolled a screenful at a time) cost 15 to 40 s per
-// MB, as much as a line feed that scrolls the screen, which any byte may
-// be; a KB is then 15 to 40 ms. The bound is ten times that.
+// minutes. Measured here on a loaded machine (load 7 to 16 on 2 cores),
+// the dearest classes (rows deleted or scrolled a screenful at a time) cost
+// 15 to 60 s per MB, as much as a line feed that scrolls the screen into
+// the scrollback, which any byte may be (57 s); a KB is then 15 to 60 ms.
+// The bound is about ten times the middle of that.
 func TestPaneOutputCostIsBounded(t *testing.T) {
 	const boundPerMB = 400 * time.Second
 	classes := costClasses()
