@@ -77,6 +77,7 @@ func TestEscapeWriteOutsideProject(t *testing.T) {
 }
 
 func TestEscapeHostLoopback(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +102,7 @@ func TestEscapeHostLoopback(t *testing.T) {
 	if got := j.try(t, j.policy(), "connect", "ADDR="+addr); !slices.Equal(got, []string{"ECONNREFUSED"}) {
 		t.Errorf("default network: connect %s: %v, want [ECONNREFUSED]", addr, got)
 	}
-	if findNetHelper() == "" {
+	if findNetHelper(nil) == "" {
 		t.Skip("neither pasta nor slirp4netns is installed (apt-get install passt slirp4netns; as root, make test installs them): --allow-network would share the host network")
 	}
 	if err := unix.Access("/dev/net/tun", unix.R_OK|unix.W_OK); err != nil {
@@ -119,8 +120,8 @@ func TestEscapeHostLoopback(t *testing.T) {
 		t.Errorf("--allow-network: interfaces in the jail %v, want lo and the helper's", got)
 	}
 	if _, err := exec.LookPath("slirp4netns"); err == nil {
-		old := netHelpers
-		netHelpers = []string{"slirp4netns"}
+		p := p
+		p.NetHelpers = []string{"slirp4netns"}
 		got := j.try(t, p, "connect", "ADDR="+addr)
 		if len(got) != 1 || (got[0] != "ECONNREFUSED" && got[0] != "ENETUNREACH") {
 			t.Errorf("--allow-network with slirp4netns: connect %s: %v, want ECONNREFUSED", addr, got)
@@ -128,7 +129,6 @@ func TestEscapeHostLoopback(t *testing.T) {
 		if got := j.try(t, p, "netdev"); len(got) < 2 {
 			t.Errorf("slirp4netns: interfaces in the jail %v, want lo and tap0", got)
 		}
-		netHelpers = old
 	}
 	// And they are gone once the run is over (it was started with its pid
 	// file in the runtime dir): at once on a quiet machine; the bound is for

@@ -77,25 +77,29 @@ func TestOverlayAcrossRuns(t *testing.T) {
 // TestOverlayLayerOnDisk: where tmpfs keeps no user.* attributes (Linux before 6.6), the run's
 // layer is a directory on disk: runs stage the same, and a layer past its size stops the run.
 func TestOverlayLayerOnDisk(t *testing.T) {
-	layerOnDisk = true
-	defer func() { layerOnDisk = false }()
+	t.Parallel()
 	j := newTestJail(t)
+	onDisk := func() Policy {
+		p := j.policy()
+		p.layerOnDisk = true
+		return p
+	}
 	for i, s := range []string{
 		`rm -r repl; mkdir repl; echo y > repl/y; rm del.txt; echo e >> a.txt`,
 		`rm -r repl; echo file > repl`,
 	} {
-		if res, out, errOut := j.run(t, j.policy(), "/bin/sh", "-c", "set -e; "+s); res.ExitCode != 0 {
+		if res, out, errOut := j.run(t, onDisk(), "/bin/sh", "-c", "set -e; "+s); res.ExitCode != 0 {
 			t.Fatalf("run %d: exit %d: %s%s", i+1, res.ExitCode, out, errOut)
 		}
 	}
-	res, out, _ := j.run(t, j.policy(), "/bin/sh", "-c", `cat a.txt repl; test -e del.txt || echo gone`)
+	res, out, _ := j.run(t, onDisk(), "/bin/sh", "-c", `cat a.txt repl; test -e del.txt || echo gone`)
 	if res.ExitCode != 0 || out != "a\ne\nfile\ngone\n" {
 		t.Errorf("after two runs on disk: %q", out)
 	}
 	if _, err := os.Stat(j.upper + ".run/upper"); err == nil {
 		t.Errorf("the run's layer on disk was not emptied after the merge")
 	}
-	p := j.policy()
+	p := onDisk()
 	p.MaxUpperBytes = 1 << 20
 	p.Checkpoints = filepath.Join(j.base, "checkpoints")
 	res, _, _ = j.run(t, p, "/bin/sh", "-c", `head -c 8000000 /dev/zero > big; sleep 30`)

@@ -41,45 +41,6 @@ var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // does: the sysctls, the magic SysRq trigger, IRQ affinity and bus tunables.
 var procReadOnly = []string{"sys", "sysrq-trigger", "irq", "bus"}
 
-// buildRoot builds the jail's root on s.Root and pivots into it. Steps follow
-// SPEC §3; the first failure stops the build and names its step.
-func buildRoot(s *jailSpec) (*runLayer, error) {
-	var layer *runLayer
-	steps := []struct {
-		name string
-		fn   func() error
-	}{
-		{"private mount propagation", makePrivate},
-		{"root tmpfs", func() error { return mountTmpfs(s.Root, 0o755, rootTmpfsSize) }},
-		{"system trees", func() error { return showSystem(s.Root, s.SystemDirs, s.ResolvConf) }},
-		{"hide what others may not read", func() error { return hideUnreadable(s.Root, s.Masked, s.Home, s.Mounts) }},
-		{"/dev", func() error { return mountDev(s.Root) }},
-		{"/proc", func() error { return mountProc(s.Root, s.UserLimits) }},
-		{"/tmp", func() error { return mountTmpfs(s.Root+"/tmp", 0o1777, s.TmpSize) }},
-		{"$HOME", func() error { return mountHome(s.Root, s.Home, s.HomeSize) }},
-		{"git identity", func() error { return writeGitConfig(s.Root, s.Home, s.GitConfig) }},
-		{"project and extra mounts", func() (err error) {
-			layer, err = mountAll(s.Root, s.Mounts, s.LayerSize, s.Checkpoints)
-			return err
-		}},
-		{"files shown scrubbed", func() error { return showScrubbed(s.Root, s.Scrubbed) }},
-		{"runtime dir", func() error { return bindInto(s.Root, s.RuntimeDir, jailRuntimeDir, false) }},
-		{"shadow binary", func() error { return bindInto(s.Root, s.Binary, jailInitBinary, true) }},
-		{"pivot_root", func() error { return pivotInto(s.Root) }},
-		{"read-only root", remountRootReadOnly},
-		{"chdir to the start directory", func() error { return chdirStart(s) }},
-	}
-	for _, st := range steps {
-		if err := st.fn(); err != nil {
-			if layer != nil {
-				layer.close()
-			}
-			return nil, &JailError{Step: st.name, Err: err}
-		}
-	}
-	return layer, nil
-}
-
 // makePrivate stops mount events from propagating between the jail and the
 // host, in either direction.
 func makePrivate() error {
@@ -102,33 +63,22 @@ func mountTmpfs(dir string, mode uint32, size int64) error {
 	return nil
 }
 
-// showSystem shows the system directories read-only, as mountShownOn
-// does: a read-only bind would still let connect(2) reach a host daemon's
-// socket inside them (/opt/app/run/app.sock, one made after the run
-// started included); an overlay refuses it. The ones that are symlinks
-// (/bin -> usr/bin on merged-/usr systems) are recreated as symlinks; a
-// tree the host mounted more below is shown piece by piece (showTree).
-// Last, it binds /etc/resolv.conf's target when it lives under /run: a
-// regular file, which cannot be a socket.
-func showSystem(root string, dirs []string, resolvConf string) error {
-	below, err := hostMountsBelow(dirs, root)
-	if err != nil {
-		return err
+// The system directories are shown read-only, as mountShownOn does (one
+// showTree step each): a read-only bind would still let connect(2) reach a
+// host daemon's socket inside them (/opt/app/run/app.sock, one made after
+// the run started included); an overlay refuses it. The ones that are
+// symlinks (/bin -> usr/bin on merged-/usr systems) are recreated as
+// symlinks; a tree the host mounted more below is shown piece by piece.
+// Last, /etc/resolv.conf's target is bound when it lives under /run
+// (bindRegularFile): a regular file, which cannot be a socket.
+
+// bindRegularFile binds host file p read-only at root+p; it must be a
+// regular file. A missing one is skipped.
+func bindRegularFile(root, p string) error {
+	if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", p)
 	}
-	return withShownLower(root, func(empty string) error {
-		for _, d := range dirs {
-			if err := showTree(root, d, empty, below); err != nil {
-				return err
-			}
-		}
-		if resolvConf == "" {
-			return nil
-		}
-		if fi, err := os.Stat(resolvConf); err == nil && !fi.Mode().IsRegular() {
-			return fmt.Errorf("%s is not a regular file", resolvConf)
-		}
-		return bindInto(root, resolvConf, resolvConf, true)
-	})
+	return bindInto(root, p, p, true)
 }
 
 // hostMountsBelow lists the host's mount points strictly below one of
@@ -216,36 +166,16 @@ func showTree(root, p, empty string, below []string) error {
 	return nil
 }
 
-// mountDev builds /dev: a tmpfs with binds of the host's harmless devices, a
-// devpts instance of the jail's own, a tmpfs /dev/shm and the usual links.
-func mountDev(root string) error {
-	dev := root + "/dev"
-	if err := mountTmpfs(dev, 0o755, devTmpfsSize); err != nil {
-		return err
-	}
-	for _, name := range devices {
-		if err := bindDevice("/dev/"+name, dev+"/"+name); err != nil {
-			return err
-		}
-	}
-	pts := dev + "/pts"
+// mountDevpts mounts a devpts instance of the jail's own on pts (/dev
+// holds a tmpfs with binds of the host's harmless devices, this, a tmpfs
+// /dev/shm and the usual links).
+func mountDevpts(pts string) error {
 	if err := os.Mkdir(pts, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", pts, err)
 	}
 	if err := unix.Mount("devpts", pts, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC,
 		"newinstance,ptmxmode=0666,mode=0620"); err != nil {
 		return fmt.Errorf("mount devpts on %s: %w", pts, err)
-	}
-	if err := mountTmpfs(dev+"/shm", 0o1777, shmTmpfsSize); err != nil {
-		return err
-	}
-	for name, target := range map[string]string{
-		"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
-		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
-	} {
-		if err := os.Symlink(target, dev+"/"+name); err != nil {
-			return fmt.Errorf("symlink %s/%s: %w", dev, name, err)
-		}
 	}
 	return nil
 }
@@ -268,93 +198,60 @@ func bindDevice(src, dst string) error {
 	return nil
 }
 
-// mountProc mounts a /proc of the jail's PID namespace, sets the user
-// namespace's per-user limits (userlimits.go), and makes the system-wide
-// knobs read-only by binding them over themselves.
-func mountProc(root string, limits map[string]int64) error {
-	proc := root + "/proc"
+// mountProc mounts a /proc of the jail's PID namespace on proc; the
+// steps after it set the user namespace's per-user limits (userlimits.go)
+// and make the system-wide knobs read-only (remountOverItself).
+func mountProc(proc string) error {
 	if err := os.Mkdir(proc, 0o555); err != nil {
 		return fmt.Errorf("create %s: %w", proc, err)
 	}
 	if err := unix.Mount("proc", proc, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount proc on %s: %w", proc, err)
 	}
-	if err := setUserLimits(proc+userLimitsDir[len("/proc"):], limits); err != nil {
-		return err
-	}
-	for _, name := range procReadOnly {
-		p := proc + "/" + name
-		if _, err := os.Lstat(p); err != nil {
-			continue
-		}
-		if err := bindReadOnly(p, p); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
-// mountHome mounts the jail's empty, private $HOME at the host home's path.
-func mountHome(root, home string, size int64) error {
-	if home == "" || home == "/" {
+// remountOverItself binds p read-only over itself, when it exists.
+func remountOverItself(p string) error {
+	if _, err := os.Lstat(p); err != nil {
 		return nil
 	}
-	return mountTmpfs(root+home, 0o755, size)
+	return bindReadOnly(p, p)
 }
 
 // shownLower is where the empty directory is mounted that every read-only
 // overlay (mountShown) has as its second layer: overlayfs wants two lower
-// layers when there is no upper one (see withShownLower).
+// layers when there is no upper one (see mountEmptyLower).
 const shownLower = "/.shadow-empty"
 
-// mountAll mounts the project overlay and the extra mounts, in order, and
-// returns the run's layer of the project overlay.
-func mountAll(root string, mounts []mountSpec, layerSize int64, cp checkpointSpec) (*runLayer, error) {
-	var layer *runLayer
-	err := withShownLower(root, func(empty string) error {
-		for _, m := range mounts {
-			var err error
-			switch m.Kind {
-			case mountRun:
-				layer, err = mountRunLayer(root, root+m.Dst, m.Src, m.Upper, m.Work, layerSize, m.OnDisk, cp)
-			case mountOverlay:
-				err = mountOverlayOn(root+m.Dst, m.Src, m.Upper, m.Work)
-			case mountShown:
-				err = mountShownOn(root+m.Dst, m.Src, empty)
-			case mountBind:
-				err = bindInto(root, m.Src, m.Dst, m.ReadOnly)
-			default:
-				err = fmt.Errorf("unknown mount kind %q", m.Kind)
-			}
-			if err != nil {
-				if layer != nil {
-					layer.close()
-					layer = nil
-				}
-				return fmt.Errorf("%s: %w", m.What, err)
-			}
-		}
-		return nil
-	})
-	return layer, err
-}
-
-// withShownLower runs fn with an empty directory at shownLower under root,
-// then takes it away: the overlays fn mounts hold it. It is the root of a
-// tmpfs of its own, detached after, rather than a directory of the jail's
-// root that is removed: an overlay cannot list a directory whose lower
-// layer was removed (getdents fails), a detached mount's root stays whole.
-func withShownLower(root string, fn func(empty string) error) error {
+// mountEmptyLower mounts an empty directory at shownLower under root, for
+// the read-only overlays of the steps up to dropEmptyLower: overlayfs wants
+// two lower layers when there is no upper one. It is the root of a tmpfs
+// of its own, detached after, rather than a directory of the jail's root
+// that is removed: an overlay cannot list a directory whose lower layer
+// was removed (getdents fails), a detached mount's root stays whole.
+func mountEmptyLower(root string) error {
 	empty := root + shownLower
 	if err := os.Mkdir(empty, 0o555); err != nil {
 		return fmt.Errorf("create %s: %w", empty, err)
 	}
-	defer os.Remove(empty)
 	if err := unix.Mount("tmpfs", empty, "tmpfs", unix.MS_RDONLY|maskFlags, "mode=0555,size=4k"); err != nil {
 		return fmt.Errorf("mount tmpfs on %s: %w", empty, err)
 	}
-	defer unix.Unmount(empty, unix.MNT_DETACH)
-	return fn(empty)
+	return nil
+}
+
+// dropEmptyLower detaches and removes what mountEmptyLower made: the
+// overlays mounted since hold it.
+func dropEmptyLower(root string) error {
+	empty := root + shownLower
+	if err := unix.Unmount(empty, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach %s: %w", empty, err)
+	}
+	if err := os.Remove(empty); err != nil {
+		return fmt.Errorf("remove %s: %w", empty, err)
+	}
+	return nil
 }
 
 // overlayVolatile turns on the overlay's "volatile" option. Without it every
@@ -443,6 +340,12 @@ func bindInto(root, src, dst string, ro bool) error {
 // the whole tree (Linux 5.12 and later), which changes only the attributes
 // it sets, or else by remounting each mount (see remountReadOnly).
 func bindReadOnly(src, dst string) error {
+	return bindReadOnlyWith(unix.MountSetattr, src, dst)
+}
+
+// bindReadOnlyWith is bindReadOnly with mountSetattr for mount_setattr(2):
+// a test passes one that fails to take the way of kernels without it.
+func bindReadOnlyWith(mountSetattr func(dirfd int, path string, flags uint, attr *unix.MountAttr) error, src, dst string) error {
 	if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind %s on %s: %w", src, dst, err)
 	}
@@ -452,10 +355,6 @@ func bindReadOnly(src, dst string) error {
 	}
 	return remountReadOnly(dst)
 }
-
-// mountSetattr is unix.MountSetattr; a test replaces it to take the way of
-// kernels without it.
-var mountSetattr = unix.MountSetattr
 
 // remountReadOnly remounts every mount of the tree at dst read-only, one by
 // one. Mounts inherited from the host are locked in a user namespace: a

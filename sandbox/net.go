@@ -157,13 +157,17 @@ type netHelper struct {
 	pid int
 }
 
-// netHelpers are the user-mode network stacks shadow can use, preferred first.
-var netHelpers = []string{"pasta", "slirp4netns"}
+// defaultNetHelpers are the user-mode network stacks shadow can use,
+// preferred first (Policy.NetHelpers).
+var defaultNetHelpers = []string{"pasta", "slirp4netns"}
 
-// findNetHelper returns "pasta" or "slirp4netns", whichever is installed
-// first, or "" if neither.
-func findNetHelper() string {
-	for _, n := range netHelpers {
+// findNetHelper returns the first of helpers (nil: defaultNetHelpers) that
+// is installed, or "" if none is.
+func findNetHelper(helpers []string) string {
+	if helpers == nil {
+		helpers = defaultNetHelpers
+	}
+	for _, n := range helpers {
 		if _, err := exec.LookPath(n); err == nil {
 			return n
 		}

@@ -154,6 +154,47 @@ type Policy struct {
 	layerOnDisk bool
 }
 
+// IO is what one run is wired to, beside its Policy: the command's streams,
+// the signals and checkpoint requests to relay to the jail, and the hooks
+// that hear of the run. The zero IO is the process's own streams, with
+// nothing relayed and no hook.
+type IO struct {
+	// Stdin, Stdout and Stderr are the command's standard streams. Nil: the
+	// process's own. When any of them is a terminal, the command gets a pty.
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Warnings receives shadow's own warnings (shared network). Nil: Stderr.
+	Warnings io.Writer
+	// Signals are relayed to the jail as they come (see RelayedSignals for
+	// what each does there). Run catches no signal itself: a caller that
+	// wants the user's relayed catches them into this channel.
+	Signals <-chan os.Signal
+	// CheckpointRequests asks for a checkpoint while the command runs; each
+	// value is what took it (CheckpointPrompt, CheckpointManual).
+	CheckpointRequests <-chan string
+	// Checkpointed, when set, is told of every checkpoint PID 1 wrote, the
+	// end of the run's included, before Ended.
+	Checkpointed func(Checkpoint)
+	// CheckpointAnswered, when set, is told when PID 1 is done with each
+	// request of CheckpointRequests (its reason), in order: after Checkpointed
+	// of the checkpoint it wrote, or when there was nothing to write.
+	CheckpointAnswered func(trigger string)
+	// RunLayer, when set, is given the run's layer (open, read-only use)
+	// once the jail is built and before the command starts: where what the
+	// run writes appears while it goes. Run closes it when RunLayer returns.
+	RunLayer func(dir *os.File)
+	// Ended, when set, is called once the command (or its failed exec) and
+	// everything it started are gone, with the Result Run is about to
+	// return, while the kernel still tears the jail down (unmounting an
+	// overlay that staged thousands of files takes tens of milliseconds):
+	// the caller's work on the run's end overlaps that. The terminal is the
+	// caller's again by then, and Signals are no longer read. Run returns
+	// after Ended does. It is not called when PID 1 could not report the end
+	// (it was killed) or the jail failed: Run's return is all there is then.
+	Ended func(Result)
+}
+
 // Result is how a run ended.
 type Result struct {
 	// ExitCode is the command's exit status, or 128+Signal when a signal

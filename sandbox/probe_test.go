@@ -220,6 +220,7 @@ func bindReadOnlyProbe() []string {
 		return []string{"mount tmpfs: " + errName(err)}
 	}
 	setattr := "unused"
+	mountSetattr := unix.MountSetattr
 	switch os.Getenv("WAY") {
 	case "remount":
 		mountSetattr = func(int, string, uint, *unix.MountAttr) error { return unix.ENOSYS }
@@ -230,7 +231,7 @@ func bindReadOnlyProbe() []string {
 			return err
 		}
 	}
-	if err := bindReadOnly(src, dst); err != nil {
+	if err := bindReadOnlyWith(mountSetattr, src, dst); err != nil {
 		return []string{"bind: " + err.Error()}
 	}
 	out := []string{"setattr=" + setattr}

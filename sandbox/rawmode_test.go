@@ -23,7 +23,7 @@ func TestMakeRawAndRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	restore := makeRaw(Policy{Stdin: s})
+	restore := makeRaw(s)
 	raw, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 	if err != nil {
 		t.Fatal(err)
@@ -54,5 +54,5 @@ func TestMakeRawAndRestore(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	makeRaw(Policy{Stdin: r})() // not a terminal: nothing to do, nothing to undo
+	makeRaw(r)() // not a terminal: nothing to do, nothing to undo
 }

@@ -21,182 +21,237 @@ import (
 	"github.com/shadow-sandbox/shadow/sandbox/confine"
 )
 
-// landlockABI is the kernel's Landlock ABI; a variable so that a test can
-// play a kernel without Landlock.
-var landlockABI = confine.LandlockABI
-
 // defaultKillGrace is the time between SIGTERM and SIGKILL when stopping.
 const defaultKillGrace = 2 * time.Second
 
-// Run runs argv in a jail built from p and returns how it ended. A jail that
-// cannot be built returns a *JailError and the command is never started;
-// the command is never run unsandboxed. Cancelling ctx stops the jail like
-// a timeout does (SIGTERM, then SIGKILL): Result.StopReason says so.
+// RelayedSignals are the signals a caller relays to a run (IO.Signals) so
+// that a run in the user's terminal gets them as a command outside a jail
+// would: SIGINT and SIGQUIT reach the command, SIGTERM and SIGHUP stop
+// everything in the jail (its last checkpoint first), SIGWINCH resizes the
+// command's terminal.
+func RelayedSignals() []os.Signal {
+	return []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGWINCH}
+}
+
+// Run runs argv in a jail built from p and returns how it ended, relaying
+// the process's RelayedSignals to it.
 func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
-	start := time.Now()
-	res := Result{Network: "none"}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, RelayedSignals()...)
+	defer signal.Stop(sigs)
+	w := IO{Stdin: p.Stdin, Stdout: p.Stdout, Stderr: p.Stderr, Warnings: p.Warnings, Signals: sigs,
+		CheckpointRequests: p.CheckpointRequests, Checkpointed: p.Checkpointed,
+		CheckpointAnswered: p.CheckpointAnswered, RunLayer: p.RunLayer, Ended: p.Ended}
+	return runOn(ctx, p, argv, w, confine.LandlockABI)
+}
+
+// runOn runs argv in a jail built from p, wired to w, and returns how it
+// ended. A jail that cannot be built returns a *JailError and the command is
+// never started; the command is never run unsandboxed. Cancelling ctx stops
+// the jail like a timeout does (SIGTERM, then SIGKILL; the run's last
+// checkpoint is taken first): Result.StopReason says so. It catches no
+// signal: w.Signals are relayed to the jail. landlockABI is the kernel's
+// (confine.LandlockABI; a test plays a kernel without).
+func runOn(ctx context.Context, p Policy, argv []string, w IO, landlockABI func() int) (Result, error) {
+	r := &jailRun{p: p, w: w, start: time.Now(), res: Result{Network: "none"}}
+	defer r.undo()
+	if err := r.setUp(argv, landlockABI); err != nil {
+		return r.res, err
+	}
+	if err := r.awaitBuilt(ctx); err != nil {
+		return r.res, err
+	}
+	started, err := r.startCommand()
+	if err != nil || !started {
+		return r.res, err
+	}
+	return r.supervise(ctx)
+}
+
+// jailRun is one Run on the host side, from the jail's setup to its end.
+type jailRun struct {
+	p       Policy
+	w       IO
+	start   time.Time
+	res     Result
+	s       *jailSpec
+	j       *jail
+	helper  string // the network helper to start, "" for none
+	restore func() // gives the user's terminal back (once)
+	undos   []func()
+}
+
+// later registers f to run when Run returns, before what was registered
+// before it.
+func (r *jailRun) later(f func()) { r.undos = append(r.undos, f) }
+
+// undo runs what later registered, last first.
+func (r *jailRun) undo() {
+	for i := len(r.undos) - 1; i >= 0; i-- {
+		r.undos[i]()
+	}
+}
+
+// setUp refuses root without Landlock, plans the jail, starts the network
+// side that needs no jail yet (the proxy) and PID 1, and sends it the spec.
+func (r *jailRun) setUp(argv []string, landlockABI func() int) error {
+	p := r.p
 	if os.Geteuid() == 0 && landlockABI() == 0 {
-		return res, &JailError{Step: "landlock", Err: errors.New(
+		return &JailError{Step: "landlock", Err: errors.New(
 			"the kernel offers no Landlock; shadow refuses to run as root without it (run it as a normal user)")}
 	}
 	root, err := os.MkdirTemp("", "shadow-root-")
 	if err != nil {
-		return res, &JailError{Step: "root mount point", Err: err}
+		return &JailError{Step: "root mount point", Err: err}
 	}
-	defer os.Remove(root)
+	r.later(func() { os.Remove(root) })
 	runtimeDir := p.RuntimeDir
 	if runtimeDir == "" {
 		d, err := os.MkdirTemp("", "shadow-run-")
 		if err != nil {
-			return res, &JailError{Step: "runtime dir", Err: err}
+			return &JailError{Step: "runtime dir", Err: err}
 		}
-		defer os.RemoveAll(d)
+		r.later(func() { os.RemoveAll(d) })
 		runtimeDir = d
 	} else if runtimeDir, err = makeDir(runtimeDir); err != nil {
-		return res, &JailError{Step: "runtime dir", Err: err}
+		return &JailError{Step: "runtime dir", Err: err}
 	}
 	s, err := prepare(p, argv, root)
 	if err != nil {
-		return res, err
+		return err
 	}
 	s.RuntimeDir = runtimeDir
+	r.s = s
 	// Walked while PID 1 starts: startJail waits for it to send the spec.
 	masks := startSystemMasks(s.SystemDirs, newMaskStore(p.MaskCache))
 
-	helper := ""
 	s.NewNet = true
 	if p.AllowNetwork {
-		if helper = findNetHelper(); helper == "" {
+		if r.helper = findNetHelper(p.NetHelpers); r.helper == "" {
 			s.NewNet = false
-			res.Network = "host"
-			fmt.Fprintln(warnings(p), "shadow: WARNING: neither pasta nor slirp4netns is installed; "+
+			r.res.Network = "host"
+			fmt.Fprintln(r.w.warnings(), "shadow: WARNING: neither pasta nor slirp4netns is installed; "+
 				"the jail SHARES THE HOST NETWORK (host services on 127.0.0.1 are reachable). "+
 				"Install passt or slirp4netns.")
 		}
 	}
-
-	sec, err := setUpSecrets(p, s, runtimeDir, warnings(p))
+	sec, err := setUpSecrets(p, s, runtimeDir, r.w.warnings())
 	if err != nil {
-		return res, &JailError{Step: "secrets", Err: err}
+		return &JailError{Step: "secrets", Err: err}
 	}
 	if s.Proxy {
 		np, err := startNetProxy(runtimeDir, p.AllowDomains, p.NetLog, sec)
 		if err != nil {
-			return res, &JailError{Step: "allow-list proxy", Err: err}
+			return &JailError{Step: "allow-list proxy", Err: err}
 		}
-		defer np.close()
-		res.Network = "proxy"
+		r.later(np.close)
+		r.res.Network = "proxy"
 	}
-	j, err := startJail(s, p, masks)
+	j, err := startJail(s, r.w, masks)
 	if err != nil {
-		return res, err
+		return err
 	}
+	r.j = j
 	// A stale mask cache is walked again while the jail runs; Run returns
 	// once that is done and the jail is gone.
-	defer masks.startRescan()()
-	defer j.cleanup()
-	defer openWorkDirs(s.Mounts)
+	r.later(masks.startRescan())
+	r.later(j.cleanup)
+	r.later(func() { openWorkDirs(s.Mounts) })
+	return nil
+}
 
-	// Wait for the jail to be built.
+// awaitBuilt waits for PID 1 to have built the jail, hands the run's layer
+// to w.RunLayer, and connects the jail's network (helper, published ports).
+func (r *jailRun) awaitBuilt(ctx context.Context) error {
+	j, p := r.j, r.p
 	m, err := j.next()
 	if err != nil {
-		return res, &JailError{Step: "build", Err: err}
+		return &JailError{Step: "build", Err: err}
 	}
 	if !m.Ready {
-		return res, reported("build", m)
+		return reported("build", m)
 	}
 	// PID 1 holds the checkpoints' lock now: a command that finds this
 	// shadow gone learns from the lock file whom it waits for.
 	noteWriter(p.Checkpoints, j.cmd.Process.Pid)
 	// PID 1 sent the run's layer before it said it is ready.
-	if p.RunLayer != nil {
+	if r.w.RunLayer != nil {
 		if layer := j.receiveLayer(); layer != nil {
-			p.RunLayer(layer)
+			r.w.RunLayer(layer)
 			layer.Close()
 		}
 	}
-	if helper != "" {
-		h, err := startNetHelper(ctx, helper, j.cmd.Process.Pid, runtimeDir)
+	if r.helper != "" {
+		h, err := startNetHelper(ctx, r.helper, j.cmd.Process.Pid, r.s.RuntimeDir)
 		if err != nil {
-			return res, &JailError{Step: "network", Err: err}
+			return &JailError{Step: "network", Err: err}
 		}
 		j.helper = h
-		res.Network = helper
+		r.res.Network = r.helper
 	}
 	if len(p.Publish) > 0 {
-		pub, err := publish(p.Publish, filepath.Join(runtimeDir, publishSocket))
+		pub, err := publish(p.Publish, filepath.Join(r.s.RuntimeDir, publishSocket))
 		if err != nil {
-			return res, &JailError{Step: "publish", Err: err}
+			return &JailError{Step: "publish", Err: err}
 		}
 		j.pub = pub
 	}
+	return nil
+}
+
+// startCommand puts the user's terminal in raw mode and tells PID 1 to
+// start the command. started is false when the command could not be
+// executed: the run has ended then, and r.res says how.
+func (r *jailRun) startCommand() (started bool, err error) {
 	// Once: the terminal is the caller's again before Ended, which may change it.
-	restore := sync.OnceFunc(makeRaw(p))
-	defer restore()
-	// ended records the command's end, once nothing of it runs any more, and reaps PID 1.
-	ended := func() (Result, error) {
-		restore()
-		res.Duration = time.Since(start)
-		if p.Ended != nil {
-			p.Ended(res)
-		}
-		j.wait()
-		return res, nil
+	r.restore = sync.OnceFunc(makeRaw(r.w.Stdin))
+	r.later(r.restore)
+	if err := r.j.send(request{Go: true}); err != nil {
+		return false, &JailError{Step: "start", Err: err}
 	}
-	if err := j.send(request{Go: true}); err != nil {
-		return res, &JailError{Step: "start", Err: err}
-	}
-	m, err = j.next()
+	m, err := r.j.next()
 	if err != nil {
-		return res, &JailError{Step: "start", Err: err}
+		return false, &JailError{Step: "start", Err: err}
 	}
 	if m.Started == nil {
-		return res, reported("start", m)
+		return false, reported("start", m)
 	}
-	res.LandlockABI = m.Started.Landlock
+	r.res.LandlockABI = m.Started.Landlock
 	if m.Started.ExecFailed != nil { // the command could not be executed
-		res.ExitCode = *m.Started.ExecFailed
-		return ended()
+		r.res.ExitCode = *m.Started.ExecFailed
+		_, err := r.ended()
+		return false, err
 	}
+	return true, nil
+}
 
-	// Supervise: the exit message, a timeout, ctx.
+// ended records the command's end, once nothing of it runs any more, tells
+// w.Ended, and reaps PID 1.
+func (r *jailRun) ended() (Result, error) {
+	r.restore()
+	r.res.Duration = time.Since(r.start)
+	if r.w.Ended != nil {
+		r.w.Ended(r.res)
+	}
+	r.j.wait()
+	return r.res, nil
+}
+
+// supervise relays PID 1's events to w's hooks, w's checkpoint requests and
+// signals to PID 1, and stops the jail on a timeout or ctx, until the
+// command's end.
+func (r *jailRun) supervise(ctx context.Context) (Result, error) {
+	j, p := r.j, r.p
 	exitc := make(chan runEnd, 1)
 	merging := make(chan struct{})
-	go func() {
-		for {
-			m, err := j.next()
-			if err != nil {
-				close(exitc)
-				return
-			}
-			if m.Merging {
-				close(merging)
-			}
-			if m.Checkpointed != nil && p.Checkpointed != nil {
-				p.Checkpointed(*m.Checkpointed)
-			}
-			if m.CheckpointError != "" {
-				fmt.Fprintln(warnings(p), "shadow: checkpoint:", m.CheckpointError)
-			}
-			if m.CheckpointNote != "" {
-				fmt.Fprintln(warnings(p), "shadow: checkpoints:", m.CheckpointNote)
-			}
-			if m.CheckpointAnswered != "" && p.CheckpointAnswered != nil {
-				p.CheckpointAnswered(m.CheckpointAnswered)
-			}
-			if m.End != nil {
-				exitc <- *m.End
-				return
-			}
-		}
-	}()
-	if p.CheckpointRequests != nil {
+	go r.relayEvents(exitc, merging)
+	if r.w.CheckpointRequests != nil {
 		done := make(chan struct{})
 		defer close(done)
 		go func() {
 			for {
 				select {
-				case t := <-p.CheckpointRequests:
+				case t := <-r.w.CheckpointRequests:
 					_ = j.send(request{Checkpoint: t})
 				case <-done:
 					return
@@ -210,9 +265,6 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 		defer t.Stop()
 		timeout = t.C
 	}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGWINCH)
-	defer signal.Stop(sigs)
 	grace := p.KillGrace
 	if grace <= 0 {
 		grace = defaultKillGrace
@@ -223,21 +275,24 @@ func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
 			return
 		}
 		stopping = true
-		res.StopReason = reason
+		r.res.StopReason = reason
 		j.terminate(grace)
 	}
-	var final runEnd
-	gotExit := false
-loop:
+	sigs := r.w.Signals
 	for {
 		select {
 		case m, ok := <-exitc:
-			if ok {
-				final, gotExit = m, true
+			if !ok {
+				return r.lost(stopping)
 			}
-			break loop
+			// PID 1 reports the end once it has killed and reaped
+			// everything else, and then exits: nothing in the jail writes
+			// any more.
+			r.res.ExitCode, r.res.Signal = m.Exit, m.Signal
+			r.res.LayerBytes, r.res.LayerFull, r.res.StagingError = m.LayerBytes, m.LayerFull, m.StagingError
+			return r.ended()
 		case <-timeout:
-			res.TimedOut = true
+			r.res.TimedOut = true
 			stop(fmt.Sprintf("timed out after %s", p.Timeout))
 		case <-merging:
 			// PID 1 stopped everything and merges the run's layer: killing
@@ -251,29 +306,57 @@ loop:
 			_ = j.cmd.Process.Signal(sig)
 		}
 	}
-	// The signals are the caller's again, Ended included.
-	signal.Stop(sigs)
-	if gotExit {
-		// PID 1 reports the end once it has killed and reaped everything
-		// else, and then exits: nothing in the jail writes any more.
-		res.ExitCode = final.Exit
-		res.Signal = final.Signal
-		res.LayerBytes, res.LayerFull, res.StagingError = final.LayerBytes, final.LayerFull, final.StagingError
-		return ended()
+}
+
+// relayEvents reads PID 1's events until its end (sent on exitc) or its
+// pipe closes (exitc closed), telling w's hooks and warnings.
+func (r *jailRun) relayEvents(exitc chan<- runEnd, merging chan<- struct{}) {
+	w := r.w
+	for {
+		m, err := r.j.next()
+		if err != nil {
+			close(exitc)
+			return
+		}
+		if m.Merging {
+			close(merging)
+		}
+		if m.Checkpointed != nil && w.Checkpointed != nil {
+			w.Checkpointed(*m.Checkpointed)
+		}
+		if m.CheckpointError != "" {
+			fmt.Fprintln(w.warnings(), "shadow: checkpoint:", m.CheckpointError)
+		}
+		if m.CheckpointNote != "" {
+			fmt.Fprintln(w.warnings(), "shadow: checkpoints:", m.CheckpointNote)
+		}
+		if m.CheckpointAnswered != "" && w.CheckpointAnswered != nil {
+			w.CheckpointAnswered(m.CheckpointAnswered)
+		}
+		if m.End != nil {
+			exitc <- *m.End
+			return
+		}
 	}
-	restore()
-	ws := j.wait()
-	res.Duration = time.Since(start)
-	if ws.Signaled() {
-		// PID 1 was killed (grace period over): so was everything in it.
-		res.Signal = ws.Signal()
-		res.ExitCode = 128 + int(ws.Signal())
-	} else if !stopping {
-		return res, &JailError{Step: "jail init", Err: fmt.Errorf("PID 1 of the jail ended without a status (%v)", ws)}
-	} else {
-		res.ExitCode = ws.ExitStatus()
+}
+
+// lost is how the run ended when PID 1 went without reporting the end:
+// killed after the grace period (everything in it was killed with it), or
+// it failed.
+func (r *jailRun) lost(stopping bool) (Result, error) {
+	r.restore()
+	ws := r.j.wait()
+	r.res.Duration = time.Since(r.start)
+	switch {
+	case ws.Signaled():
+		r.res.Signal = ws.Signal()
+		r.res.ExitCode = 128 + int(ws.Signal())
+	case !stopping:
+		return r.res, &JailError{Step: "jail init", Err: fmt.Errorf("PID 1 of the jail ended without a status (%v)", ws)}
+	default:
+		r.res.ExitCode = ws.ExitStatus()
 	}
-	return res, nil
+	return r.res, nil
 }
 
 // jail is the host's handle on a running jail.
@@ -295,7 +378,7 @@ type jail struct {
 // startJail re-executes this binary as PID 1 of new user, mount, PID,
 // network (unless shared), IPC and UTS namespaces, mapping root inside to
 // the invoking uid and gid, and sends it the spec over an inherited pipe.
-func startJail(s *jailSpec, p Policy, masks *maskScan) (*jail, error) {
+func startJail(s *jailSpec, w IO, masks *maskScan) (*jail, error) {
 	ctrlR, ctrlW, err := os.Pipe()
 	if err != nil {
 		return nil, &JailError{Step: "pipe", Err: err}
@@ -322,9 +405,9 @@ func startJail(s *jailSpec, p Policy, masks *maskScan) (*jail, error) {
 		Path:       "/proc/self/exe",
 		Args:       []string{"shadow", initArg},
 		Env:        stageEnv,
-		Stdin:      p.Stdin,
-		Stdout:     p.Stdout,
-		Stderr:     p.Stderr,
+		Stdin:      w.Stdin,
+		Stdout:     w.Stdout,
+		Stderr:     w.Stderr,
 		ExtraFiles: []*os.File{ctrlR, statW, layerW},
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:                 flags,
@@ -495,11 +578,11 @@ func openDirs(dir string) {
 	})
 }
 
-// makeRaw puts the user's terminal in raw mode while the jail relays it, and
-// returns the function restoring it.
-func makeRaw(p Policy) func() {
-	f, ok := p.Stdin.(*os.File)
-	if p.Stdin == nil {
+// makeRaw puts the user's terminal (stdin, nil: the process's) in raw mode
+// while the jail relays it, and returns the function restoring it.
+func makeRaw(stdin io.Reader) func() {
+	f, ok := stdin.(*os.File)
+	if stdin == nil {
 		f, ok = os.Stdin, true
 	}
 	if !ok {
@@ -513,11 +596,11 @@ func makeRaw(p Policy) func() {
 }
 
 // warnings is where shadow's own warnings go.
-func warnings(p Policy) io.Writer {
-	if p.Warnings != nil {
-		return p.Warnings
+func (w IO) warnings() io.Writer {
+	if w.Warnings != nil {
+		return w.Warnings
 	}
-	return orStderr(p.Stderr)
+	return orStderr(w.Stderr)
 }
 
 func orStderr(w io.Writer) io.Writer {

@@ -318,15 +318,14 @@ func TestStdioToHostFiles(t *testing.T) {
 // TestRootRefusesWithoutLandlock: as root, a kernel without Landlock means
 // no jail at all (exit 125 from the CLI), never a command run without it.
 func TestRootRefusesWithoutLandlock(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("the refusal applies to root")
 	}
 	j := newTestJail(t)
-	defer func(f func() int) { landlockABI = f }(landlockABI)
-	landlockABI = func() int { return 0 }
 	p := j.policy()
-	p.Stdin, p.Stdout, p.Stderr = strings.NewReader(""), io.Discard, io.Discard
-	_, err := Run(context.Background(), p, []string{"/bin/sh", "-c", "touch ran"})
+	w := IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}
+	_, err := runOn(context.Background(), p, []string{"/bin/sh", "-c", "touch ran"}, w, func() int { return 0 })
 	var je *JailError
 	if !errors.As(err, &je) || je.Step != "landlock" {
 		t.Fatalf("Run without Landlock as root: %v, want a landlock JailError", err)

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/shadow-sandbox/shadow/sandbox/confine"
@@ -112,220 +111,39 @@ func CheckProject(project, home string) error {
 	return nil
 }
 
-// prepare checks p and resolves everything the jail needs on the host.
+// prepare checks p and resolves everything the jail needs on the host, then
+// plans the jail.
 func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, &JailError{Step: "command", Err: errors.New("no command given")}
 	}
-	project, err := realDir(p.Project)
+	f, err := lookHost(p, argv)
 	if err != nil {
-		return nil, &JailError{Step: "project", Err: err}
+		return nil, err
 	}
-	home := p.Home
-	if home == "" {
-		home = os.Getenv("HOME")
-	}
-	if home != "" {
-		home = filepath.Clean(home)
-	}
-	if err := CheckProject(project, home); err != nil {
-		return nil, &JailError{Step: "project", Err: err}
-	}
-	if p.Upper == "" {
-		return nil, &JailError{Step: "staging layer", Err: errors.New("the staging layer's directory is required")}
-	}
-	upper, err := makeDir(p.Upper)
-	if err != nil {
-		return nil, &JailError{Step: "staging layer", Err: err}
-	}
-	if within(upper, project) {
-		return nil, &JailError{Step: "staging layer", Err: fmt.Errorf("%s is inside the project %s", upper, project)}
-	}
-	env := p.Env
-	if env == nil {
-		env = BuildEnv(os.Environ(), nil)
-	}
-	env = setEnv(env, "HOME", home)
-	dir := startDir(p.Dir, project)
-	env = setEnv(env, "PWD", dir)
-	if lookupEnv(env, "PATH") == "" {
-		env = setEnv(env, "PATH", "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin")
-	}
-
-	// /proc/self/exe cannot be the bind source: in the jail it still refers
-	// to the host's mount of the binary, which a bind from the jail's mount
-	// namespace refuses (EINVAL). The path is looked up again there.
-	self, err := os.Executable()
-	if err != nil {
-		return nil, &JailError{Step: "find shadow binary", Err: err}
-	}
-	s := &jailSpec{
-		Root:     root,
-		Binary:   self,
-		Project:  project,
-		Dir:      dir,
-		Home:     home,
-		HostUID:  os.Getuid(),
-		HostGID:  os.Getgid(),
-		TmpSize:  orDefault(p.TmpSize, 1<<30),
-		HomeSize: orDefault(p.HomeSize, 512<<20),
-		Publish:  p.Publish,
-		Proxy:    len(p.AllowDomains) > 0 && !p.AllowNetwork, // full network: nothing to filter
-	}
-	if s.Proxy {
-		for _, r := range loopbackRelays(p.AllowDomains) {
-			s.LoopbackRelays = append(s.LoopbackRelays, r.Listen)
-		}
-	}
-	for _, g := range systemDirGlobs {
-		m, _ := filepath.Glob(g)
-		s.SystemDirs = append(s.SystemDirs, m...)
-	}
-	if t, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && within(t, "/run") {
-		s.ResolvConf = t
-	}
-	if s.UserLimits, err = jailUserLimits(userLimitsDir); err != nil {
-		return nil, &JailError{Step: "per-user limits", Err: err}
-	}
-
-	s.LayerSize = p.MaxUpperBytes
-	if p.Checkpoints != "" {
-		dir, err := makeDir(p.Checkpoints)
-		if err != nil {
-			return nil, &JailError{Step: "checkpoints", Err: err}
-		}
-		s.Checkpoints = checkpointSpec{Dir: dir, Next: max(p.NextCheckpoint, 1), Quiet: int64(p.QuietCheckpoint), Budget: p.CheckpointBudget}
-	}
-	s.Mounts = append(s.Mounts, mountSpec{Kind: mountRun, What: "project overlay",
-		Src: project, Dst: project, Upper: upper, Work: upper + ".run", OnDisk: layerOnDisk})
-	gitRO := gitReadOnly(project, p.GitWritable)
-	for _, g := range gitRO {
-		m, err := readOnlyMount("git directory", g)
-		if err != nil {
-			return nil, &JailError{Step: "git directory", Err: err}
-		}
-		s.Mounts = append(s.Mounts, m)
-	}
-	s.GitConfig = gitIdentity(home, project)
-	dirs, creds := projectDirs(project)
-	s.Scrubbed = append(gitConfigs(project, dirs), credentialFiles(creds)...)
-	var caches []string
-	if home != "" && p.CacheDir != "" && !p.NoCache {
-		for _, c := range cacheDirs {
-			path := filepath.Join(home, c)
-			if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
-				continue
-			}
-			layer := filepath.Join(p.CacheDir, strings.ReplaceAll(c, "/", "_"))
-			cu, err := makeDir(filepath.Join(layer, "upper"))
-			if err != nil {
-				return nil, &JailError{Step: "cache layer", Err: err}
-			}
-			cw, err := makeDir(filepath.Join(layer, "work"))
-			if err != nil {
-				return nil, &JailError{Step: "cache layer", Err: err}
-			}
-			caches = append(caches, path)
-			s.Mounts = append(s.Mounts, mountSpec{Kind: mountOverlay, What: "cache " + c,
-				Src: path, Dst: path, Upper: cu, Work: cw})
-		}
-	}
-	trees := installTrees(argv[0], lookupEnv(env, "PATH"), home, project)
-	for _, t := range trees {
-		m, err := readOnlyMount("install tree", t)
-		if err != nil {
-			return nil, &JailError{Step: "install tree", Err: err}
-		}
-		s.Mounts = append(s.Mounts, m)
-	}
-	ro, err := absPaths(p.ReadOnly)
-	if err != nil {
-		return nil, &JailError{Step: "--ro", Err: err}
-	}
-	rw, err := absPaths(p.ReadWrite)
-	if err != nil {
-		return nil, &JailError{Step: "--rw", Err: err}
-	}
-	for _, x := range ro {
-		m, err := readOnlyMount("--ro "+x, x)
-		if err != nil {
-			return nil, &JailError{Step: "--ro", Err: err}
-		}
-		s.Mounts = append(s.Mounts, m)
-	}
-	for _, x := range rw {
-		s.Mounts = append(s.Mounts, mountSpec{Kind: mountBind, What: "--rw " + x, Src: x, Dst: x})
-	}
-	state, err := stateMounts(p.StateBinds, home, project)
-	if err != nil {
-		return nil, &JailError{Step: "agent state", Err: err}
-	}
-	s.Mounts = append(s.Mounts, state...)
-	for _, m := range state {
-		rw = append(rw, m.Dst)
-	}
-	agentCaches, agentCacheDsts, err := agentCacheMounts(p.AgentCaches, home, project)
-	if err != nil {
-		return nil, &JailError{Step: "agent cache", Err: err}
-	}
-	s.Mounts = append(s.Mounts, agentCaches...)
-	rw = append(rw, agentCacheDsts...)
-	// A mount hides whatever was mounted under its destination before it, so
-	// a shallower destination goes first: `--ro ~/src` must not cover the
-	// overlay of the project ~/src/app. Equal depths keep their order.
-	slices.SortStableFunc(s.Mounts, func(a, b mountSpec) int { return pathDepth(a.Dst) - pathDepth(b.Dst) })
-
-	// The command's Landlock rules. --ro paths may be executed too: they
-	// are read-only mounts, and a toolchain brought in with --ro must run.
-	rules := confine.FileRules{
-		ReadExec: append(append(append([]string{}, s.SystemDirs...), trees...), ro...),
-		ReadOnly: append([]string{"/proc"}, gitRO...),
-		ReadWrite: append(append(append([]string{project, "/tmp", "/dev/shm"}, caches...),
-			rw...), deviceFiles...),
-		Devices: []string{"/dev/tty", "/dev/pts", "/dev/ptmx"},
-	}
-	if home != "" && home != "/" {
-		rules.ReadWrite = append(rules.ReadWrite, home)
-	}
-	if s.ResolvConf != "" {
-		rules.ReadOnly = append(rules.ReadOnly, s.ResolvConf)
-	}
-	s.Exec = execSpec{Argv: argv, Env: env, Rules: rules}
-	// PID 1 stacks its own domain under the command's, so it needs all of
-	// the command's rights, plus exec of itself, writing the nested user
-	// namespace's uid_map and gid_map under /proc, and the sockets of the
-	// runtime dir (Landlock ABIs with unix-socket rules check connect too).
-	s.InitRules = confine.FileRules{
-		ReadExec:  append(append([]string{}, rules.ReadExec...), jailInitBinary),
-		ReadOnly:  rules.ReadOnly,
-		ReadWrite: append(append([]string{}, rules.ReadWrite...), "/proc", jailRuntimeDir),
-		Devices:   rules.Devices,
-	}
-	return s, nil
+	return planJail(p, argv, root, f)
 }
 
-// readOnlyMount shows host path p read-only at the same path: a directory
-// through an overlay (mountShown), a file through a read-only bind. A socket
-// is refused: the jail never reaches a host socket.
-func readOnlyMount(what, p string) (mountSpec, error) {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return mountSpec{}, err
-	}
-	switch {
-	case fi.IsDir():
+// readOnlyMount shows host path p, of kind k, read-only at the same path: a
+// directory through an overlay (mountShown), a file through a read-only
+// bind. A socket is refused: the jail never reaches a host socket.
+func readOnlyMount(what, p string, k fileKind) (mountSpec, error) {
+	switch k {
+	case kindMissing:
+		return mountSpec{}, fmt.Errorf("stat %s: %w", p, fs.ErrNotExist)
+	case kindDir:
 		return mountSpec{Kind: mountShown, What: what, Src: p, Dst: p, ReadOnly: true}, nil
-	case fi.Mode()&fs.ModeSocket != 0:
+	case kindSocket:
 		return mountSpec{}, fmt.Errorf("%s is a socket: shadow never lets the jail reach a host socket", p)
 	}
 	return mountSpec{Kind: mountBind, What: what, Src: p, Dst: p, ReadOnly: true}, nil
 }
 
-// gitReadOnly returns the git directories to bind read-only: the project's
-// .git directory unless writable, and the gitdir (and its common dir) a .git
-// file points to, always, as it lies outside the staged project.
-func gitReadOnly(project string, writable bool) []string {
-	dirs := gitDirsOf(project)
+// gitReadOnly returns the git directories to bind read-only, of the
+// project's git directories dirs (gitDirsOf): the project's .git directory
+// unless writable, and the gitdir (and its common dir) a .git file points
+// to, always, as it lies outside the staged project.
+func gitReadOnly(dirs []string, project string, writable bool) []string {
 	if len(dirs) == 0 {
 		return nil
 	}
