@@ -75,6 +75,10 @@ func openat(dirfd int, rel string, flags int, mode uint32) (int, error) {
 		return openInSteps(dirfd, rel, flags, mode)
 	}
 	flags |= unix.O_CLOEXEC | unix.O_NOFOLLOW
+	// The directory itself: no component to walk (the walk below refuses "." as a way out).
+	if rel == "." {
+		return unix.Openat(dirfd, ".", flags, mode)
+	}
 	if !forceWalk {
 		how := &unix.OpenHow{Flags: uint64(flags), Mode: uint64(mode),
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
