@@ -432,7 +432,7 @@ echo "run" >> ~/.aider/history
 		return out
 	}
 	out := run()
-	for _, want := range []string{"key=sk-aider aws=unset", "commits=false update=false analytics=true", "conf=model: local", "before=none"} {
+	for _, want := range []string{"key=shadow-secret-OPENAI_API_KEY-", " aws=unset", "commits=false update=false analytics=true", "conf=model: local", "before=none"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("first run lacks %q:\n%s", want, out)
 		}

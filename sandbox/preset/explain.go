@@ -19,6 +19,17 @@ func Explain(p *Preset) string {
 	fmt.Fprintf(&b, "  chosen for commands named: %s\n", strings.Join(p.Commands, ", "))
 	b.WriteString("  host variables passed in when set (besides PATH, HOME, TERM, LANG and the like, and --env):\n")
 	list(&b, p.PassEnv)
+	if len(p.Secrets) > 0 {
+		b.WriteString("  API keys given as secrets when set on the host (the agent holds a placeholder, the proxy puts\n")
+		b.WriteString("  the key into the requests to these hosts only):\n")
+		for _, s := range p.Secrets {
+			fmt.Fprintf(&b, "    %s to %s", s.Name, strings.Join(s.Hosts, ", "))
+			if len(s.BaseURLEnv) > 0 {
+				fmt.Fprintf(&b, " (and $%s's host)", strings.Join(s.BaseURLEnv, "'s, $"))
+			}
+			b.WriteString("\n")
+		}
+	}
 	b.WriteString("  domains reached through shadow's allow-list proxy (each one is a way out for data):\n")
 	list(&b, p.Domains)
 	if len(p.BaseURLEnv) > 0 {

@@ -40,6 +40,7 @@ func (g *Grant) ApplyTo(p *sandbox.Policy, host []string) error {
 			p.AllowDomains = append(p.AllowDomains, r)
 		}
 	}
+	g.applySecrets(p)
 	p.StateBinds = append(p.StateBinds, g.Binds...)
 	p.AgentCaches = append(p.AgentCaches, g.Caches...)
 	return nil

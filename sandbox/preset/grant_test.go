@@ -3,6 +3,7 @@ package preset
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/shadow-sandbox/shadow/sandbox"
@@ -35,8 +36,14 @@ func TestForRun(t *testing.T) {
 			}
 		}
 	}
-	if val["ANTHROPIC_API_KEY"] != "sk-ant" || env["OPENAI_API_KEY"] != 0 || env["AWS_SECRET_ACCESS_KEY"] != 0 {
+	if env["ANTHROPIC_API_KEY"] != 0 || env["OPENAI_API_KEY"] != 0 || env["AWS_SECRET_ACCESS_KEY"] != 0 {
 		t.Errorf("passed variables wrong: %v", p.Env)
+	}
+	// The key is a secret for the API and the base URL's host; the other
+	// preset's is not.
+	if len(p.Secrets) != 1 || p.Secrets[0].Name != "ANTHROPIC_API_KEY" || p.Secrets[0].Value != "sk-ant" ||
+		!slices.Equal(p.Secrets[0].Hosts, []string{"api.anthropic.com", "gw.example.test:8443"}) {
+		t.Errorf("secrets %+v", p.Secrets)
 	}
 	// The preset's own value wins over a passed one, once.
 	if val["CLAUDE_CONFIG_DIR"] != filepath.Join(home, ".claude") || env["CLAUDE_CONFIG_DIR"] != 1 || val["DISABLE_AUTOUPDATER"] != "1" {
@@ -53,6 +60,19 @@ func TestForRun(t *testing.T) {
 	}
 	if len(p.StateBinds) != 1 || p.StateBinds[0].Dst != filepath.Join(home, ".claude") {
 		t.Errorf("state binds %+v", p.StateBinds)
+	}
+
+	// The placeholder is kept for the project: an agent that remembers its
+	// approved key finds the same one in the next run.
+	again := sandbox.Policy{Env: sandbox.BuildEnv(host, nil)}
+	if _, _, err := ForRun("", []string{"claude"}, &again, o); err != nil || len(again.Secrets) != 1 ||
+		again.Secrets[0].Placeholder != p.Secrets[0].Placeholder || !strings.HasPrefix(p.Secrets[0].Placeholder, "shadow-secret-ANTHROPIC_API_KEY-") {
+		t.Errorf("placeholders %+v then %+v, %v", p.Secrets, again.Secrets, err)
+	}
+	// --env ANTHROPIC_API_KEY passes the value in as asked: no secret.
+	p = sandbox.Policy{Env: sandbox.BuildEnv(host, []string{"ANTHROPIC_API_KEY"})}
+	if _, _, err := ForRun("", []string{"claude"}, &p, o); err != nil || len(p.Secrets) != 0 {
+		t.Errorf("with --env ANTHROPIC_API_KEY: secrets %+v, %v", p.Secrets, err)
 	}
 
 	// Codex gets its arguments; "none" and unknown commands get nothing.

@@ -33,6 +33,9 @@ type Preset struct {
 	Commands []string `toml:"commands"`
 	// PassEnv are the host variables passed in when set (API keys, base URLs).
 	PassEnv []string `toml:"pass_env"`
+	// Secrets are the API keys the agent gets as secrets: a placeholder in
+	// the jail, the real value put into requests to their hosts only.
+	Secrets []Secret `toml:"secret"`
 	// BaseURLEnv are variables among PassEnv holding a URL: its host:port
 	// joins the allow-list when the variable is set on the host.
 	BaseURLEnv []string `toml:"base_url_env"`
@@ -142,6 +145,9 @@ func (p *Preset) check() error {
 		if !slices.Contains(p.PassEnv, v) {
 			return fmt.Errorf("base_url_env %s: not in pass_env", v)
 		}
+	}
+	if err := p.checkSecrets(); err != nil {
+		return err
 	}
 	for _, d := range p.Domains {
 		if _, err := proxy.ParseRule(d); err != nil {

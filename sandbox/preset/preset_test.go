@@ -34,8 +34,19 @@ func TestEmbeddedPresets(t *testing.T) {
 			t.Errorf("unexpected preset %s", p.Name)
 			continue
 		}
-		if !slices.Contains(p.Commands, w.cmd) || !slices.Contains(p.PassEnv, w.key) || !slices.Contains(p.Domains, w.domain) {
-			t.Errorf("%s: commands %v pass %v domains %v", p.Name, p.Commands, p.PassEnv, p.Domains)
+		if !slices.Contains(p.Commands, w.cmd) || !slices.Contains(p.SecretNames(), w.key) || !slices.Contains(p.Domains, w.domain) {
+			t.Errorf("%s: commands %v secrets %v domains %v", p.Name, p.Commands, p.SecretNames(), p.Domains)
+		}
+		// Every key is a secret for its API's host, none passed in as it is.
+		for _, s := range p.Secrets {
+			if s.Name == w.key && !slices.Contains(s.Hosts, w.domain) {
+				t.Errorf("%s: secret %s goes to %v, not %s", p.Name, s.Name, s.Hosts, w.domain)
+			}
+		}
+		for _, v := range p.PassEnv {
+			if strings.HasSuffix(v, "_KEY") || strings.HasSuffix(v, "_TOKEN") {
+				t.Errorf("%s: passes %s in as it is", p.Name, v)
+			}
 		}
 		if p.stateFor(w.state+"/x") == nil {
 			t.Errorf("%s: no state at %s: %+v", p.Name, w.state, p.State)
@@ -298,7 +309,7 @@ func TestExplain(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := Explain(p)
-	for _, s := range []string{"preset claude", "ANTHROPIC_API_KEY", "api.anthropic.com", "DISABLE_AUTOUPDATER=1",
+	for _, s := range []string{"preset claude", "    ANTHROPIC_API_KEY to api.anthropic.com (and $ANTHROPIC_BASE_URL's host)\n", "DISABLE_AUTOUPDATER=1",
 		"~/.claude (directory)", "~/.claude.json -> ~/.claude/.claude.json", "$ANTHROPIC_BASE_URL"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("Explain lacks %q:\n%s", s, out)

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/shadow-sandbox/shadow/sandbox"
+	"github.com/shadow-sandbox/shadow/sandbox/proxy"
 )
 
 // Options say whose agent state a preset prepares.
@@ -44,6 +45,8 @@ type Grant struct {
 	Preset string
 	// PassEnv are host variable names to pass in (when set).
 	PassEnv []string
+	// Secrets are the preset's secrets set on the host, with their values.
+	Secrets []proxy.Secret
 	// Env are NAME=value pairs set in the jail.
 	Env []string
 	// Domains are allow-list entries: the preset's and its base URLs' hosts.
@@ -117,6 +120,11 @@ func (p *Preset) Prepare(o Options) (*Grant, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("preset %s: create state %s: %w", p.Name, dir, err)
 	}
+	secrets, err := p.grantSecrets(o.HostEnv, dir)
+	if err != nil {
+		return nil, err
+	}
+	g.Secrets = secrets
 	for _, s := range p.State {
 		if s.File {
 			continue
