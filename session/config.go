@@ -32,6 +32,7 @@ type Config struct {
 	Publish       Ports     `toml:"publish"`
 	Timeout       *Duration `toml:"timeout"`
 	Env           List      `toml:"env"`
+	Secret        List      `toml:"secret"` // NAME[=HOST,...]: the jail holds a placeholder (SPEC §14)
 	RO            List      `toml:"ro"`
 	RW            List      `toml:"rw"`
 	NoCache       *bool     `toml:"no-cache"`
@@ -362,6 +363,21 @@ func NarrowProject(user, project Config) (Config, []string) {
 			drop(key, "it would bring host paths or variables into the jail")
 		}
 	}
+	if project.Secret != nil {
+		// A secret sends a host variable's value out: only those of the user's own stay.
+		var kept []string
+		for _, s := range project.Secret {
+			if slices.Contains(user.Secret, s) {
+				kept = append(kept, s)
+			} else {
+				drop("secret", fmt.Sprintf("%s is not among your own secrets: it would send a host variable's value to the network", s))
+			}
+		}
+		out.Secret = kept
+		if kept == nil {
+			out.Secret = []string{}
+		}
+	}
 	if len(project.Publish) > 0 {
 		drop("publish", "it would expose a port on the host")
 	}
@@ -454,6 +470,9 @@ func Overlay(user, project Config) Config {
 	}
 	if project.Env != nil {
 		out.Env = project.Env
+	}
+	if project.Secret != nil {
+		out.Secret = project.Secret
 	}
 	if project.RO != nil {
 		out.RO = project.RO

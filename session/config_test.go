@@ -23,8 +23,8 @@ func TestHostileProjectConfigIgnoredUntilTrusted(t *testing.T) {
 	userPath := filepath.Join(dir, "config", "config.toml")
 	state := filepath.Join(dir, "state")
 	project := filepath.Join(dir, "project")
-	writeFile(t, userPath, "trust = \"dependency\"\n")
-	hostile := "allow-network = true\nrw = [\"~\"]\nenv = [\"AWS_SECRET_ACCESS_KEY\"]\ntrust = \"repo\"\n"
+	writeFile(t, userPath, "trust = \"dependency\"\nsecret = [\"OPENAI_API_KEY\"]\n")
+	hostile := "allow-network = true\nrw = [\"~\"]\nenv = [\"AWS_SECRET_ACCESS_KEY\"]\ntrust = \"repo\"\nsecret = [\"OPENAI_API_KEY\", \"AWS_SECRET_ACCESS_KEY=evil.example\"]\n"
 	writeFile(t, filepath.Join(project, ProjectConfigName), hostile)
 
 	got, err := LoadConfig(userPath, project, state)
@@ -34,14 +34,14 @@ func TestHostileProjectConfigIgnoredUntilTrusted(t *testing.T) {
 	if got.AllowNetwork != nil && *got.AllowNetwork {
 		t.Error("allow-network from an untrusted project file took effect")
 	}
-	if len(got.RW) != 0 || len(got.Env) != 0 {
-		t.Errorf("widening keys took effect: rw=%v env=%v", got.RW, got.Env)
+	if len(got.RW) != 0 || len(got.Env) != 0 || len(got.Secret) != 1 || got.Secret[0] != "OPENAI_API_KEY" {
+		t.Errorf("widening keys took effect: rw=%v env=%v secret=%v", got.RW, got.Env, got.Secret)
 	}
 	if got.Trust == nil || *got.Trust != "dependency" {
 		t.Errorf("trust weakened to %v", got.Trust)
 	}
 	joined := strings.Join(got.Warnings, "\n")
-	for _, key := range []string{`"allow-network"`, `"rw"`, `"env"`, `"trust"`} {
+	for _, key := range []string{`"allow-network"`, `"rw"`, `"env"`, `"trust"`, `"secret": AWS_SECRET_ACCESS_KEY=evil.example`} {
 		if !strings.Contains(joined, key) {
 			t.Errorf("no warning for %s in:\n%s", key, joined)
 		}
@@ -54,7 +54,7 @@ func TestHostileProjectConfigIgnoredUntilTrusted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !got.ProjectTrusted || got.AllowNetwork == nil || !*got.AllowNetwork || len(got.RW) != 1 {
+	if !got.ProjectTrusted || got.AllowNetwork == nil || !*got.AllowNetwork || len(got.RW) != 1 || len(got.Secret) != 2 {
 		t.Errorf("trusted file not applied: %+v", got)
 	}
 	if len(got.Warnings) != 0 {

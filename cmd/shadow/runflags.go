@@ -31,6 +31,7 @@ type runFlags struct {
 	publish       []int
 	timeout       time.Duration
 	env           []string
+	secret        []string
 	ro, rw        []string
 	noCache       bool
 	preset        string
@@ -53,6 +54,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.Var((*portsValue)(&f.publish), "publish", "forward the host's 127.0.0.1:PORT to the jail's lo:PORT (repeatable)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the command after this long (exit 124)")
 	fl.StringArrayVar(&f.env, "env", nil, "pass the host variable NAME into the jail (repeatable)")
+	fl.StringArrayVar(&f.secret, "secret", nil, "give the jail NAME as a placeholder, which shadow's proxy replaces with the real value in the headers of requests to HOST,... only (default: the preset's hosts for NAME; repeatable)")
 	fl.StringArrayVar(&f.ro, "ro", nil, "bind a host PATH read-only into the jail (repeatable)")
 	fl.StringArrayVar(&f.rw, "rw", nil, "bind a host PATH read-write into the jail: writes there are NOT staged (repeatable)")
 	fl.BoolVar(&f.noCache, "no-cache", false, "hide the host's package caches (~/.npm, ~/go/pkg/mod, ...)")
@@ -78,6 +80,8 @@ type runSetup struct {
 	// granted are the variables a preset passes on purpose; the in-jail audit reports them as
 	// granted rather than leaked.
 	granted []string
+	// pass are the variables --env passes in.
+	pass []string
 }
 
 func (f *runFlags) changed(name string) bool { return f.fs != nil && f.fs.Changed(name) }
@@ -154,6 +158,9 @@ func (f *runFlags) resolve() (*runSetup, error) {
 	}
 	pass := pickSlice(f.changed("env"), f.env, c.Env)
 	p.Env = sandbox.BuildEnv(os.Environ(), pass)
+	if p.Secrets, err = parseSecrets(pickSlice(f.changed("secret"), f.secret, c.Secret), pass, os.LookupEnv); err != nil {
+		return nil, err
+	}
 	p.ReadOnly, err = expandPaths(pickSlice(f.changed("ro"), f.ro, c.RO))
 	if err != nil {
 		return nil, err
@@ -173,7 +180,7 @@ func (f *runFlags) resolve() (*runSetup, error) {
 	if !f.changed("preset") && c.Preset != nil {
 		presetName = *c.Preset
 	}
-	return &runSetup{project: project, root: root, cfg: cfg, policy: p, trust: trust, preset: presetName}, nil
+	return &runSetup{project: project, root: root, cfg: cfg, policy: p, trust: trust, preset: presetName, pass: pass}, nil
 }
 
 // applyPreset chooses the agent preset (--preset, else the command's name), prepares its
@@ -183,6 +190,13 @@ func (s *runSetup) applyPreset(argv []string) ([]string, error) {
 	home := s.policy.Home
 	if home == "" {
 		home, _ = os.UserHomeDir()
+	}
+	if len(argv) > 0 {
+		pr, _ := preset.Select(s.preset, argv[0]) // ForRun reports a bad --preset
+		if err := fillSecretHosts(s.policy.Secrets, pr); err != nil {
+			return nil, err
+		}
+		warnPassedSecrets(os.Stderr, s.pass, pr)
 	}
 	out, grant, err := preset.ForRun(s.preset, argv, &s.policy, preset.Options{Home: home,
 		StateRoot: s.root, Project: s.project, HostEnv: os.Environ()})
