@@ -23,7 +23,8 @@ func newLogCmd() *cobra.Command {
 		Short: "List the session's checkpoints: what each step of the agent's work changed",
 		Long: `log lists the session's checkpoints, oldest first, one a line: its id, when it was taken, what
 took it (the end of a run, a prompt typed into the agent, writes followed by quiet, a manual
-ctrl+] c), the command, and the files and lines the step changed. 'shadow diff --checkpoint ID'
+ctrl+] c), the command, the files and lines the step changed, and how many requests it made
+through the allow-list proxy, DENIED ones counted ('shadow net' lists them). 'shadow diff --checkpoint ID'
 shows a step, 'shadow revert --to ID' drops what came after it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -47,6 +48,14 @@ shows a step, 'shadow revert --to ID' drops what came after it.`,
 			if err != nil {
 				return err
 			}
+			reqs, err := s.Requests()
+			if err != nil {
+				return err
+			}
+			net := map[string]session.StepRequests{}
+			for _, c := range session.CountSteps(reqs) {
+				net[c.Checkpoint] = c
+			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			for _, st := range steps {
 				when, trigger := st.Time.Local().Format("2006-01-02 15:04:05"), st.Trigger
@@ -57,11 +66,17 @@ shows a step, 'shadow revert --to ID' drops what came after it.`,
 				if slices.ContainsFunc(damaged, func(d session.DamagedStep) bool { return d.ID == st.ID }) {
 					mark = "\tDAMAGED"
 				}
+				if len(reqs) > 0 {
+					mark = "\t" + stepRequests(net[st.ID]) + mark
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t+%d -%d%s\n", st.ID, when,
 					trigger, commandLine(st.Argv), english.Count(st.Files, "file"), st.Added, st.Removed, mark)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
+			}
+			if c, ok := net[""]; ok {
+				fmt.Fprintf(out, "since %s: %s\n", steps[len(steps)-1].ID, stepRequests(c))
 			}
 			for _, d := range damaged {
 				what := "those files are left out of the staged changes"
@@ -76,6 +91,15 @@ shows a step, 'shadow revert --to ID' drops what came after it.`,
 	f.register(cmd, false)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checkpoints as JSON")
 	return cmd
+}
+
+// stepRequests says how many requests a step made through the proxy, and how many were denied.
+func stepRequests(c session.StepRequests) string {
+	s := english.Count(c.Requests, "request")
+	if c.Denied > 0 {
+		s += fmt.Sprintf(" (%d DENIED)", c.Denied)
+	}
+	return s
 }
 
 // commandLine shows argv on one line, each word quoted when it needs it, at most 60 columns.

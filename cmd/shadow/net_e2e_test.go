@@ -16,7 +16,7 @@ import (
 
 // TestNetByStep: the requests of two runs through the allow-list proxy are
 // listed by 'shadow net' in the step each falls in, allowed and denied, as
-// text and JSON, filtered by checkpoint and by verdict.
+// text and JSON, filtered by checkpoint and by verdict; 'shadow log' counts them per step.
 func TestNetByStep(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed (Debian: apt install curl)")
@@ -55,5 +55,12 @@ func TestNetByStep(t *testing.T) {
 	}
 	if _, errOut, code := c.run(dir, "net", "--checkpoint", "c9"); code != 2 || !strings.Contains(errOut, "no such checkpoint") {
 		t.Errorf("shadow net --checkpoint c9: exit %d, %s", code, errOut)
+	}
+	// shadow log counts each step's requests.
+	log := c.must(dir, "log")
+	for _, want := range []string{`(?m)^c1 .*2 requests \(1 DENIED\)$`, `(?m)^c2 .*1 request$`} {
+		if !regexp.MustCompile(want).MatchString(log) {
+			t.Errorf("shadow log: want %s in\n%s", want, log)
+		}
 	}
 }
