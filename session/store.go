@@ -748,6 +748,9 @@ func (st *Store) create(project string, lk *ProjectLock) (*Session, error) {
 	if err := os.WriteFile(s.NetLog(), nil, 0o600); err != nil {
 		return fail(fmt.Errorf("create session %s: %w", id, err))
 	}
+	if err := os.WriteFile(filepath.Join(dir, reserveFile), make([]byte, reserveBytes), 0o600); err != nil {
+		return fail(fmt.Errorf("create session %s: %w", id, err))
+	}
 	// Indexed before it exists: an indexed directory without session.json is skipped.
 	if err := st.addToIndex(project, id); err != nil {
 		return fail(err)
@@ -758,6 +761,14 @@ func (st *Store) create(project string, lk *ProjectLock) (*Session, error) {
 	}
 	return s, nil
 }
+
+// reserveFile, in a session's directory, holds reserveBytes that discard frees before it records
+// the session as discarded: on a disk the run filled before anything of it was staged, removing
+// what is staged frees nothing, and the new session.json still needs room.
+const (
+	reserveFile  = "reserve"
+	reserveBytes = 64 << 10
+)
 
 // Discard drops the session's staged changes and marks it discarded; applied files stay applied.
 func (s *Session) Discard() error {
@@ -776,7 +787,7 @@ func (s *Session) Discard() error {
 	// What is dropped is removed first: on a full disk, that makes the room that recording the
 	// session as discarded needs. Killed in between, the session is open with nothing staged.
 	for _, d := range []string{s.UpperDir(), s.WorkDir(), s.CacheDir(), s.RuntimeDir(), s.CheckpointDir(), s.revertedDir(),
-		filepath.Join(s.dir, incompleteFile)} {
+		filepath.Join(s.dir, incompleteFile), filepath.Join(s.dir, reserveFile)} {
 		if err := removeAllWritable(d); err != nil {
 			return fmt.Errorf("discard session %s: remove %s: %w", s.Meta.ID, d, err)
 		}
