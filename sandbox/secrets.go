@@ -59,8 +59,9 @@ func setUpSecrets(p Policy, s *jailSpec, runtimeDir string, warn io.Writer) (*ru
 		names = append(names, sec.Name)
 	}
 	if !s.Proxy {
-		fmt.Fprintf(warn, "shadow: warning: %s not set in the jail: a secret goes through the allow-list proxy, which runs with --allow-domain and without --allow-network\n",
-			strings.Join(names, ", "))
+		fmt.Fprintf(warn, "shadow: warning: %s not set in the jail: a secret is put into requests by the allow-list proxy, "+
+			"which runs with --allow-domain and without --allow-network (--env %s gives the agent the value itself)\n",
+			strings.Join(names, ", "), strings.Join(names, " --env "))
 		return nil, nil
 	}
 	ca, err := proxy.NewCA()

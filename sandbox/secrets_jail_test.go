@@ -363,3 +363,19 @@ SHADOW_TRY=secret-tunnel TARGET=example.com:$PORT ` + j.probe + `
 		}
 	}
 }
+
+// TestAllowDomainSecretNeedsProxy: without the allow-list proxy there is
+// nothing to put a secret in: the jail gets neither the value nor a
+// placeholder, and a warning says how to pass the value on purpose.
+func TestAllowDomainSecretNeedsProxy(t *testing.T) {
+	j := newTestJail(t)
+	p := j.policy()
+	p.Secrets = []proxy.Secret{{Name: "API_KEY", Value: jailSecret, Hosts: []string{"example.com"}}}
+	_, out, errOut := j.run(t, p, "/bin/sh", "-c", `echo "key=${API_KEY-unset}"`)
+	if out != "key=unset\n" {
+		t.Errorf("without the proxy the jail's API_KEY is %q", out)
+	}
+	if !strings.Contains(errOut, "shadow: warning: API_KEY not set in the jail") || !strings.Contains(errOut, "--env API_KEY") {
+		t.Errorf("no warning: %q", errOut)
+	}
+}
