@@ -319,7 +319,11 @@ func (s *Session) checkpointLines(runs []Run) ([]string, error) {
 	}
 	var out []string
 	for _, c := range cps {
-		out = append(out, fmt.Sprintf("%s  %s  %s  %s", c.ID, c.Time.UTC().Format(time.DateTime+" MST"), c.Trigger, argvText(c.Argv)))
+		trigger := c.Trigger
+		if c.Prompt != "" {
+			trigger += fmt.Sprintf(" %q", c.Prompt)
+		}
+		out = append(out, fmt.Sprintf("%s  %s  %s  %s", c.ID, c.Time.UTC().Format(time.DateTime+" MST"), trigger, argvText(c.Typed())))
 	}
 	if len(out) > 0 {
 		return out, nil

@@ -23,8 +23,9 @@ func newLogCmd() *cobra.Command {
 		Short: "List the session's checkpoints: what each step of the agent's work changed",
 		Long: `log lists the session's checkpoints, oldest first, one a line: its id, when it was taken, what
 took it (the end of a run, a prompt typed into the agent, writes followed by quiet, a manual
-ctrl+] c), the command, the files and lines the step changed, and how many requests it made
-through the allow-list proxy, DENIED ones counted ('shadow net' lists them). 'shadow diff --checkpoint ID'
+ctrl+] c) and the first line of the prompt the step answered, the command as given, and the
+files and lines the step changed, and how many requests it made through the allow-list proxy,
+DENIED ones counted ('shadow net' lists them). 'shadow diff --checkpoint ID'
 shows a step, 'shadow revert --to ID' drops what came after it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -61,6 +62,8 @@ shows a step, 'shadow revert --to ID' drops what came after it.`,
 				when, trigger := st.Time.Local().Format("2006-01-02 15:04:05"), st.Trigger
 				if st.Time.IsZero() {
 					when, trigger = "?", "?"
+				} else if st.Prompt != "" {
+					trigger += fmt.Sprintf(" %q", st.Prompt)
 				}
 				mark := ""
 				if slices.ContainsFunc(damaged, func(d session.DamagedStep) bool { return d.ID == st.ID }) {
@@ -70,7 +73,7 @@ shows a step, 'shadow revert --to ID' drops what came after it.`,
 					mark = "\t" + stepRequests(net[st.ID]) + mark
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t+%d -%d%s\n", st.ID, when,
-					trigger, commandLine(st.Argv), english.Count(st.Files, "file"), st.Added, st.Removed, mark)
+					trigger, commandLine(st.Typed()), english.Count(st.Files, "file"), st.Added, st.Removed, mark)
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -59,7 +59,8 @@ func hasVar(env []string, name string) bool {
 // Select), prepares its per-project state and applies it to p. It returns
 // the argv to run (with the preset's arguments) and the grant, nil when no
 // preset applies. p.Env should already hold the run's environment (Nil:
-// BuildEnv(o.HostEnv, nil)).
+// BuildEnv(o.HostEnv, nil)). When the preset adds arguments, p.Command keeps
+// argv as given, for the record of the run's steps.
 func ForRun(name string, argv []string, p *sandbox.Policy, o Options) ([]string, *Grant, error) {
 	if len(argv) == 0 {
 		return argv, nil, nil
@@ -75,5 +76,9 @@ func ForRun(name string, argv []string, p *sandbox.Policy, o Options) ([]string,
 	if err := g.ApplyTo(p, o.HostEnv); err != nil {
 		return argv, nil, err
 	}
-	return g.Argv(argv), g, nil
+	out := g.Argv(argv)
+	if len(out) != len(argv) {
+		p.Command = slices.Clone(argv)
+	}
+	return out, g, nil
 }
