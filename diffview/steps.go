@@ -29,6 +29,15 @@ type Step struct {
 	ID      string    // "c3"
 	Trigger string    // what ended it: "prompt", "quiet", "manual", "run end"
 	Time    time.Time // when it ended
+	Prompt  string    // the first line of the prompt it answered, "" for none
+}
+
+// named is the step's id, with the prompt it answered quoted after it.
+func (s Step) named() string {
+	if s.Prompt == "" {
+		return s.ID
+	}
+	return fmt.Sprintf("%s %q", s.ID, s.Prompt)
 }
 
 // StepChanges are the patches of one step: Step from the tree before it to the tree after it,
@@ -358,7 +367,7 @@ func (m *Model) stepLoaded(msg stepLoadedMsg) {
 	}
 	n := msg.n
 	status := fmt.Sprintf("step %s (%s at %s) changed %s +%d -%d; %d still staged · %s every step",
-		s.ID, s.Trigger, s.Time.Local().Format("15:04:05"), english.Count(n.files, "file"), n.added, n.removed, shown, m.keys.AllSteps.Help().Key)
+		s.named(), s.Trigger, s.Time.Local().Format("15:04:05"), english.Count(n.files, "file"), n.added, n.removed, shown, m.keys.AllSteps.Help().Key)
 	if msg.edge != "" {
 		status = fmt.Sprintf("%s is the %s step · ", s.ID, msg.edge) + status
 	}

@@ -18,7 +18,7 @@ func (r *ReviewSource) Steps() ([]diffview.Step, error) {
 	}
 	out := make([]diffview.Step, len(cps))
 	for i, c := range cps {
-		out[i] = diffview.Step{ID: c.ID, Trigger: c.Trigger, Time: c.Time}
+		out[i] = diffview.Step{ID: c.ID, Trigger: c.Trigger, Time: c.Time, Prompt: c.Prompt}
 	}
 	return out, nil
 }
