@@ -217,7 +217,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.Rule = ruleFor(p.cfg.Allow, host, port)
-	put, err := p.applySecrets(r, host, port)
+	put, err := p.applySecrets(r, host, port, r.Method != http.MethodConnect && r.URL.Scheme == "http")
 	if err != nil {
 		p.refuseSecret(w, e, err)
 		return

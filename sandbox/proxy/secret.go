@@ -108,8 +108,10 @@ func (e secretRefusal) Error() string {
 // secret does not go to, refuses the request; in the headers of one to a
 // host it goes to, the real value takes its place. A body to a host a
 // secret does not go to is read through a guard that fails the request on
-// its placeholder. It returns the names of the secrets put in.
-func (p *Proxy) applySecrets(r *http.Request, host string, port int) ([]string, error) {
+// its placeholder. A request the proxy sends on in clear text (plain) gets
+// a value only when it stays on this machine (loopback): the network never
+// sees one unencrypted. It returns the names of the secrets put in.
+func (p *Proxy) applySecrets(r *http.Request, host string, port int, plain bool) ([]string, error) {
 	if len(p.cfg.Secrets) == 0 {
 		return nil, nil
 	}
@@ -143,6 +145,9 @@ func (p *Proxy) applySecrets(r *http.Request, host string, port int) ([]string, 
 				if !strings.Contains(v, s.Placeholder) {
 					return nil, secretRefusal{s.Name, "headers, changed in case,"}
 				}
+				if plain && !loopbackHost(host) {
+					return nil, fmt.Errorf("the request would carry the value of %s unencrypted over the network: use https", s.Name)
+				}
 				vs[j] = strings.ReplaceAll(v, s.Placeholder, s.Value)
 				found = true
 			}
@@ -155,6 +160,14 @@ func (p *Proxy) applySecrets(r *http.Request, host string, port int) ([]string, 
 		r.Body = &guardReader{r: r.Body, pats: guard, names: p.namesOf(guard)}
 	}
 	return put, nil
+}
+
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 func containsFold(s, sub string) bool {

@@ -168,7 +168,7 @@ func TestSecretRefusedElsewhere(t *testing.T) {
 	}))
 	defer plain.Close()
 	_, plainPort, _ := net.SplitHostPort(plain.Listener.Addr().String())
-	e := startSecretProxy(t, []string{"api.test:" + port, "other.test:" + port, "other.test:" + plainPort}, []string{"api.test"},
+	e := startSecretProxy(t, []string{"api.test:" + port, "other.test:" + port, "other.test:" + plainPort, "api.test:" + plainPort}, []string{"api.test"},
 		map[string][]netip.Addr{"api.test": addrs("127.0.0.1"), "other.test": addrs("127.0.0.1")}, roots)
 	c := e.trusting()
 	other := "http://other.test:" + plainPort
@@ -217,6 +217,18 @@ func TestSecretRefusedElsewhere(t *testing.T) {
 		if l.Allowed || !strings.Contains(l.Reason, "placeholder of API_KEY in its "+tc.reason) {
 			t.Errorf("%s: logged %+v", tc.name, l)
 		}
+	}
+	// Plain HTTP to the secret's own host, off this machine: the value would
+	// cross the network unencrypted.
+	req, _ := http.NewRequest("GET", "http://api.test:"+plainPort+"/", nil)
+	req.Header.Set("Authorization", "Bearer "+testPlaceholder)
+	if resp, err := c.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("plain HTTP to the secret's host: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if l := e.log.waitEntries(t, len(cases)+1)[len(cases)]; l.Allowed || !strings.Contains(l.Reason, "unencrypted") {
+		t.Errorf("plain HTTP to the secret's host: logged %+v", l)
 	}
 	// The CONNECT's own headers.
 	conn, err := net.Dial("tcp", e.proxyURL.Host)

@@ -106,7 +106,7 @@ func (p *Proxy) serveTerminated(w http.ResponseWriter, r *http.Request, host str
 		http.Error(w, "shadow proxy: refused: "+e.Reason, e.Status)
 		return
 	}
-	put, err := p.applySecrets(r, host, port)
+	put, err := p.applySecrets(r, host, port, false)
 	if err != nil {
 		p.refuseSecret(w, e, err)
 		return
