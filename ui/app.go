@@ -61,6 +61,7 @@ type AgentResult struct {
 type Stats struct {
 	Files    int // paths staged in the session
 	Requests int // network requests through the proxy
+	Denied   int // of Requests, those the proxy refused
 	// Checkpoints counts the session's checkpoints; LastCheckpoint is the latest one's id.
 	Checkpoints    int
 	LastCheckpoint string
@@ -692,14 +693,17 @@ func (m Model) statusBar() string {
 		}
 		switch compact {
 		case 0:
-			parts = append(parts, fmt.Sprintf("%d staged", m.stats.Files), fmt.Sprintf("%d net", m.stats.Requests), m.checkpointCount())
+			parts = append(parts, fmt.Sprintf("%d staged", m.stats.Files), fmt.Sprintf("%d net", m.stats.Requests)+m.deniedCount(), m.checkpointCount())
 		case 1:
-			parts = append(parts, fmt.Sprintf("%d staged %d net", m.stats.Files, m.stats.Requests)+m.latestCheckpoint())
+			parts = append(parts, fmt.Sprintf("%d staged %d net", m.stats.Files, m.stats.Requests)+m.deniedCount()+m.latestCheckpoint())
 			if m.note == "" && m.result == nil {
 				right = st.Key.Render(m.keys.Prefix.Help().Key)
 			}
 		default:
 			parts = append(parts, fmt.Sprintf("%d+%d", m.stats.Files, m.stats.Requests))
+			if m.stats.Denied > 0 {
+				parts[len(parts)-1] += fmt.Sprintf("!%d", m.stats.Denied)
+			}
 		}
 		left := strings.Join(parts, " │ ")
 		gap := m.width - lipgloss.Width(left) - lipgloss.Width(right) - 2
@@ -820,4 +824,13 @@ func (m Model) pollStats() tea.Cmd {
 		return nil
 	}
 	return func() tea.Msg { return statsMsg(stats()) }
+}
+
+// deniedCount is what the status bar adds to the network count when the
+// proxy refused requests: " (N DENIED)", else nothing.
+func (m Model) deniedCount() string {
+	if m.stats.Denied == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d DENIED)", m.stats.Denied)
 }

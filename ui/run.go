@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -503,6 +504,10 @@ func SessionStats(s *session.Session) func() Stats {
 			sc.Buffer(make([]byte, 64<<10), 1<<20)
 			for sc.Scan() {
 				st.Requests++
+				// The proxy writes each entry with encoding/json: no space in it.
+				if bytes.Contains(sc.Bytes(), []byte(`"allowed":false`)) {
+					st.Denied++
+				}
 			}
 			f.Close()
 		}
