@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -48,6 +49,10 @@ type StepChanges struct {
 	// Files, Added and Removed are what the step changed, counted as `shadow log` counts it
 	// (session.CountStep): a step whose work a later one undid still changed them.
 	Files, Added, Removed int
+	// Requests counts what the step sent through the allow-list proxy (`shadow net`), Denied
+	// those the proxy refused, DeniedTo their destinations, in order, each once.
+	Requests, Denied int
+	DeniedTo         []string
 }
 
 // stepMarks is where one step's changes to a path lie in the path's latest text (the new side
@@ -282,9 +287,30 @@ type narrowing struct {
 	marks map[string]*stepMarks
 	// files, added and removed are what the step changed (StepChanges).
 	files, added, removed int
+	// requests and denied are what it sent through the proxy (StepChanges).
+	requests, denied int
+	deniedTo         []string
 }
 
 func (n *narrowing) step() Step { return n.steps[n.at] }
+
+// network says what the step sent through the proxy, for the status line: the count, and the
+// destinations of the refused requests (the first three).
+func (n *narrowing) network() string {
+	if n.requests == 0 {
+		return ""
+	}
+	s := "; " + english.Count(n.requests, "request")
+	if n.denied > 0 {
+		shown := n.deniedTo[:min(len(n.deniedTo), 3)]
+		s += fmt.Sprintf(", %d DENIED (%s", n.denied, strings.Join(shown, ", "))
+		if len(n.deniedTo) > len(shown) {
+			s += ", …"
+		}
+		s += ")"
+	}
+	return s
+}
 
 // stepLoadedMsg carries a step to narrow the view to, worked out in a command.
 type stepLoadedMsg struct {
@@ -321,7 +347,8 @@ func (m *Model) stepCmd(dir int) tea.Cmd {
 		if err != nil {
 			return stepLoadedMsg{gen: gen, err: fmt.Errorf("read step %s: %w", steps[at].ID, err)}
 		}
-		n := &narrowing{steps: steps, at: at, marks: markSteps(sc), files: sc.Files, added: sc.Added, removed: sc.Removed}
+		n := &narrowing{steps: steps, at: at, marks: markSteps(sc), files: sc.Files, added: sc.Added, removed: sc.Removed,
+			requests: sc.Requests, denied: sc.Denied, deniedTo: sc.DeniedTo}
 		return stepLoadedMsg{gen: gen, n: n, edge: edge}
 	}
 }
@@ -366,8 +393,9 @@ func (m *Model) stepLoaded(msg stepLoadedMsg) {
 		}
 	}
 	n := msg.n
-	status := fmt.Sprintf("step %s (%s at %s) changed %s +%d -%d; %d still staged · %s every step",
-		s.named(), s.Trigger, s.Time.Local().Format("15:04:05"), english.Count(n.files, "file"), n.added, n.removed, shown, m.keys.AllSteps.Help().Key)
+	status := fmt.Sprintf("step %s (%s at %s) changed %s +%d -%d; %d still staged%s · %s every step",
+		s.named(), s.Trigger, s.Time.Local().Format("15:04:05"), english.Count(n.files, "file"), n.added, n.removed, shown,
+		n.network(), m.keys.AllSteps.Help().Key)
 	if msg.edge != "" {
 		status = fmt.Sprintf("%s is the %s step · ", s.ID, msg.edge) + status
 	}

@@ -397,3 +397,21 @@ func TestReviewStepGolden(t *testing.T) {
 	checkScreen(t, v, 80, 24)
 	golden.RequireEqual(t, v)
 }
+
+// A step's status line says what it sent through the proxy: nothing without requests, the count,
+// and the refused ones' destinations, the first three.
+func TestStepNetworkStatus(t *testing.T) {
+	for _, c := range []struct {
+		n    narrowing
+		want string
+	}{
+		{narrowing{}, ""},
+		{narrowing{requests: 1}, "; 1 request"},
+		{narrowing{requests: 5, denied: 2, deniedTo: []string{"evil.test:443"}}, "; 5 requests, 2 DENIED (evil.test:443)"},
+		{narrowing{requests: 9, denied: 4, deniedTo: []string{"a:1", "b:2", "c:3", "d:4"}}, "; 9 requests, 4 DENIED (a:1, b:2, c:3, …)"},
+	} {
+		if got := c.n.network(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.n, got, c.want)
+		}
+	}
+}

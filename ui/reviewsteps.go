@@ -2,8 +2,12 @@ package ui
 
 import (
 	"fmt"
+	"net"
+	"slices"
+	"strconv"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/session"
 )
 
@@ -40,6 +44,23 @@ func (r *ReviewSource) StepChanges(id string) (diffview.StepChanges, error) {
 		return sc, err
 	}
 	sc.Files, sc.Added, sc.Removed = session.CountStep(sc.Step)
+	reqs, err := s.Requests()
+	if err != nil {
+		return sc, err
+	}
+	for _, q := range reqs {
+		if q.Checkpoint != id {
+			continue
+		}
+		sc.Requests++
+		if q.Allowed {
+			continue
+		}
+		sc.Denied++
+		if dst := quote.Path(net.JoinHostPort(q.Host, strconv.Itoa(q.Port))); !slices.Contains(sc.DeniedTo, dst) {
+			sc.DeniedTo = append(sc.DeniedTo, dst)
+		}
+	}
 	if k < len(cps)-1 {
 		if sc.Later, err = s.HistoryPatches(cps, k, len(cps)-1); err != nil {
 			return sc, err
