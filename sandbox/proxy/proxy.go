@@ -43,6 +43,13 @@ type Config struct {
 	Secrets []Secret
 	CA      *CA            // required with Secrets: a CONNECT to their hosts is refused without one
 	Roots   *x509.CertPool // trusted for the real servers; nil: the host's
+
+	// Ask, when set, is asked about a request off the allow-list instead
+	// of refusing it at once (ask.go); no answer within AskTimeout (default
+	// 30s) refuses it. A destination let through is still refused where it
+	// resolves to a local or private address, as a wildcard's name is.
+	Ask        Asker
+	AskTimeout time.Duration
 }
 
 // Entry is one line of the request log.
@@ -82,6 +89,8 @@ type Proxy struct {
 	inflight atomic.Int64 // requests whose log line is not written yet
 
 	ca *CA // Config.CA
+
+	asking asking
 }
 
 // closeWait bounds how long Close waits for open requests to log.
@@ -211,12 +220,21 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e.Host, e.Port = host, port
 	if matchRules(p.cfg.Allow, host, port) == noMatch {
-		e.Reason = "not in the allow-list"
-		e.Status = http.StatusForbidden
-		http.Error(w, fmt.Sprintf("shadow proxy: %s is not in the allow-list (--allow-domain)", net.JoinHostPort(host, strconv.Itoa(port))), e.Status)
-		return
+		ok, why := false, "not in the allow-list"
+		if p.cfg.Ask != nil {
+			ok, why = p.ask(host, port)
+		}
+		if !ok {
+			e.Reason = why
+			e.Status = http.StatusForbidden
+			http.Error(w, fmt.Sprintf("shadow proxy: %s is not in the allow-list (--allow-domain)", net.JoinHostPort(host, strconv.Itoa(port))), e.Status)
+			return
+		}
+		e.Rule = why
+		r = r.WithContext(context.WithValue(r.Context(), grantKey{}, net.JoinHostPort(host, strconv.Itoa(port))))
+	} else {
+		e.Rule = ruleFor(p.cfg.Allow, host, port)
 	}
-	e.Rule = ruleFor(p.cfg.Allow, host, port)
 	put, err := p.applySecrets(r, host, port, r.Method != http.MethodConnect && r.URL.Scheme == "http")
 	if err != nil {
 		p.refuseSecret(w, e, err)
@@ -375,6 +393,9 @@ func (p *Proxy) dialChecked(ctx context.Context, network, addr string) (net.Conn
 	host = normalizeHost(host)
 	port, _ := strconv.Atoi(portStr)
 	m := matchRules(p.cfg.Allow, host, port)
+	if m == noMatch && p.grantedFor(ctx, host, port) {
+		m = wildcardMatch // the user saw a name, not where it resolves
+	}
 	if m == noMatch {
 		return nil, errDenied{"not in the allow-list"}
 	}

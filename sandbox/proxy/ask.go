@@ -1,0 +1,109 @@
+package proxy
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Answer is the user's answer to a request for a host off the allow-list
+// (SPEC §14, asking).
+type Answer int
+
+const (
+	AnswerDeny    Answer = iota // refuse it (the default, and what a timeout gives)
+	AnswerOnce                  // let this request through
+	AnswerSession               // let every request to host:port through until the proxy ends
+)
+
+// Asker asks the user whether host:port, which is not on the allow-list,
+// may be reached. It returns the answer, or AnswerDeny once ctx is done
+// (the proxy's timeout).
+type Asker func(ctx context.Context, host string, port int) Answer
+
+// defaultAskTimeout is how long the proxy waits for an answer.
+const defaultAskTimeout = 30 * time.Second
+
+// asking is the proxy's state of the questions it asked: the answers for
+// the session, and the questions still open, which requests for the same
+// destination wait on rather than ask again.
+type asking struct {
+	mu      sync.Mutex
+	granted map[string]bool
+	open    map[string]*question
+}
+
+type question struct {
+	done   chan struct{}
+	answer Answer
+}
+
+// grantKey marks a request's context with the destination its user let
+// through once: dialChecked lets it by as it lets a wildcard's name by.
+type grantKey struct{}
+
+// ask returns whether host:port, off the allow-list, may be reached, and
+// the rule (or reason) the log records.
+func (p *Proxy) ask(host string, port int) (bool, string) {
+	dst := net.JoinHostPort(host, strconv.Itoa(port))
+	a := &p.asking
+	a.mu.Lock()
+	if a.granted[dst] {
+		a.mu.Unlock()
+		return true, "asked: for the session"
+	}
+	q := a.open[dst]
+	if q == nil {
+		q = &question{done: make(chan struct{})}
+		if a.open == nil {
+			a.open = map[string]*question{}
+		}
+		a.open[dst] = q
+		timeout := p.cfg.AskTimeout
+		if timeout <= 0 {
+			timeout = defaultAskTimeout
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			ans := p.cfg.Ask(ctx, host, port)
+			if ctx.Err() != nil {
+				ans = AnswerDeny // an answer after the timeout does not count
+			}
+			cancel()
+			a.mu.Lock()
+			if ans == AnswerSession {
+				if a.granted == nil {
+					a.granted = map[string]bool{}
+				}
+				a.granted[dst] = true
+			}
+			delete(a.open, dst)
+			q.answer = ans
+			a.mu.Unlock()
+			close(q.done)
+		}()
+	}
+	a.mu.Unlock()
+	<-q.done
+	switch q.answer {
+	case AnswerOnce:
+		return true, "asked: once"
+	case AnswerSession:
+		return true, "asked: for the session"
+	}
+	return false, "not in the allow-list; asked: denied (or no answer in time)"
+}
+
+// grantedFor reports whether the user let host:port through: for the
+// session, or once for the request of ctx.
+func (p *Proxy) grantedFor(ctx context.Context, host string, port int) bool {
+	dst := net.JoinHostPort(host, strconv.Itoa(port))
+	if g, _ := ctx.Value(grantKey{}).(string); g == dst {
+		return true
+	}
+	p.asking.mu.Lock()
+	defer p.asking.mu.Unlock()
+	return p.asking.granted[dst]
+}
