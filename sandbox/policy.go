@@ -184,6 +184,11 @@ type IO struct {
 	// once the jail is built and before the command starts: where what the
 	// run writes appears while it goes. Run closes it when RunLayer returns.
 	RunLayer func(dir *os.File)
+	// AskNetwork, when set, is asked about a request for a host off the
+	// allow-list, which the proxy otherwise refuses (SPEC §14): it lets it
+	// through once, for the run, or refuses it; the proxy refuses it when no
+	// answer comes within 30 seconds.
+	AskNetwork proxy.Asker
 	// Ended, when set, is called once the command (or its failed exec) and
 	// everything it started are gone, with the Result Run is about to
 	// return, while the kernel still tears the jail down (unmounting an

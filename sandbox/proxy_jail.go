@@ -64,9 +64,10 @@ const handOffTimeout = 5 * time.Second
 // listening socket PID 1 of the jail hands over on runtimeDir's proxy
 // socket. Every request is appended as a JSON line to netLog (none when
 // empty). Names resolve through proxyResolver; the real servers of the
-// secrets' hosts are verified against proxyRoots.
-func startNetProxy(runtimeDir string, rules []proxy.Rule, netLog string, sec *runSecrets) (*netProxy, error) {
-	cfg := proxy.Config{Allow: rules, Resolver: proxyResolver, Roots: proxyRoots}
+// secrets' hosts are verified against proxyRoots. A request off the list is
+// put to ask, when set.
+func startNetProxy(runtimeDir string, rules []proxy.Rule, netLog string, sec *runSecrets, ask proxy.Asker) (*netProxy, error) {
+	cfg := proxy.Config{Allow: rules, Resolver: proxyResolver, Roots: proxyRoots, Ask: ask}
 	if sec != nil {
 		cfg.Secrets, cfg.CA = sec.secrets, sec.ca
 	}

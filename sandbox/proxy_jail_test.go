@@ -393,7 +393,7 @@ func TestHandOffTakesOnlyAListener(t *testing.T) {
 	_, port, hits := countingServer(t, false, "ok")
 	useResolver(t, testDNS{"api.test": loopback()})
 	dir := t.TempDir()
-	n, err := startNetProxy(dir, mustRules(t, "api.test:"+port), "", nil)
+	n, err := startNetProxy(dir, mustRules(t, "api.test:"+port), "", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,7 +140,7 @@ func (r *jailRun) setUp(argv []string, landlockABI func() int) error {
 		return &JailError{Step: "secrets", Err: err}
 	}
 	if s.Proxy {
-		np, err := startNetProxy(runtimeDir, p.AllowDomains, p.NetLog, sec)
+		np, err := startNetProxy(runtimeDir, p.AllowDomains, p.NetLog, sec, r.w.AskNetwork)
 		if err != nil {
 			return &JailError{Step: "allow-list proxy", Err: err}
 		}

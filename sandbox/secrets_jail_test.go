@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -15,10 +16,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/shadow-sandbox/shadow/sandbox/confine"
 	"github.com/shadow-sandbox/shadow/sandbox/proxy"
 )
 
@@ -377,5 +380,57 @@ func TestAllowDomainSecretNeedsProxy(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "shadow: warning: API_KEY not set in the jail") || !strings.Contains(errOut, "--env API_KEY") {
 		t.Errorf("no warning: %q", errOut)
+	}
+}
+
+// TestAllowDomainAsk: a request from the jail for a host off the
+// allow-list is put to IO.AskNetwork with its host and port; a refusal is
+// logged as the answer, and a destination let through still may not
+// resolve to the host's loopback.
+func TestAllowDomainAsk(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("curl is not installed (Debian: apt install curl)")
+	}
+	j := newTestJail(t)
+	p := j.policy()
+	p.AllowDomains = mustRules(t, "listed.test:1")
+	p.NetLog = filepath.Join(j.base, "state", "net.log")
+	useResolver(t, testDNS{"deny.test": loopback(), "once.test": loopback()})
+	var mu sync.Mutex
+	var asked []string
+	var out strings.Builder
+	w := IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out,
+		AskNetwork: func(_ context.Context, host string, port int) proxy.Answer {
+			mu.Lock()
+			asked = append(asked, fmt.Sprintf("%s:%d", host, port))
+			mu.Unlock()
+			if host == "once.test" {
+				return proxy.AnswerOnce
+			}
+			return proxy.AnswerDeny
+		}}
+	script := `for h in deny.test once.test; do echo "$h=$(` + curl + ` -s -o /dev/null -w '%{http_code}' http://$h:8080/)"; done`
+	res, err := runOn(context.Background(), p, []string{"/bin/sh", "-c", script}, w, confine.LandlockABI)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("run: %v %+v\n%s", err, res, out.String())
+	}
+	if !strings.Contains(out.String(), "deny.test=403") || !strings.Contains(out.String(), "once.test=403") {
+		t.Errorf("jail's output:\n%s", out.String())
+	}
+	mu.Lock()
+	if !slices.Equal(asked, []string{"deny.test:8080", "once.test:8080"}) {
+		t.Errorf("asked %v", asked)
+	}
+	mu.Unlock()
+	got := map[string]proxy.Entry{}
+	for _, e := range readNetLog(t, p.NetLog) {
+		got[e.Host] = e
+	}
+	if e := got["deny.test"]; e.Allowed || !strings.Contains(e.Reason, "asked: denied") {
+		t.Errorf("deny.test logged %+v", e)
+	}
+	if e := got["once.test"]; e.Rule != "asked: once" || !strings.Contains(e.Reason, "local or private") {
+		t.Errorf("once.test logged %+v", e)
 	}
 }
