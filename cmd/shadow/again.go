@@ -5,8 +5,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
+	"github.com/shadow-sandbox/shadow/sandbox/preset"
 	"github.com/shadow-sandbox/shadow/session"
 )
 
@@ -54,13 +56,39 @@ func (in invocation) command(args ...string) string {
 	} else {
 		parts = append(parts, quoteArg(in.exe))
 	}
+	var command []string // after "--": a command of the jail's
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, command = args[:i], args[i:]
+	}
 	for _, a := range args {
 		parts = append(parts, quoteArg(a))
 	}
 	if in.project != "" && in.project != in.here {
 		parts = append(parts, "--project", quoteArg(in.project))
 	}
+	for _, a := range command {
+		parts = append(parts, quoteArg(a))
+	}
 	return strings.Join(parts, " ")
+}
+
+// resumeCommand is the shadow command that resumes the conversation of the agent argv (its preset
+// presetName, else argv[0]'s) when screen, what the agent showed last, holds the agent's own
+// resume hint: `shadow tui -- claude --resume ID` for `claude --resume ID`, the agent as it was
+// started; "" when it holds none.
+func (in invocation) resumeCommand(presetName string, argv []string, screen string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	pr, err := preset.Select(presetName, argv[0])
+	if err != nil || pr == nil {
+		return ""
+	}
+	args := preset.ResumeArgs(pr.Name, screen)
+	if args == nil {
+		return ""
+	}
+	return in.command(append([]string{"tui", "--", argv[0]}, args...)...)
 }
 
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
