@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/shadow-sandbox/shadow/internal/english"
+	"github.com/shadow-sandbox/shadow/sandbox/proxy"
 )
 
 // daemonSockets are the container daemon sockets FS001 looks for.
@@ -223,7 +224,7 @@ var (
 
 // checkFS007: secret-looking variables; names only, never values.
 func checkFS007(s *scan) outcome {
-	var bad, granted []string
+	var bad, granted, placeholders []string
 	for _, kv := range s.env.Vars {
 		name, val, _ := strings.Cut(kv, "=")
 		if val == "" || notSecretNames[name] {
@@ -232,7 +233,9 @@ func checkFS007(s *scan) outcome {
 		if !secretNamePart().MatchString(name) && !secretValue().MatchString(val) {
 			continue
 		}
-		if s.env.granted(name) {
+		if proxy.IsPlaceholder(name, val) {
+			placeholders = append(placeholders, name)
+		} else if s.env.granted(name) {
 			granted = append(granted, name)
 		} else {
 			bad = append(bad, name)
@@ -252,6 +255,10 @@ func checkFS007(s *scan) outcome {
 	var gev []Evidence
 	for _, n := range granted {
 		gev = append(gev, note("%s granted deliberately", n))
+	}
+	sort.Strings(placeholders)
+	for _, n := range placeholders {
+		gev = append(gev, note("%s holds only a placeholder: the proxy puts the real value into requests to its hosts", n))
 	}
 	if len(ev) > 0 {
 		return failed(append(ev, gev...)...)

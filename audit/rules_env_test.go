@@ -2,6 +2,7 @@ package audit
 
 import (
 	"errors"
+	"github.com/shadow-sandbox/shadow/sandbox/proxy"
 	"os"
 	"path/filepath"
 	"strings"
@@ -276,6 +277,30 @@ func TestFS007GrantedVariable(t *testing.T) {
 	f := ruleOn(t, env, "FS007")
 	if f.Result != Pass || !strings.Contains(evidenceText(f), "ANTHROPIC_API_KEY granted deliberately") {
 		t.Fatalf("granted key: %s %s", f.Result, evidenceText(f))
+	}
+}
+
+// A secret the proxy holds reaches the jail as its placeholder (SPEC §14): FS007 says so and
+// passes; the same name holding anything else still fails.
+func TestFS007SecretPlaceholder(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  Result
+	}{
+		{proxy.NewPlaceholder("ANTHROPIC_API_KEY"), Pass},
+		{proxy.NewPlaceholder("OPENAI_API_KEY"), Fail},          // another variable's placeholder
+		{"shadow-secret-ANTHROPIC_API_KEY-notahexvalue!", Fail}, // shaped like one, but is not
+		{"sk-ant-" + strings.Repeat("x", 30), Fail},
+	} {
+		env := fixtureEnv(t, "jail")
+		env.Vars = append(env.Vars, "ANTHROPIC_API_KEY="+tc.value)
+		f := ruleOn(t, env, "FS007")
+		if f.Result != tc.want {
+			t.Errorf("ANTHROPIC_API_KEY=%s: %s, want %s: %s", tc.value, f.Result, tc.want, evidenceText(f))
+		}
+		if tc.want == Pass && !strings.Contains(evidenceText(f), "holds only a placeholder") {
+			t.Errorf("the placeholder is not named as one: %s", evidenceText(f))
+		}
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/sandbox/proxy"
@@ -104,7 +103,7 @@ func (p *Preset) grantSecrets(host []string, dir string) ([]proxy.Secret, error)
 			hosts = append(hosts, hp)
 		}
 		ph := kept[s.Name]
-		if !strings.HasPrefix(ph, "shadow-secret-"+s.Name+"-") {
+		if !proxy.IsPlaceholder(s.Name, ph) {
 			ph = proxy.NewPlaceholder(s.Name)
 			kept[s.Name], changed = ph, true
 		}

@@ -32,6 +32,17 @@ func NewPlaceholder(name string) string {
 	return "shadow-secret-" + name + "-" + hex.EncodeToString(b)
 }
 
+// IsPlaceholder reports whether value is a placeholder NewPlaceholder made for the variable name:
+// what the jail holds in place of a secret the proxy keeps.
+func IsPlaceholder(name, value string) bool {
+	rest, ok := strings.CutPrefix(value, "shadow-secret-"+name+"-")
+	if !ok || len(rest) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(rest)
+	return err == nil
+}
+
 // CheckSecretHost checks one host of a secret's list, as --secret takes it.
 func CheckSecretHost(h string) error {
 	host, _, err := parseSecretHost(h)
