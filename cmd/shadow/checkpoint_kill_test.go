@@ -151,7 +151,7 @@ func TestKillDuringLastCheckpoint(t *testing.T) {
 }
 
 func killDuringLastCheckpoint(t *testing.T, unprivileged bool) {
-	const files = 3000
+	const files = 1500
 	script := fmt.Sprintf("mkdir d; i=0; while [ $i -lt %d ]; do echo $i > d/f$i; i=$((i+1)); done; echo LAST\n", files)
 	phases := []struct {
 		name string
