@@ -17,6 +17,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/session"
+	"github.com/shadow-sandbox/shadow/ui/agenthost"
 )
 
 // appPty is the app's side of an agent connection: a pty whose master
@@ -124,12 +125,13 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 		t.Fatalf("the agent's state does not name the attached app (pid %d): %+v", os.Getpid(), host.Attached)
 	}
 	// Another app turned away is told who holds the agent, and what to do.
-	other, err := dialAgentHost(host.Socket)
+	other, err := agenthost.Dial(host.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = other.relay(context.Background(), newAppPty(t).tty)
-	var busy *BusyError
+	other.BusyAdvice = BusyAdvice()
+	_, err = other.Relay(context.Background(), newAppPty(t).tty)
+	var busy *agenthost.BusyError
 	if !errors.As(err, &busy) || busy.Holder == nil || busy.Holder.PID != os.Getpid() ||
 		!strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(err.Error(), "shadow tui --attach") {
 		t.Fatalf("a second app is not told who holds the agent: %v", err)
@@ -147,8 +149,8 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 	if err := j.detach(); err != nil {
 		t.Fatalf("detach: %v", err)
 	}
-	if e := waitEnd(t, first); !errors.Is(e.err, errDetached) {
-		t.Fatalf("after detach the agent function returned %+v, want errDetached", e)
+	if e := waitEnd(t, first); !errors.Is(e.err, agenthost.ErrDetached) {
+		t.Fatalf("after detach the agent function returned %+v, want agenthost.ErrDetached", e)
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if h, err := FindAgentHost(cur); err == nil && h.Attached == nil {
@@ -174,11 +176,11 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 	second := runAgent(j2.hostAgent(nil, nil), context.Background(), app2.tty)
 	app2.waitFor(t, "ready") // replayed
 	// One client at a time: a second one is turned away.
-	third, err := dialAgentHost(host.Socket)
+	third, err := agenthost.Dial(host.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := third.relay(context.Background(), newAppPty(t).tty); !IsBusy(err) {
+	if _, err := third.Relay(context.Background(), newAppPty(t).tty); !IsBusy(err) {
 		t.Fatalf("a second client was not turned away: %v", err)
 	}
 	if _, err := app2.master.Write([]byte("hello\r")); err != nil {
@@ -209,7 +211,7 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 func TestAppTurnedAwayShowsNoEndedRun(t *testing.T) {
 	m := newModel(t, testOptions(nil, idleAgent).withReview(t))
 	m.phase = phaseAgent
-	busy := &BusyError{Holder: &AttachedApp{PID: 4242, TTY: "/dev/pts/7"}}
+	busy := &agenthost.BusyError{Holder: &agenthost.AttachedApp{PID: 4242, TTY: "/dev/pts/7"}, Advice: BusyAdvice()}
 	next, cmd := m.Update(agentExitMsg{res: AgentResult{ExitCode: -1}, err: busy})
 	m = next.(Model)
 	if cmd == nil {
@@ -248,7 +250,7 @@ func TestAgentHostLongStatePath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sock := hostSocketPath(agentHostDir(s)); len(sock) <= 108 {
+	if sock := agenthost.SocketPath(s); len(sock) <= 108 {
 		t.Fatalf("the socket path %s is short enough for sockaddr_un: the test tries nothing", sock)
 	}
 	j := &Jail{Lock: lk, Session: s, Store: st, Policy: sandbox.Policy{Project: project, NoCache: true}}

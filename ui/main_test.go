@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/shadow-sandbox/shadow/sandbox"
+	"github.com/shadow-sandbox/shadow/ui/agenthost"
 )
 
 // TestMain lets the test binary act as the shadow binary where the ui
@@ -14,8 +15,8 @@ func TestMain(m *testing.M) {
 		sandbox.ReexecMain()
 		return
 	}
-	if len(os.Args) > 1 && os.Args[1] == AgentHostArg {
-		os.Exit(AgentHostMain())
+	if len(os.Args) > 1 && os.Args[1] == agenthost.Arg {
+		os.Exit(agenthost.Main())
 	}
 	os.Exit(m.Run())
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,6 +25,8 @@ import (
 	"github.com/shadow-sandbox/shadow/sandbox/confine"
 	"github.com/shadow-sandbox/shadow/sandbox/doctor"
 	"github.com/shadow-sandbox/shadow/session"
+	"github.com/shadow-sandbox/shadow/session/runner"
+	"github.com/shadow-sandbox/shadow/ui/agenthost"
 )
 
 // Jail is what the real preflight, agent, review and status bar work on:
@@ -53,7 +56,7 @@ type Jail struct {
 	Attach *AgentHostState
 
 	mu       sync.Mutex
-	client   *hostClient
+	client   *agenthost.Client
 	review   *ReviewSource
 	running  atomic.Bool
 	detached atomic.Bool
@@ -84,26 +87,40 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// SIGHUP (the terminal went away) ends the app as SIGTERM does: the agent is stopped after
+	// the jail's last checkpoint, as `shadow run` stops its command. Only a detach leaves it
+	// running.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		select {
+		case <-hup:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	m, err := NewModel(ctx, opts)
 	if err != nil {
 		return ExitError, err
 	}
 	final, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
-	if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
-		return ExitError, fmt.Errorf("run the app: %w", err)
-	}
 	fm, ok := final.(Model)
-	if !ok {
-		return ExitError, errors.New("run the app: no final state")
-	}
-	if r := fm.run; r != nil && fm.result == nil && !fm.Detached() {
-		// The app ended under a running agent: stop the jail and let the run
-		// be recorded before returning.
+	if r := fm.run; ok && r != nil && fm.result == nil && !fm.Detached() {
+		// The app ended under a running agent (it was quit, killed by its context, or lost
+		// its terminal): stop the jail, which takes its last checkpoint, and let the run be
+		// recorded before returning. Only a detach leaves the agent running.
 		r.cancel()
 		select {
 		case <-r.exited:
 		case <-time.After(10 * time.Second):
 		}
+	}
+	if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
+		return ExitError, fmt.Errorf("run the app: %w", err)
+	}
+	if !ok {
+		return ExitError, errors.New("run the app: no final state")
 	}
 	return fm.ExitCode(), fm.Err()
 }
@@ -155,42 +172,31 @@ func WithJail(opts Options, j *Jail) Options {
 	return opts
 }
 
-// sessionPolicy is p over the session's directories.
-func sessionPolicy(p sandbox.Policy, s *session.Session) sandbox.Policy {
-	p.Upper = s.UpperDir()
-	p.CacheDir, p.RuntimeDir = s.CacheDir(), s.RuntimeDir()
-	if p.NetLog == "" {
-		p.NetLog = s.NetLog()
-	}
-	return p
-}
-
 // JailAgent runs argv in the jail over the session, recording the run.
 func JailAgent(j *Jail, argv []string) AgentFunc {
 	return func(ctx context.Context, tty *os.File) (AgentResult, error) {
-		if err := j.Session.StartRun(argv); err != nil {
-			return AgentResult{ExitCode: -1}, fmt.Errorf("record the run in session %s: %w", j.Session.ID(), err)
+		reqs, _ := j.checkpointChans()
+		w := runner.Wiring{Stdin: tty, Stdout: tty, Stderr: tty, Warnings: tty, Notice: tty,
+			CheckpointRequests: reqs, Checkpointed: j.checkpointed, CheckpointAnswered: j.checkpointAnswered}
+		out, err := runner.Run(ctx, j.Session, j.Policy, argv, w, runner.Options{StateRoot: j.stateRoot()})
+		if err != nil {
+			return AgentResult{ExitCode: -1}, err
 		}
-		p := sessionPolicy(j.Policy, j.Session)
-		var err error
-		if p.Checkpoints, p.NextCheckpoint, err = j.Session.Checkpointing(); err != nil {
-			_ = j.Session.EndRun(sandbox.ExitNoJail)
-			return AgentResult{ExitCode: sandbox.ExitNoJail}, err
-		}
-		p.RunLayer = j.Session.PrecaptureLayer
-		p.CheckpointRequests, _ = j.checkpointChans()
-		p.Checkpointed, p.CheckpointAnswered = j.checkpointed, j.checkpointAnswered
-		p.Stdin, p.Stdout, p.Stderr, p.Warnings = tty, tty, tty, tty
-		res, err := sandbox.Run(ctx, p, argv)
-		code := sandbox.ExitStatus(res, err)
-		if res.StagingError != "" {
-			_ = j.Session.MarkIncomplete(res.StagingError) // the notes say it too
-		}
-		if e := j.Session.EndRun(code); e != nil && err == nil {
-			err = fmt.Errorf("record the end of the run in session %s: %w", j.Session.ID(), e)
-		}
-		return AgentResult{ExitCode: code, Reason: res.StopReason, Notes: sandbox.LayerNotes(res), Duration: res.Duration}, err
+		return OutcomeResult(out), out.JailErr
 	}
+}
+
+// OutcomeResult is how a run ended as the app shows it.
+func OutcomeResult(out runner.Outcome) AgentResult {
+	return AgentResult{ExitCode: out.Code, Reason: out.Result.StopReason, Notes: out.Notes(), Duration: out.Result.Duration}
+}
+
+// stateRoot is shadow's state directory, when the jail knows its store.
+func (j *Jail) stateRoot() string {
+	if j.Store == nil {
+		return ""
+	}
+	return j.Store.Root
 }
 
 // hostAgent runs argv in an agent host that the app connects to (or, with
@@ -209,16 +215,17 @@ func (j *Jail) hostAgent(argv []string, layers []Layer) AgentFunc {
 			}
 			return AgentResult{ExitCode: -1}, err
 		}
-		c.checkpointed, c.checkpointAnswered = j.checkpointed, j.checkpointAnswered
-		stop := j.forwardCheckpoints(c)
-		res, err := c.relay(ctx, tty)
+		c.Checkpointed, c.CheckpointAnswered = j.checkpointed, j.checkpointAnswered
+		stop := j.forwardCheckpoints(&hostClient{c})
+		ex, err := c.Relay(ctx, tty)
 		stop()
-		if errors.Is(err, errDetached) || IsBusy(err) {
+		res := AgentResult{ExitCode: ex.ExitCode, Reason: ex.Reason, Notes: ex.Notes, Duration: ex.Duration}
+		if errors.Is(err, agenthost.ErrDetached) || IsBusy(err) {
 			return res, err
 		}
 		// Once the agent has ended, its host releases the lock before it
 		// says so; after a lost connection the host may still hold it.
-		if e := j.relock(c.ended); e != nil && err == nil {
+		if e := j.relock(c.Ended()); e != nil && err == nil {
 			err = e
 		}
 		return res, err
@@ -227,7 +234,7 @@ func (j *Jail) hostAgent(argv []string, layers []Layer) AgentFunc {
 
 // connect starts the agent host, handing it the writer lock, or finds the
 // one to attach to, and connects to it.
-func (j *Jail) connect(argv []string, layers []Layer, tty *os.File) (*hostClient, error) {
+func (j *Jail) connect(argv []string, layers []Layer, tty *os.File) (*agenthost.Client, error) {
 	sock := ""
 	if j.Attach != nil {
 		sock = j.Attach.Socket
@@ -246,15 +253,20 @@ func (j *Jail) connect(argv []string, layers []Layer, tty *os.File) (*hostClient
 		j.mu.Lock()
 		j.Lock.Release()
 		j.mu.Unlock()
-		if err := startAgentHost(j.Store, j.Session, j.Policy, argv, layers, cols, rows); err != nil {
+		hl := make([]agenthost.Layer, len(layers))
+		for i, l := range layers {
+			hl[i] = agenthost.Layer(l)
+		}
+		if err := agenthost.Start(j.Store, j.Session, j.Policy, j.Apply.Protected, argv, hl, cols, rows); err != nil {
 			return nil, err
 		}
-		sock = hostSocketPath(agentHostDir(j.Session))
+		sock = agenthost.SocketPath(j.Session)
 	}
-	c, err := dialAgentHost(sock)
+	c, err := agenthost.Dial(sock)
 	if err != nil {
 		return nil, err
 	}
+	c.BusyAdvice = BusyAdvice()
 	j.mu.Lock()
 	j.client = c
 	j.mu.Unlock()
@@ -297,7 +309,7 @@ func (j *Jail) detach() error {
 		return errors.New("the agent is not connected yet")
 	}
 	j.detached.Store(true)
-	return c.detach()
+	return c.Detach()
 }
 
 // resizeHost passes the app's pty size on to the agent host.
@@ -306,9 +318,50 @@ func (j *Jail) resizeHost() {
 	c := j.client
 	j.mu.Unlock()
 	if c != nil {
-		c.resize()
+		c.Resize()
 	}
 }
+
+// hostClient is the app's connection to its agent host, as forwardCheckpoints sends it the
+// app's checkpoint requests.
+type hostClient struct{ *agenthost.Client }
+
+// frameCheckpoint names the one frame the app sends its host through send: a checkpoint request.
+const frameCheckpoint = 'c'
+
+// send sends the host a checkpoint request, p being what took it.
+func (c *hostClient) send(_ byte, p []byte) error { return c.RequestCheckpoint(string(p)) }
+
+// AgentHostState is a running agent host as the app shows it: its state file, with the layers of
+// its agent's jail as the status bar shows them.
+type AgentHostState struct {
+	agenthost.State
+	Layers []Layer
+}
+
+// ErrNoAgent is returned by FindAgentHost when no agent runs in the session.
+var ErrNoAgent = agenthost.ErrNoAgent
+
+// FindAgentHost returns the state of the agent host running in s, or an error matching
+// ErrNoAgent when there is none.
+func FindAgentHost(s *session.Session) (AgentHostState, error) {
+	st, err := agenthost.Find(s)
+	h := AgentHostState{State: st}
+	for _, l := range st.Layers {
+		h.Layers = append(h.Layers, Layer(l))
+	}
+	return h, err
+}
+
+// BusyAdvice is what can be done about an agent another app holds, with the default keys.
+func BusyAdvice() string {
+	k := DefaultKeyMap()
+	return fmt.Sprintf("wait for it to end there, or detach it there (%s then %s) and run shadow tui --attach here, or stop it there (%s then %s)",
+		k.Prefix.Help().Key, k.Detach.Help().Key, k.Prefix.Help().Key, k.Stop.Help().Key)
+}
+
+// IsBusy reports whether err says that another app holds the agent.
+func IsBusy(err error) bool { return agenthost.IsBusy(err) }
 
 // JailPreflight is the real preflight: doctor's host checks, the host
 // environment for information, the project's DEP audit, then the ENV, FS
@@ -399,24 +452,10 @@ func (j *Jail) stagedFindings() func(path string) []string {
 			return nil
 		}
 		once.Do(func() {
-			found, _ = StagedFindings(context.Background(), j.Session, j.Policy)
+			found, _ = runner.StagedFindings(context.Background(), j.Session, j.Policy)
 		})
 		return found[path]
 	}
-}
-
-// StagedFindings audits a session's staged tree against its base and returns, per file, the
-// audit rules the agent's changes newly make it fail. The project rules run in a jail over the
-// session's staged view, built from p without network, caches or published ports; nothing is
-// written to the session. Call it only while no run uses the session.
-func StagedFindings(ctx context.Context, s *session.Session, p sandbox.Policy) (map[string][]string, error) {
-	p = sessionPolicy(p, s)
-	p.NoCache, p.Publish, p.AllowNetwork, p.AllowDomains, p.NetLog = true, nil, false, nil, ""
-	p.Timeout = 2 * time.Minute
-	start := func(ctx context.Context, args []string, w io.Writer) error {
-		return sandbox.RunSelf(ctx, p, args, w)
-	}
-	return audit.StagedFindings(ctx, s.Project(), start)
 }
 
 // hostFinding is a doctor check as a preflight line; a missing required

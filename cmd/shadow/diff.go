@@ -56,13 +56,17 @@ it to ID), --since ID everything staged after checkpoint ID; 'shadow log' lists 
 				if err != nil {
 					return err
 				}
-				if nameOnly {
-					for _, p := range patches {
-						fmt.Fprintln(out, diff.QuotePath(p.NewPath))
+				return writeHistory(out, patches, nameOnly, stat, binary, tty)
+			}
+			if !asJSON {
+				// What a running run checkpointed is staged once the run ends: until then the
+				// session's history up to its latest checkpoint is what it holds.
+				if patches, ok, err := runningPatches(s, paths); err != nil || ok {
+					if err != nil {
+						return err
 					}
-					return nil
+					return writeHistory(out, patches, nameOnly, stat, binary, tty)
 				}
-				return writePatches(out, patches, stat, binary, tty)
 			}
 			cs, err := s.Changes()
 			if err != nil {
@@ -101,6 +105,35 @@ it to ID), --since ID everything staged after checkpoint ID; 'shadow log' lists 
 	return cmd
 }
 
+// runningPatches are, while a run is active and has taken checkpoints, the patches from the
+// session's base to its latest checkpoint, limited to paths; ok is false otherwise (the staging
+// layer holds all there is).
+func runningPatches(s *session.Session, paths []string) (_ []diff.FilePatch, ok bool, err error) {
+	if s.Meta.Active == nil || !s.RunActive() {
+		return nil, false, nil
+	}
+	cps, err := s.Checkpoints()
+	if err != nil || len(cps) == 0 || cps[len(cps)-1].Time.Before(s.Meta.Active.Start) {
+		return nil, false, err
+	}
+	all, err := s.HistoryPatches(cps, session.Base, len(cps)-1)
+	if err != nil {
+		return nil, false, err
+	}
+	return underPaths(all, paths), true, nil
+}
+
+// writeHistory prints patches of the session's history: their paths, a diffstat or the patch text.
+func writeHistory(out io.Writer, patches []diff.FilePatch, nameOnly, stat, binary, tty bool) error {
+	if nameOnly {
+		for _, p := range patches {
+			fmt.Fprintln(out, diff.QuotePath(p.NewPath))
+		}
+		return nil
+	}
+	return writePatches(out, patches, stat, binary, tty)
+}
+
 // historyPatches are the patches of one checkpoint's step, or of everything after one, limited
 // to paths (all when empty).
 func historyPatches(s *session.Session, checkpoint, since string, paths []string) ([]diff.FilePatch, error) {
@@ -123,8 +156,16 @@ func historyPatches(s *session.Session, checkpoint, since string, paths []string
 		from, to = i, len(cps)-1
 	}
 	all, err := s.HistoryPatches(cps, from, to)
-	if err != nil || len(paths) == 0 {
-		return all, err
+	if err != nil {
+		return nil, err
+	}
+	return underPaths(all, paths), nil
+}
+
+// underPaths are the patches of paths or below them (all when paths is empty).
+func underPaths(all []diff.FilePatch, paths []string) []diff.FilePatch {
+	if len(paths) == 0 {
+		return all
 	}
 	var out []diff.FilePatch
 	for _, p := range all {
@@ -135,7 +176,7 @@ func historyPatches(s *session.Session, checkpoint, since string, paths []string
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // writePatches prints patches as a diffstat or as git patch text, coloured on a terminal.

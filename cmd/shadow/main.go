@@ -13,7 +13,7 @@ import (
 	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/sandbox/doctor"
 	"github.com/shadow-sandbox/shadow/session"
-	"github.com/shadow-sandbox/shadow/ui"
+	"github.com/shadow-sandbox/shadow/ui/agenthost"
 )
 
 // Exit codes shared by every command (SPEC §1); a run's come from sandbox.ExitStatus.
@@ -54,8 +54,8 @@ func main() {
 		os.Exit(doctor.ProbeMain(os.Args[2:]))
 	}
 	// The agent host of `shadow tui`, which keeps a detached agent running.
-	if len(os.Args) > 1 && os.Args[1] == ui.AgentHostArg {
-		os.Exit(ui.AgentHostMain())
+	if len(os.Args) > 1 && os.Args[1] == agenthost.Arg {
+		os.Exit(agenthost.Main())
 	}
 	doctor.AppArmorTemplate = assets.AppArmorTemplate
 	os.Exit(run(os.Args[1:]))

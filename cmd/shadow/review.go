@@ -13,6 +13,7 @@ import (
 	"github.com/shadow-sandbox/shadow/diffview"
 	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/session"
+	"github.com/shadow-sandbox/shadow/session/runner"
 	"github.com/shadow-sandbox/shadow/ui"
 )
 
@@ -121,7 +122,7 @@ func configFor(project string) session.Config {
 // reported and leaves the badges off; it never blocks the review.
 func stagedFindings(ctx context.Context, s *session.Session, stderr io.Writer) map[string][]string {
 	p := sandbox.Policy{Project: s.Project(), Env: sandbox.BuildEnv(os.Environ(), nil)}
-	found, err := ui.StagedFindings(ctx, s, p)
+	found, err := runner.StagedFindings(ctx, s, p)
 	if err != nil {
 		sayErr(stderr, "shadow: warning: the staged tree could not be audited:", err)
 		return nil

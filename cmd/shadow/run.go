@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -15,6 +14,7 @@ import (
 	"github.com/shadow-sandbox/shadow/sandbox/doctor"
 	"github.com/shadow-sandbox/shadow/sandbox/preset"
 	"github.com/shadow-sandbox/shadow/session"
+	"github.com/shadow-sandbox/shadow/session/runner"
 )
 
 func newRunCmd() *cobra.Command {
@@ -93,92 +93,41 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 		return err
 	}
 	defer lk.Release()
-	if err := s.AwaitCheckpoints(cmd.ErrOrStderr()); err != nil {
-		return err
-	}
-	p := setup.policy
-	p.Upper = s.UpperDir()
-	p.CacheDir, p.RuntimeDir = s.CacheDir(), s.RuntimeDir()
-	p.NetLog = s.NetLog()
-
-	if err := s.StartRun(argv); err != nil {
-		return err
-	}
-	if p.Checkpoints, p.NextCheckpoint, err = s.Checkpointing(); err != nil {
-		_ = s.EndRun(sandbox.ExitNoJail)
-		return err
-	}
-	p.RunLayer = s.PrecaptureLayer
 	// SIGTERM or SIGHUP stops the jail; Ctrl+C (SIGINT) is the command's own.
 	in := catchInterrupts(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer in.stop()
-	ctx := in.Context()
-	// The run's record and its summary's change set come from one scan,
-	// made while the jail is torn down when the jail reports the end.
-	var (
-		cs     *session.ChangeSet
-		endErr error
-		ended  bool
-	)
-	// A run that took no checkpoint staged nothing: its end reads nothing of what the session
-	// staged before, so that a run's fixed cost does not grow with it.
-	var took sync.Mutex
-	staged := false
-	p.Checkpointed = func(sandbox.Checkpoint) {
-		took.Lock()
-		staged = true
-		took.Unlock()
+	stderr := cmd.ErrOrStderr()
+	out, err := runner.Run(in.Context(), s, setup.policy, argv, runner.Wiring{Notice: stderr},
+		runner.Options{StateRoot: setup.root, Summary: true})
+	if err != nil {
+		return err
 	}
-	unchanged := false
-	p.Ended = func(res sandbox.Result) {
-		took.Lock()
-		unchanged = !staged && res.StagingError == ""
-		took.Unlock()
-		if unchanged {
-			endErr = s.EndRunUnchanged(sandbox.ExitStatus(res, nil))
-		} else {
-			cs, endErr = s.EndRunChanges(sandbox.ExitStatus(res, nil))
+	if out.JailErr != nil {
+		if out.EndErr != nil {
+			sayErr(stderr, "shadow:", out.EndErr)
 		}
-		ended = true
-	}
-	res, runErr := sandbox.Run(ctx, p, argv)
-	code := sandbox.ExitStatus(res, runErr)
-	if !ended {
-		cs, endErr = s.EndRunChanges(code)
-	}
-	if runErr != nil {
-		if endErr != nil {
-			sayErr(cmd.ErrOrStderr(), "shadow:", endErr)
+		if !sandbox.IsJailError(out.JailErr) {
+			return withCode(exitNoJail, out.JailErr)
 		}
-		if !sandbox.IsJailError(runErr) {
-			return withCode(exitNoJail, runErr)
-		}
-		sayErr(cmd.ErrOrStderr(), "shadow:", runErr)
-		printDoctorProblems(cmd.Context(), cmd.ErrOrStderr())
+		sayErr(stderr, "shadow:", out.JailErr)
+		printDoctorProblems(cmd.Context(), stderr)
 		return withCode(exitNoJail, nil)
 	}
-	if sig := in.Signal(); sig != 0 && res.StopReason != "" {
-		res.StopReason = fmt.Sprintf("shadow received %s, and stopped the command and everything it started", signalName(sig))
+	if sig := in.Signal(); sig != 0 && out.Result.StopReason != "" {
+		out.Result.StopReason = fmt.Sprintf("shadow received %s, and stopped the command and everything it started", signalName(sig))
 	}
-	if res.StagingError != "" {
-		// Some of what the run wrote is not staged (the state directory is full): the session
-		// says so from now on, and the run does not end as a success.
-		if err := s.MarkIncomplete(res.StagingError); err != nil {
-			sayErr(cmd.ErrOrStderr(), "shadow:", err)
-		}
-		res.StagingError += " (shadow's state directory is " + setup.root + ")"
-		if code == 0 {
-			code = exitError
-		}
+	if out.MarkErr != nil {
+		sayErr(stderr, "shadow:", out.MarkErr)
 	}
-	printRunSummary(cmd.ErrOrStderr(), s, res, cs, session.ExplainFull(endErr, setup.root), unchanged)
-	return withCode(code, nil)
+	printRunSummary(stderr, s, out)
+	return withCode(out.Code, nil)
 }
 
 // printRunSummary is the one-screen summary shown when a run ends, with the
 // change set the run left, or why recording the run's end or reading the
 // change set failed.
-func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *session.ChangeSet, endErr error, unchanged bool) {
+func printRunSummary(w io.Writer, s *session.Session, out runner.Outcome) {
+	res, cs, endErr := out.Result, out.Changes, out.EndErr
 	fmt.Fprintln(w)
 	switch {
 	case res.StopReason != "":
@@ -191,8 +140,8 @@ func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *se
 	for _, l := range sandbox.LayerNotes(res) {
 		sayErr(w, "shadow:", l)
 	}
-	if res.StagingError != "" {
-		sayErr(w, "shadow:", fmt.Sprintf("session %s is marked incomplete: staged files may be missing or cut short; `shadow diff` shows what is staged, `shadow discard` drops it", s.ID()))
+	if out.Incomplete {
+		sayErr(w, "shadow:", out.IncompleteNote())
 	}
 	if endErr != nil {
 		sayErr(w, "shadow:", endErr)
@@ -201,8 +150,8 @@ func printRunSummary(w io.Writer, s *session.Session, res sandbox.Result, cs *se
 	if errors.As(endErr, &unread) {
 		return
 	}
-	if unchanged && endErr == nil {
-		fmt.Fprintf(w, "session %s: this run staged no change (`shadow diff --stat` shows what the session holds)\n", s.ID())
+	if out.Unchanged && endErr == nil {
+		fmt.Fprintln(w, out.UnchangedNote())
 		return
 	}
 	if cs == nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/shadow-sandbox/shadow/sandbox/preset"
 	"github.com/shadow-sandbox/shadow/sandbox/proxy"
 	"github.com/shadow-sandbox/shadow/session"
+	"github.com/shadow-sandbox/shadow/session/runner"
 )
 
 // runFlags are the flags shared by run, shell and tui (SPEC §1). Each has a config key of the
@@ -323,26 +324,15 @@ func (f *runFlags) openSession(setup *runSetup, command string, stderr io.Writer
 	if err != nil {
 		return nil, nil, false, err
 	}
-	lk, err := st.LockProject(setup.project, session.LockOptions{Wait: f.wait, Command: command})
+	op, err := runner.Open(st, runner.OpenOptions{Project: setup.project, Command: command, Wait: f.wait,
+		New: f.newSession, Protected: setup.cfg.Protected})
+	if op != nil && op.Recovered != "" {
+		sayErr(stderr, "shadow:", op.Recovered)
+	}
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if lk.Recovered != "" {
-		sayErr(stderr, "shadow:", lk.Recovered)
-	}
-	var s *session.Session
-	created := true
-	if f.newSession {
-		s, err = lk.Create()
-	} else {
-		s, created, err = lk.CurrentOrCreate()
-	}
-	if err != nil {
-		lk.Release()
-		return nil, nil, false, err
-	}
-	s.SetProtected(setup.cfg.Protected)
-	return lk, s, created, nil
+	return op.Lock, op.Session, op.Created, nil
 }
 
 // sessions opens the session store, creating the state directory: only once the run is allowed

@@ -1,0 +1,157 @@
+package ui
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/sandbox"
+	"github.com/shadow-sandbox/shadow/session"
+	"github.com/shadow-sandbox/shadow/ui/agenthost"
+)
+
+// agentPaths are the two ways the app runs an agent: in its own jail, and through an agent host.
+var agentPaths = []struct {
+	name  string
+	agent func(j *Jail, argv []string) AgentFunc
+}{
+	{"in the app", JailAgent},
+	{"agent host", func(j *Jail, argv []string) AgentFunc { return j.hostAgent(argv, nil) }},
+}
+
+// stopHost kills, with the test, an agent host that a failed step left running in s.
+func stopHost(t *testing.T, s *session.Session) {
+	t.Cleanup(func() {
+		if h, err := agenthost.Find(s); err == nil {
+			_ = unix.Kill(h.PID, unix.SIGKILL)
+		}
+	})
+}
+
+// A run that stages nothing ends as `shadow run`'s does, on either path: cheaply, reading nothing
+// staged before, with no checkpoint, and the end box says that it staged no change; a run that
+// writes does not say so.
+func TestAgentRunThatStagesNothing(t *testing.T) {
+	for _, path := range agentPaths {
+		t.Run(path.name, func(t *testing.T) {
+			st, lk, s, project := checkpointSession(t)
+			j := &Jail{Lock: lk, Session: s, Store: st, Policy: sandbox.Policy{Project: project, NoCache: true}}
+			defer j.Release()
+			stopHost(t, s)
+			run := func(script string) AgentResult {
+				t.Helper()
+				app := newAppPty(t)
+				e := waitEnd(t, runAgent(path.agent(j, []string{"/bin/sh", "-c", script}), context.Background(), app.tty))
+				if e.err != nil || e.res.ExitCode != 0 {
+					t.Fatalf("%q ended with %+v", script, e)
+				}
+				return e.res
+			}
+			const none = "this run staged no change"
+			if res := run("echo 2 >> a.txt"); strings.Contains(strings.Join(res.Notes, "\n"), none) {
+				t.Errorf("a run that writes says %q: %q", none, res.Notes)
+			}
+			cps, _ := j.Session.Checkpoints()
+			res := run("cat a.txt")
+			if !strings.Contains(strings.Join(res.Notes, "\n"), none) {
+				t.Errorf("a run that writes nothing does not say %q: %q", none, res.Notes)
+			}
+			after, _ := j.Session.Checkpoints()
+			if len(after) != len(cps) {
+				t.Errorf("a run that writes nothing took a checkpoint: %d before, %d after", len(cps), len(after))
+			}
+			cs, err := j.Session.Changes()
+			if err != nil || len(cs.Changes) != 1 || cs.Changes[0].Path != "a.txt" {
+				t.Errorf("the staged changes after it: %+v %v", cs, err)
+			}
+		})
+	}
+}
+
+// A run whose writes could not all be staged (the state directory is full) says so in the end
+// box on either path, as `shadow run` does: that the session is marked incomplete, or, when even
+// that fails, why. The test re-runs itself in a private mount namespace with the state directory
+// on a 3 MB tmpfs.
+func TestAgentReportsIncompleteStaging(t *testing.T) {
+	if os.Getenv("SHADOW_TEST_FULL_DISK") == "" {
+		if os.Getuid() != 0 {
+			t.Skip("not root: mounting the small tmpfs needs root")
+		}
+		if _, err := exec.LookPath("unshare"); err != nil {
+			t.Skip("unshare (util-linux) not installed")
+		}
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("unshare", "-m", "--propagation", "private", self, "-test.run", "^TestAgentReportsIncompleteStaging$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), "SHADOW_TEST_FULL_DISK=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestAgentReportsIncompleteStaging") {
+			t.Fatalf("in a private mount namespace: %v\n%s", err, out)
+		}
+		return
+	}
+	for _, path := range agentPaths {
+		for _, markFails := range []bool{false, true} {
+			name := path.name
+			if markFails {
+				name += ", marking fails"
+			}
+			t.Run(name, func(t *testing.T) {
+				dir := t.TempDir()
+				state := filepath.Join(dir, "s")
+				if err := os.MkdirAll(state, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := unix.Mount("tmpfs", state, "tmpfs", 0, "size=3m"); err != nil {
+					t.Skipf("mount a small tmpfs: %v", err)
+				}
+				t.Cleanup(func() { unix.Unmount(state, unix.MNT_DETACH) })
+				project := filepath.Join(dir, "p")
+				writeFiles(t, project, map[string]string{"a.txt": "a\n"})
+				st, err := session.Open(state)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lk, err := st.LockProject(project, session.LockOptions{Command: "test"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := lk.Create()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if markFails {
+					// The mark is a file of the session's directory: a directory in its place
+					// makes it fail.
+					if err := os.Mkdir(filepath.Join(s.Dir(), "incomplete"), 0o700); err != nil {
+						t.Fatal(err)
+					}
+				}
+				j := &Jail{Lock: lk, Session: s, Store: st, Policy: sandbox.Policy{Project: project, NoCache: true}}
+				defer j.Release()
+				stopHost(t, s)
+				app := newAppPty(t)
+				argv := []string{"/bin/sh", "-c", "echo small > s.txt; head -c 8000000 /dev/urandom > big.bin; echo after > z.txt"}
+				e := waitEnd(t, runAgent(path.agent(j, argv), context.Background(), app.tty))
+				notes := strings.Join(e.res.Notes, "\n")
+				if e.res.ExitCode == 0 || !strings.Contains(notes, "not everything the run wrote is staged") {
+					t.Fatalf("a run whose staging ran out of space: %+v", e)
+				}
+				want := "is marked incomplete"
+				if markFails {
+					want = "mark session " + s.ID() + " incomplete"
+				}
+				if !strings.Contains(notes, want) {
+					t.Errorf("the end box does not say %q:\n%s", want, notes)
+				}
+			})
+		}
+	}
+}
