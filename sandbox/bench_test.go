@@ -41,26 +41,27 @@ func benchProject(b *testing.B) string {
 }
 
 // benchPolicy is a jail over project with a fresh staging layer.
-func benchPolicy(b *testing.B, project string) Policy {
+func benchPolicy(b *testing.B, project string) setup {
 	b.Helper()
 	state, err := os.MkdirTemp(filepath.Dir(project), "state-")
 	if err != nil {
 		b.Fatal(err)
 	}
-	return Policy{
+	return setup{Policy: Policy{
 		Project: project,
 		Upper:   filepath.Join(state, "upper"),
 		Home:    b.TempDir(),
 		Env:     BuildEnv(os.Environ(), nil),
-		Stdin:   strings.NewReader(""),
-		Stdout:  io.Discard,
-		Stderr:  io.Discard,
-	}
+	}, IO: IO{
+		Stdin:  strings.NewReader(""),
+		Stdout: io.Discard,
+		Stderr: io.Discard,
+	}}
 }
 
-func runJail(b *testing.B, p Policy, argv ...string) {
+func runJail(b *testing.B, p setup, argv ...string) {
 	b.Helper()
-	res, err := Run(context.Background(), p, argv)
+	res, err := runSetup(context.Background(), p, argv)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func BenchmarkAppend5000Jail(b *testing.B) {
 		b.StopTimer()
 		p := benchPolicy(b, dir)
 		b.StartTimer()
-		res, err := Run(context.Background(), p, []string{"/bin/sh", "-c", appendScript})
+		res, err := runSetup(context.Background(), p, []string{"/bin/sh", "-c", appendScript})
 		if err != nil || res.ExitCode != 0 {
 			b.Fatalf("append: %v, exit %d", err, res.ExitCode)
 		}
@@ -158,7 +159,7 @@ func BenchmarkCheckpoint10Files(b *testing.B) {
 	script := `n=0; while read -r line; do n=$((n+1)); for f in d00/f00*.txt; do echo "step $n" >> "$f"; done; echo ready; done`
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(context.Background(), p, []string{"/bin/sh", "-c", script})
+		_, err := runSetup(context.Background(), p, []string{"/bin/sh", "-c", script})
 		outW.Close()
 		done <- err
 	}()

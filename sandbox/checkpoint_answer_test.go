@@ -68,7 +68,7 @@ func TestOverlayCheckpointAnswers(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := Run(ctx, p, []string{"/bin/sh", "-c", `echo a > a.txt; sleep 0.1; echo ready; read x; echo b > b.txt`})
+	res, err := runSetup(ctx, p, []string{"/bin/sh", "-c", `echo a > a.txt; sleep 0.1; echo ready; read x; echo b > b.txt`})
 	inR.Close()
 	outW.Close()
 	if err != nil || res.ExitCode != 0 {

@@ -134,7 +134,7 @@ func TestEscapeHostSocketReadOnlyPaths(t *testing.T) {
 
 	// --ro of a socket itself is refused before anything runs.
 	p.ReadOnly = append(p.ReadOnly, sockets[2])
-	if _, err := Run(t.Context(), p, []string{"/bin/true"}); err == nil || !strings.Contains(err.Error(), "socket") {
+	if _, err := runSetup(t.Context(), p, []string{"/bin/true"}); err == nil || !strings.Contains(err.Error(), "socket") {
 		t.Errorf("--ro of a socket: %v, want a refusal naming the socket", err)
 	}
 }

@@ -298,7 +298,7 @@ func TestEscapeRegainCapabilities(t *testing.T) {
 
 // backgroundJail is a jail whose policy has a --rw directory, and the file in it that the
 // "background" probe's detached process appends to.
-func backgroundJail(t *testing.T) (*testJail, Policy, string) {
+func backgroundJail(t *testing.T) (*testJail, setup, string) {
 	j := newTestJail(t)
 	shared := t.TempDir()
 	p := j.policy()
@@ -329,7 +329,7 @@ func TestEscapeBackgroundProcess(t *testing.T) {
 	}
 }
 
-// TestEscapeBackgroundProcessAtEnded checks what Policy.Ended may rely on:
+// TestEscapeBackgroundProcessAtEnded checks what IO.Ended may rely on:
 // when it is called, a detached process the command left is already gone.
 func TestEscapeBackgroundProcessAtEnded(t *testing.T) {
 	t.Parallel()

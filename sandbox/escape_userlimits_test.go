@@ -80,7 +80,7 @@ func TestEscapeUserLimits(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		res, err := Run(ctx, p, []string{j.probe})
+		res, err := runSetup(ctx, p, []string{j.probe})
 		if err == nil && res.ExitCode != 0 {
 			err = fmt.Errorf("probe exited %d", res.ExitCode)
 		}

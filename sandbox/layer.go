@@ -216,7 +216,7 @@ const (
 )
 
 // PromptRequest is the checkpoint request of a prompt whose first line is line (see
-// layers.PromptRequest): what the app puts on Policy.CheckpointRequests for an Enter.
+// layers.PromptRequest): what the app puts on IO.CheckpointRequests for an Enter.
 func PromptRequest(line string) string { return layers.PromptRequest(line) }
 
 // SplitRequest is what took a requested checkpoint and the prompt's line (layers.SplitRequest).

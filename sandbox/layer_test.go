@@ -79,7 +79,7 @@ func TestOverlayAcrossRuns(t *testing.T) {
 func TestOverlayLayerOnDisk(t *testing.T) {
 	t.Parallel()
 	j := newTestJail(t)
-	onDisk := func() Policy {
+	onDisk := func() setup {
 		p := j.policy()
 		p.layerOnDisk = true
 		return p

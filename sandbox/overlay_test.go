@@ -291,7 +291,7 @@ func TestStateBind(t *testing.T) {
 	}
 	// A state bind into the project would bypass staging: refused.
 	p.StateBinds = []StateBind{{Src: state, Dst: j.project}}
-	if _, err := Run(context.Background(), p, []string{"/bin/true"}); !IsJailError(err) {
+	if _, err := runSetup(context.Background(), p, []string{"/bin/true"}); !IsJailError(err) {
 		t.Errorf("state bind over the project: %v, want a JailError", err)
 	}
 }

@@ -6,6 +6,7 @@
 package sandbox
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -95,27 +96,13 @@ type Policy struct {
 	// Checkpoints is the session's checkpoint directory: PID 1 writes a
 	// checkpoint there (see Checkpoint) at the end of the run, when the
 	// run's layer was written and then quiet for QuietCheckpoint, and when
-	// CheckpointRequests asks. NextCheckpoint is the number of the next
+	// IO.CheckpointRequests asks. NextCheckpoint is the number of the next
 	// (c<N>). Empty: no checkpoints.
 	Checkpoints    string
 	NextCheckpoint int
 	// Command is the command as the user gave it, for the checkpoints'
 	// record, when the argv run differs (a preset added arguments).
 	Command []string
-	// CheckpointRequests asks for a checkpoint while the command runs; each
-	// value is what took it (CheckpointPrompt, CheckpointManual).
-	CheckpointRequests <-chan string `json:"-"`
-	// Checkpointed, when set, is told of every checkpoint PID 1 wrote, the
-	// end of the run's included, before Ended.
-	Checkpointed func(Checkpoint) `json:"-"`
-	// CheckpointAnswered, when set, is told when PID 1 is done with each
-	// request of CheckpointRequests (its reason), in order: after Checkpointed
-	// of the checkpoint it wrote, or when there was nothing to write.
-	CheckpointAnswered func(trigger string) `json:"-"`
-	// RunLayer, when set, is given the run's layer (open, read-only use)
-	// once the jail is built and before the command starts: where what the
-	// run writes appears while it goes. Run closes it when RunLayer returns.
-	RunLayer func(dir *os.File) `json:"-"`
 	// CheckpointBudget is the disk the session's checkpoints may use: past
 	// it, quiet checkpoints stop for the run, and a warning says so. Zero:
 	// DefaultCheckpointBudget times the run's layer size; negative: none.
@@ -132,22 +119,6 @@ type Policy struct {
 	// TmpSize and HomeSize are the size limits of the jail's /tmp and $HOME
 	// tmpfs, in bytes. Zero: 1 GiB and 512 MiB.
 	TmpSize, HomeSize int64
-	// Stdin, Stdout and Stderr are the command's standard streams. Nil: the
-	// process's own. When any of them is a terminal, the command gets a pty.
-	Stdin  io.Reader
-	Stdout io.Writer
-	Stderr io.Writer
-	// Warnings receives shadow's own warnings (shared network). Nil: Stderr.
-	Warnings io.Writer
-	// Ended, when set, is called once the command (or its failed exec) and
-	// everything it started are gone, with the Result Run is about to
-	// return, while the kernel still tears the jail down (unmounting an
-	// overlay that staged thousands of files takes tens of milliseconds):
-	// the caller's work on the run's end overlaps that. The terminal and
-	// the signals are the caller's again by then. Run returns after Ended
-	// does. It is not called when PID 1 could not report the end (it was
-	// killed) or the jail failed: Run's return is all there is then.
-	Ended func(Result) `json:"-"`
 
 	// layerOnDisk makes the run's layer a directory on disk, as on a
 	// kernel whose tmpfs keeps no user.* attributes: for tests of that way.
@@ -198,6 +169,11 @@ type IO struct {
 	// after Ended does. It is not called when PID 1 could not report the end
 	// (it was killed) or the jail failed: Run's return is all there is then.
 	Ended func(Result)
+	// Resolver resolves the names the allow-list proxy connects to, and
+	// Roots are the roots it trusts for the real servers of the secrets'
+	// hosts. Nil: the host's resolver and trust store.
+	Resolver proxy.Resolver
+	Roots    *x509.CertPool
 }
 
 // Result is how a run ended.

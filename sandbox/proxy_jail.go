@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -48,14 +47,6 @@ type netProxy struct {
 	done  chan struct{} // closed when the hand-off goroutine ends
 }
 
-// proxyResolver resolves names for the proxy when startNetProxy is given
-// no resolver; nil is the host's resolver. Tests map their own names.
-var proxyResolver proxy.Resolver
-
-// proxyRoots are the roots the proxy trusts for the real servers of the
-// secrets' hosts; nil is the host's trust store. Tests trust their own.
-var proxyRoots *x509.CertPool
-
 // handOffTimeout bounds how long the host waits for a connection's
 // descriptor on the hand-off socket.
 const handOffTimeout = 5 * time.Second
@@ -63,11 +54,11 @@ const handOffTimeout = 5 * time.Second
 // startNetProxy starts an allow-list proxy for rules that serves the
 // listening socket PID 1 of the jail hands over on runtimeDir's proxy
 // socket. Every request is appended as a JSON line to netLog (none when
-// empty). Names resolve through proxyResolver; the real servers of the
-// secrets' hosts are verified against proxyRoots. A request off the list is
-// put to ask, when set.
-func startNetProxy(runtimeDir string, rules []proxy.Rule, netLog string, sec *runSecrets, ask proxy.Asker) (*netProxy, error) {
-	cfg := proxy.Config{Allow: rules, Resolver: proxyResolver, Roots: proxyRoots, Ask: ask}
+// empty). The proxy resolves names, trusts the real servers of the secrets'
+// hosts and puts a request off the list to the user as w says
+// (IO.Resolver, IO.Roots, IO.AskNetwork).
+func startNetProxy(runtimeDir string, rules []proxy.Rule, netLog string, sec *runSecrets, w IO) (*netProxy, error) {
+	cfg := proxy.Config{Allow: rules, Resolver: w.Resolver, Roots: w.Roots, Ask: w.AskNetwork}
 	if sec != nil {
 		cfg.Secrets, cfg.CA = sec.secrets, sec.ca
 	}

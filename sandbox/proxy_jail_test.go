@@ -158,10 +158,10 @@ func BenchmarkProxyInJail(b *testing.B) {
 
 	base := b.TempDir()
 	probeDir, probe := probeBinary(b)
-	p := Policy{
+	p := setup{Policy: Policy{
 		Project: filepath.Join(base, "project"), Upper: filepath.Join(base, "upper"),
 		Home: filepath.Join(base, "home"), ReadOnly: []string{probeDir}, Env: BuildEnv(os.Environ(), nil),
-	}
+	}}
 	for _, d := range []string{p.Project, p.Home} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			b.Fatal(err)
@@ -172,14 +172,12 @@ func BenchmarkProxyInJail(b *testing.B) {
 		b.Fatal(err)
 	}
 	p.AllowDomains = rules
-	old := proxyResolver
-	proxyResolver = testDNS{"api.test": loopback()}
-	defer func() { proxyResolver = old }()
+	p.Resolver = testDNS{"api.test": loopback()}
 	p.Env = append(append([]string{}, p.Env...), "SHADOW_TRY=http-loop", "URL=http://api.test:"+port+"/", "N="+strconv.Itoa(n))
 	var out strings.Builder
 	p.Stdin, p.Stdout, p.Stderr = strings.NewReader(""), &out, &out
 	b.ResetTimer()
-	res, err := Run(context.Background(), p, []string{probe})
+	res, err := runSetup(context.Background(), p, []string{probe})
 	b.StopTimer()
 	if err != nil || res.ExitCode != 0 {
 		b.Fatalf("probe: %v, exit %d: %s", err, res.ExitCode, out.String())
@@ -246,6 +244,7 @@ func readNetLog(t *testing.T, path string) []proxy.Entry {
 // loopback are refused; the same servers cannot be reached without the
 // proxy; every proxied request is in the network log.
 func TestAllowDomainReachesOnlyTheList(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	_, port, hits := countingServer(t, false, "plain-ok")
 	tlsSrv, tlsPort, tlsHits := countingServer(t, true, "tls-ok")
@@ -261,9 +260,9 @@ func TestAllowDomainReachesOnlyTheList(t *testing.T) {
 	p := j.policy()
 	p.AllowDomains = mustRules(t, "api.test:"+port, "example.com:"+tlsPort, "*.wild.test:"+port)
 	p.NetLog = netLog
-	useResolver(t, testDNS{
+	p.Resolver = testDNS{
 		"api.test": loopback(), "example.com": loopback(), "evil.test": loopback(), "x.wild.test": loopback(),
-	})
+	}
 	urls := []string{
 		"http://api.test:" + port + "/hello",
 		"https://example.com:" + tlsPort + "/",
@@ -340,6 +339,7 @@ func TestAllowDomainReachesOnlyTheList(t *testing.T) {
 // TestAllowDomainNoneNoProxy: no allow-list, or the whole network, means no
 // proxy variables and no proxy socket.
 func TestAllowDomainNoneNoProxy(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	p := j.policy()
 	p.RuntimeDir = filepath.Join(j.base, "runtime")
@@ -353,7 +353,7 @@ func TestAllowDomainNoneNoProxy(t *testing.T) {
 	// With the whole network there is nothing to filter: no proxy either.
 	p.AllowNetwork = true
 	p.AllowDomains = mustRules(t, "api.test")
-	s, err := prepare(p, []string{"/bin/true"}, t.TempDir())
+	s, err := prepare(p.Policy, []string{"/bin/true"}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func TestAllowDomainNoneNoProxy(t *testing.T) {
 		t.Errorf("a proxy with --allow-network")
 	}
 	p.AllowNetwork = false
-	if s, _ := prepare(p, []string{"/bin/true"}, t.TempDir()); s == nil || !s.Proxy {
+	if s, _ := prepare(p.Policy, []string{"/bin/true"}, t.TempDir()); s == nil || !s.Proxy {
 		t.Errorf("no proxy for an allow-list")
 	}
 }
@@ -370,6 +370,7 @@ func TestAllowDomainNoneNoProxy(t *testing.T) {
 // /run/shadow, and the hand-off socket is gone once the proxy has the jail's
 // listener.
 func TestAllowDomainHandOffSocket(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	p := j.policy()
 	p.RuntimeDir = filepath.Join(j.base, "runtime")
@@ -390,10 +391,10 @@ func TestAllowDomainHandOffSocket(t *testing.T) {
 // listening TCP socket handed over, refusing other descriptors, removes the
 // hand-off socket, and closes the listener when the run ends.
 func TestHandOffTakesOnlyAListener(t *testing.T) {
+	t.Parallel()
 	_, port, hits := countingServer(t, false, "ok")
-	useResolver(t, testDNS{"api.test": loopback()})
 	dir := t.TempDir()
-	n, err := startNetProxy(dir, mustRules(t, "api.test:"+port), "", nil, nil)
+	n, err := startNetProxy(dir, mustRules(t, "api.test:"+port), "", nil, IO{Resolver: testDNS{"api.test": loopback()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,6 +466,7 @@ func TestHandOffTakesOnlyAListener(t *testing.T) {
 // into $HOME; writes there reach the state directly and are not staged;
 // binds into the project or outside $HOME are refused.
 func TestStateBindFileAndLimits(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	state := filepath.Join(j.base, "agent-state")
 	writeFiles(t, state, map[string]string{"dir/seeded.json": "seed\n", "rc.yml": "rc\n"})
@@ -494,13 +496,14 @@ func TestStateBindFileAndLimits(t *testing.T) {
 		p := j.policy()
 		p.StateBinds = []StateBind{{Src: filepath.Join(state, "dir"), Dst: dst}}
 		p.Stdin, p.Stdout, p.Stderr = strings.NewReader(""), io.Discard, io.Discard
-		if _, err := Run(context.Background(), p, []string{"/bin/true"}); !IsJailError(err) {
+		if _, err := runSetup(context.Background(), p, []string{"/bin/true"}); !IsJailError(err) {
 			t.Errorf("state bind on %s: err = %v, want a jail error", dst, err)
 		}
 	}
 }
 
 func TestListenUnixLongPath(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	long := filepath.Join(dir, strings.Repeat("d", 60), strings.Repeat("e", 60))
 	if err := os.MkdirAll(long, 0o700); err != nil {
@@ -525,6 +528,7 @@ func TestListenUnixLongPath(t *testing.T) {
 }
 
 func TestProxyEnvOverrides(t *testing.T) {
+	t.Parallel()
 	env := proxyEnv([]string{"PATH=/bin", "HTTPS_PROXY=http://evil:1", "no_proxy=*"}, 4321)
 	want := map[string]string{"PATH": "/bin", "HTTPS_PROXY": "http://127.0.0.1:4321", "no_proxy": jailNoProxy, "NODE_USE_ENV_PROXY": "1"}
 	for k, v := range want {
@@ -549,13 +553,6 @@ func mustRules(t *testing.T, specs ...string) []proxy.Rule {
 	return rules
 }
 
-// useResolver makes the proxy of the test's jails resolve names with r.
-func useResolver(t *testing.T, r proxy.Resolver) {
-	old := proxyResolver
-	proxyResolver = r
-	t.Cleanup(func() { proxyResolver = old })
-}
-
 // TestAllowDomainLoopbackDirect: with an allow-list, a server the command
 // starts on the jail's loopback is reached directly by an HTTP client that
 // honours the proxy variables (curl), by address and by name; an allowed
@@ -563,6 +560,7 @@ func useResolver(t *testing.T, r proxy.Resolver) {
 // relayed and logged; anything else still goes through the proxy and is
 // refused.
 func TestAllowDomainLoopbackDirect(t *testing.T) {
+	t.Parallel()
 	curl, err := exec.LookPath("curl")
 	if err != nil {
 		t.Skip("curl is not installed (Debian: apt install curl)")
@@ -574,7 +572,7 @@ func TestAllowDomainLoopbackDirect(t *testing.T) {
 	p.ReadOnly = append(p.ReadOnly, filepath.Dir(curl))
 	p.AllowDomains = mustRules(t, "localhost:"+hostPort, "api.test:"+hostPort)
 	p.NetLog = netLog
-	useResolver(t, testDNS{"api.test": loopback(), "localhost": loopback()})
+	p.Resolver = testDNS{"api.test": loopback(), "localhost": loopback()}
 	const jailAddr = "127.0.0.1:18765"
 	script := `SHADOW_TRY=http-serve ADDR=` + jailAddr + ` "$PROBE" & srv=$!
 for i in $(seq 100); do curl -s --noproxy '*' -o /dev/null http://` + jailAddr + `/ && break; sleep 0.05; done
@@ -625,6 +623,7 @@ kill $srv`
 // TestLoopbackRelays: which allow-list rules get a listener on the jail's
 // loopback, and where each is relayed.
 func TestLoopbackRelays(t *testing.T) {
+	t.Parallel()
 	got := loopbackRelays(mustRules(t, "localhost:8080", "127.0.0.2:9000", "[::1]:7000", "api.test:8080",
 		"*.example.com", "10.0.0.1:80", "localhost:8080", "127.0.0.1"))
 	want := []loopbackRelay{
@@ -641,6 +640,7 @@ func TestLoopbackRelays(t *testing.T) {
 // through from the host's copy; what the agent adds stays in its layer,
 // kept for the next run and never written to the host's copy.
 func TestStateBindAgentCache(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	hostCache := filepath.Join(j.home, ".tool", "packages")
 	writeFiles(t, hostCache, map[string]string{"plugin/index.js": "host copy\n"})

@@ -56,7 +56,7 @@ func TestOverlayQuietEveryWrite(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		res, err := Run(ctx, p, []string{"/bin/sh", "-c", script.String()})
+		res, err := runSetup(ctx, p, []string{"/bin/sh", "-c", script.String()})
 		if err != nil {
 			t.Errorf("Run: %v", err)
 		}
@@ -151,7 +151,7 @@ done`, steps)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		res, err := Run(ctx, p, []string{"/bin/sh", "-c", script})
+		res, err := runSetup(ctx, p, []string{"/bin/sh", "-c", script})
 		if err != nil {
 			t.Errorf("Run: %v", err)
 		}

@@ -43,7 +43,7 @@ func BenchmarkRelayColour(b *testing.B) {
 		jail = min(jail, ptyReadTime(b, func(tty *os.File) error {
 			p := benchPolicy(b, project)
 			p.Stdin, p.Stdout, p.Stderr = tty, tty, tty
-			res, err := Run(context.Background(), p, []string{"cat", file})
+			res, err := runSetup(context.Background(), p, []string{"cat", file})
 			if err == nil && res.ExitCode != 0 {
 				err = fmt.Errorf("cat exited %d", res.ExitCode)
 			}

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -33,24 +32,17 @@ func RelayedSignals() []os.Signal {
 	return []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGWINCH}
 }
 
-// Run runs argv in a jail built from p and returns how it ended, relaying
-// the process's RelayedSignals to it.
-func Run(ctx context.Context, p Policy, argv []string) (Result, error) {
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, RelayedSignals()...)
-	defer signal.Stop(sigs)
-	w := IO{Stdin: p.Stdin, Stdout: p.Stdout, Stderr: p.Stderr, Warnings: p.Warnings, Signals: sigs,
-		CheckpointRequests: p.CheckpointRequests, Checkpointed: p.Checkpointed,
-		CheckpointAnswered: p.CheckpointAnswered, RunLayer: p.RunLayer, Ended: p.Ended}
-	return runOn(ctx, p, argv, w, confine.LandlockABI)
-}
-
-// runOn runs argv in a jail built from p, wired to w, and returns how it
+// Run runs argv in a jail built from p, wired to w, and returns how it
 // ended. A jail that cannot be built returns a *JailError and the command is
 // never started; the command is never run unsandboxed. Cancelling ctx stops
 // the jail like a timeout does (SIGTERM, then SIGKILL; the run's last
-// checkpoint is taken first): Result.StopReason says so. It catches no
-// signal: w.Signals are relayed to the jail. landlockABI is the kernel's
+// checkpoint is taken first): Result.StopReason says so. Run catches no
+// signal: what the caller sends on w.Signals is relayed to the jail.
+func Run(ctx context.Context, p Policy, argv []string, w IO) (Result, error) {
+	return runOn(ctx, p, argv, w, confine.LandlockABI)
+}
+
+// runOn is Run on a kernel whose Landlock ABI landlockABI tells
 // (confine.LandlockABI; a test plays a kernel without).
 func runOn(ctx context.Context, p Policy, argv []string, w IO, landlockABI func() int) (Result, error) {
 	r := &jailRun{p: p, w: w, start: time.Now(), res: Result{Network: "none"}}
@@ -140,7 +132,7 @@ func (r *jailRun) setUp(argv []string, landlockABI func() int) error {
 		return &JailError{Step: "secrets", Err: err}
 	}
 	if s.Proxy {
-		np, err := startNetProxy(runtimeDir, p.AllowDomains, p.NetLog, sec, r.w.AskNetwork)
+		np, err := startNetProxy(runtimeDir, p.AllowDomains, p.NetLog, sec, r.w)
 		if err != nil {
 			return &JailError{Step: "allow-list proxy", Err: err}
 		}
@@ -366,7 +358,7 @@ type jail struct {
 	ctrlW   *os.File
 	status  *json.Decoder
 	statR   *os.File
-	// layerSock receives the run's layer from PID 1 (see Policy.RunLayer).
+	// layerSock receives the run's layer from PID 1 (see IO.RunLayer).
 	layerSock *os.File
 	helper    *netHelper
 	pub       *publisher

@@ -11,11 +11,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 )
 
 func TestBuildEnv(t *testing.T) {
@@ -101,7 +103,7 @@ func TestJailErrorForBadProject(t *testing.T) {
 	j := newTestJail(t)
 	p := j.policy()
 	p.Project = filepath.Join(j.base, "missing")
-	_, err := Run(context.Background(), p, []string{"/bin/true"})
+	_, err := runSetup(context.Background(), p, []string{"/bin/true"})
 	var je *JailError
 	if !errors.As(err, &je) || je.Step != "project" {
 		t.Fatalf("Run with a missing project: %v, want a *JailError of step project", err)
@@ -109,7 +111,7 @@ func TestJailErrorForBadProject(t *testing.T) {
 	// A project that is the home directory would expose ~/.ssh.
 	p = j.policy()
 	p.Project = j.home
-	if _, err = Run(context.Background(), p, []string{"/bin/true"}); !errors.As(err, &je) || je.Step != "project" {
+	if _, err = runSetup(context.Background(), p, []string{"/bin/true"}); !errors.As(err, &je) || je.Step != "project" {
 		t.Fatalf("Run with the home as project: %v, want a *JailError of step project", err)
 	}
 	// A staging layer the host can create but the overlay refuses (one
@@ -119,7 +121,7 @@ func TestJailErrorForBadProject(t *testing.T) {
 	p = j.policy()
 	p.Upper = j.base
 	p.ReadWrite = []string{shared}
-	_, err = Run(context.Background(), p, []string{"/bin/touch", filepath.Join(shared, "ran")})
+	_, err = runSetup(context.Background(), p, []string{"/bin/touch", filepath.Join(shared, "ran")})
 	if !errors.As(err, &je) || je.Step != "project and extra mounts" || !strings.Contains(err.Error(), "overlay") {
 		t.Fatalf("Run with the project inside the staging layer: %v, want a *JailError of the mount step", err)
 	}
@@ -216,7 +218,7 @@ func TestTerminal(t *testing.T) {
 		outc <- string(b)
 	}()
 	script := `tty; test -t 0 && echo stdin-is-tty; stty size; printf '\033]52;c;c2VjcmV0\007'; echo after-osc; ` + j.probe
-	res, err := Run(context.Background(), p, []string{"/bin/sh", "-c", script})
+	res, err := runSetup(context.Background(), p, []string{"/bin/sh", "-c", script})
 	s.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -276,7 +278,7 @@ func TestTerminalInterrupt(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	res, err := Run(context.Background(), p, []string{"/bin/sh", "-c", "echo waiting; exec sleep 30"})
+	res, err := runSetup(context.Background(), p, []string{"/bin/sh", "-c", "echo waiting; exec sleep 30"})
 	s.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +306,7 @@ func TestStdioToHostFiles(t *testing.T) {
 	defer null.Close()
 	p := j.policy()
 	p.Stdin, p.Stdout, p.Stderr = null, out, null
-	res, err := Run(context.Background(), p, []string{"/bin/sh", "-c",
+	res, err := runSetup(context.Background(), p, []string{"/bin/sh", "-c",
 		"echo one > /dev/stdout && echo two && echo err > /dev/stderr && cat > /dev/null"})
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +327,7 @@ func TestRootRefusesWithoutLandlock(t *testing.T) {
 	j := newTestJail(t)
 	p := j.policy()
 	w := IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}
-	_, err := runOn(context.Background(), p, []string{"/bin/sh", "-c", "touch ran"}, w, func() int { return 0 })
+	_, err := runOn(context.Background(), p.Policy, []string{"/bin/sh", "-c", "touch ran"}, w, func() int { return 0 })
 	var je *JailError
 	if !errors.As(err, &je) || je.Step != "landlock" {
 		t.Fatalf("Run without Landlock as root: %v, want a landlock JailError", err)
@@ -342,12 +344,100 @@ func TestNULInArgumentIsRefused(t *testing.T) {
 	j := newTestJail(t)
 	p := j.policy()
 	p.Stdin, p.Stdout, p.Stderr = strings.NewReader(""), io.Discard, io.Discard
-	_, err := Run(context.Background(), p, []string{"/bin/sh", "-c", "touch ran\x00; true"})
+	_, err := runSetup(context.Background(), p, []string{"/bin/sh", "-c", "touch ran\x00; true"})
 	var je *JailError
 	if !errors.As(err, &je) || je.Step != "command spec" {
 		t.Fatalf("Run with a NUL in an argument: %v, want a command spec JailError", err)
 	}
 	if _, err := os.Stat(filepath.Join(j.upper, "ran")); !os.IsNotExist(err) {
 		t.Errorf("the command ran (%v)", err)
+	}
+}
+
+// TestRelayedSignals: each of RelayedSignals that the caller sends on
+// IO.Signals does in the jail what it does to a command outside one: SIGINT
+// and SIGQUIT reach the command, SIGWINCH after a resize of the user's
+// terminal reaches it too, and SIGTERM and SIGHUP stop it, the run's last
+// checkpoint holding what it wrote. Run itself catches nothing.
+func TestRelayedSignals(t *testing.T) {
+	t.Parallel()
+	for _, sig := range RelayedSignals() {
+		name := unix.SignalName(sig.(syscall.Signal))
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			j := newTestJail(t)
+			m, s, err := pty.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			p := j.policy()
+			p.Checkpoints = filepath.Join(j.base, "state", "checkpoints")
+			p.Stdin, p.Stdout, p.Stderr = s, s, s
+			sigs := make(chan os.Signal, 1)
+			p.Signals = sigs
+			var mu sync.Mutex
+			var cps []Checkpoint
+			p.Checkpointed = func(c Checkpoint) {
+				mu.Lock()
+				cps = append(cps, c)
+				mu.Unlock()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			got := make(chan string, 1)
+			go func() {
+				r := bufio.NewReader(m)
+				for {
+					l, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					switch {
+					case strings.Contains(l, "ready"):
+						if sig == syscall.SIGWINCH {
+							_ = pty.Setsize(s, &pty.Winsize{Rows: 33, Cols: 111})
+						}
+						sigs <- sig
+					case strings.Contains(l, "got-"):
+						got <- strings.TrimSpace(l[strings.Index(l, "got-"):])
+						// The command goes on after INT, QUIT and WINCH: stop it.
+						if sig != syscall.SIGTERM && sig != syscall.SIGHUP {
+							cancel()
+						}
+						io.Copy(io.Discard, r)
+						return
+					}
+				}
+			}()
+			script := `echo staged > f.txt
+for s in INT QUIT WINCH; do trap "echo got-$s" $s; done
+trap 'echo got-TERM; exit 3' TERM; trap 'echo got-HUP; exit 4' HUP
+echo ready; while :; do sleep 0.05; done`
+			res, err := runSetup(ctx, p, []string{"/bin/sh", "-c", script})
+			s.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case g := <-got:
+				if g != "got-"+strings.TrimPrefix(name, "SIG") {
+					t.Errorf("the command heard %q, want got-%s", g, strings.TrimPrefix(name, "SIG"))
+				}
+			default:
+				t.Fatalf("the command heard nothing of %s: %+v", name, res)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if n := len(cps); n == 0 || cps[n-1].Trigger != CheckpointRunEnd || !slices.Contains(cps[n-1].Paths, "f.txt") {
+				t.Errorf("%s: checkpoints %+v, want the run's end with f.txt", name, cps)
+			}
+			switch sig {
+			case syscall.SIGTERM, syscall.SIGHUP:
+				if want := map[os.Signal]int{syscall.SIGTERM: 3, syscall.SIGHUP: 4}[sig]; res.ExitCode != want || res.StopReason != "" {
+					t.Errorf("%s stops the command: %+v, want exit %d and no stop of Run's own", name, res, want)
+				}
+			}
+		})
 	}
 }

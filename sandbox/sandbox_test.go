@@ -124,26 +124,32 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
-// policy is the default policy of the test jail.
-func (j *testJail) policy() Policy {
-	return Policy{
+// setup is a test's run: its policy, and what the run is wired to.
+type setup struct {
+	Policy
+	IO
+}
+
+// policy is the default policy of the test jail, wired to nothing yet.
+func (j *testJail) policy() setup {
+	return setup{Policy: Policy{
 		Project:  j.project,
 		Upper:    j.upper,
 		Home:     j.home,
 		ReadOnly: []string{j.probeDir},
 		Env:      BuildEnv(os.Environ(), nil),
-	}
+	}}
 }
 
 // run runs argv in the jail and returns the result and its output.
-func (j *testJail) run(t *testing.T, p Policy, argv ...string) (Result, string, string) {
+func (j *testJail) run(t *testing.T, p setup, argv ...string) (Result, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	p.Stdin = strings.NewReader("")
 	p.Stdout, p.Stderr = &stdout, &stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := Run(ctx, p, argv)
+	res, err := Run(ctx, p.Policy, argv, p.IO)
 	if err != nil {
 		t.Fatalf("Run %q: %v\nstdout: %s\nstderr: %s", argv, err, stdout.String(), stderr.String())
 	}
@@ -152,7 +158,7 @@ func (j *testJail) run(t *testing.T, p Policy, argv ...string) (Result, string, 
 
 // try runs probe name in the jail with extra environment and returns its
 // RESULT lines.
-func (j *testJail) try(t *testing.T, p Policy, name string, env ...string) []string {
+func (j *testJail) try(t *testing.T, p setup, name string, env ...string) []string {
 	t.Helper()
 	p.Env = append(append(append([]string{}, p.Env...), "SHADOW_TRY="+name), env...)
 	res, out, errOut := j.run(t, p, j.probe)
@@ -178,4 +184,9 @@ func TestRunTrue(t *testing.T) {
 	if res.LandlockABI == 0 {
 		t.Errorf("LandlockABI = 0, want the kernel's ABI")
 	}
+}
+
+// runSetup runs argv in a jail of s.
+func runSetup(ctx context.Context, s setup, argv []string) (Result, error) {
+	return Run(ctx, s.Policy, argv, s.IO)
 }

@@ -21,7 +21,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/shadow-sandbox/shadow/sandbox/confine"
 	"github.com/shadow-sandbox/shadow/sandbox/proxy"
 )
 
@@ -96,6 +95,8 @@ func init() {
 type recorder struct {
 	mu   sync.Mutex
 	reqs []string
+	// roots trust the server's certificate.
+	roots *x509.CertPool
 }
 
 func (r *recorder) wrap(h http.Handler) http.Handler {
@@ -150,21 +151,19 @@ func secretServer(t *testing.T) (port string, rec *recorder) {
 	t.Cleanup(srv.Close)
 	pool := x509.NewCertPool()
 	pool.AddCert(srv.Certificate())
-	old := proxyRoots
-	proxyRoots = pool
-	t.Cleanup(func() { proxyRoots = old })
+	rec.roots = pool
 	_, port, _ = net.SplitHostPort(srv.Listener.Addr().String())
 	return port, rec
 }
 
 // secretPolicy is the test jail's policy with secret API_KEY for
 // example.com (the stand-in on 127.0.0.1), and api.test allowed too.
-func secretPolicy(t *testing.T, j *testJail, port, plainPort string) Policy {
+func secretPolicy(t *testing.T, j *testJail, port, plainPort string, roots *x509.CertPool) setup {
 	p := j.policy()
 	p.AllowDomains = mustRules(t, "example.com:"+port, "api.test:"+port, "api.test:"+plainPort)
 	p.NetLog = filepath.Join(j.base, "state", "net.log")
 	p.Secrets = []proxy.Secret{{Name: "API_KEY", Value: jailSecret, Hosts: []string{"example.com"}}}
-	useResolver(t, testDNS{"example.com": loopback(), "api.test": loopback()})
+	p.Resolver, p.Roots = testDNS{"example.com": loopback(), "api.test": loopback()}, roots
 	return p
 }
 
@@ -176,9 +175,10 @@ var placeholderForm = regexp.MustCompile(`^shadow-secret-API_KEY-[0-9a-f]{16}$`)
 // exactly where each client put the placeholder, and the network log has
 // each request with its path and the placeholder only.
 func TestAllowDomainSecretClients(t *testing.T) {
+	t.Parallel()
 	j := newTestJail(t)
 	port, rec := secretServer(t)
-	p := secretPolicy(t, j, port, port)
+	p := secretPolicy(t, j, port, port, rec.roots)
 	script := `u=https://example.com:$PORT
 echo "placeholder=$API_KEY"
 echo "curl=$(curl -sS -H "X-Api-Key: $API_KEY" -H "X-Client: curl" $u/curl 2>&1)"
@@ -275,6 +275,7 @@ env | grep -E '^(SSL_CERT_FILE|NODE_EXTRA_CA_CERTS|REQUESTS_CA_BUNDLE|CURL_CA_BU
 // termination (another server name, another Host, a client not trusting
 // the CA). None of it works, and every refusal is logged.
 func TestEscapeSecret(t *testing.T) {
+	t.Parallel()
 	curl, err := exec.LookPath("curl")
 	if err != nil {
 		t.Skip("curl is not installed (Debian: apt install curl)")
@@ -285,7 +286,7 @@ func TestEscapeSecret(t *testing.T) {
 	plain := httptest.NewServer(plainRec.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "plain") })))
 	defer plain.Close()
 	_, plainPort, _ := net.SplitHostPort(plain.Listener.Addr().String())
-	p := secretPolicy(t, j, port, plainPort)
+	p := secretPolicy(t, j, port, plainPort, rec.roots)
 	script := `env; echo "$API_KEY" > "$PROJECT/leak.txt"; env > "$PROJECT/env.txt"
 for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do cat "$f" 2>/dev/null; echo; done
 find /run /etc/ssl /tmp "$HOME" -type f ! -path "$PROBEDIR/*" 2>/dev/null | while read -r f; do cat "$f" 2>/dev/null; done
@@ -388,6 +389,7 @@ func TestAllowDomainSecretNeedsProxy(t *testing.T) {
 // logged as the answer, and a destination let through still may not
 // resolve to the host's loopback.
 func TestAllowDomainAsk(t *testing.T) {
+	t.Parallel()
 	curl, err := exec.LookPath("curl")
 	if err != nil {
 		t.Skip("curl is not installed (Debian: apt install curl)")
@@ -396,11 +398,11 @@ func TestAllowDomainAsk(t *testing.T) {
 	p := j.policy()
 	p.AllowDomains = mustRules(t, "listed.test:1")
 	p.NetLog = filepath.Join(j.base, "state", "net.log")
-	useResolver(t, testDNS{"deny.test": loopback(), "once.test": loopback()})
 	var mu sync.Mutex
 	var asked []string
 	var out strings.Builder
 	w := IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out,
+		Resolver: testDNS{"deny.test": loopback(), "once.test": loopback()},
 		AskNetwork: func(_ context.Context, host string, port int) proxy.Answer {
 			mu.Lock()
 			asked = append(asked, fmt.Sprintf("%s:%d", host, port))
@@ -411,7 +413,7 @@ func TestAllowDomainAsk(t *testing.T) {
 			return proxy.AnswerDeny
 		}}
 	script := `for h in deny.test once.test; do echo "$h=$(` + curl + ` -s -o /dev/null -w '%{http_code}' http://$h:8080/)"; done`
-	res, err := runOn(context.Background(), p, []string{"/bin/sh", "-c", script}, w, confine.LandlockABI)
+	res, err := Run(context.Background(), p.Policy, []string{"/bin/sh", "-c", script}, w)
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("run: %v %+v\n%s", err, res, out.String())
 	}

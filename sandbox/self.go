@@ -35,17 +35,14 @@ func RunSelf(ctx context.Context, p Policy, args []string, stdout io.Writer) err
 	p.RuntimeDir = ""
 	p.Publish = nil
 	p.ReadOnly = append(append([]string{}, p.ReadOnly...), exe)
-	p.Stdout = stdout
 	var stderr bytes.Buffer
-	p.Stderr = &headWriter{buf: &stderr, n: 4096}
-	p.Warnings = io.Discard
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		return &JailError{Step: "open /dev/null", Err: err}
 	}
 	defer devnull.Close()
-	p.Stdin = devnull
-	res, err := Run(ctx, p, append([]string{exe}, args...))
+	w := IO{Stdin: devnull, Stdout: stdout, Stderr: &headWriter{buf: &stderr, n: 4096}, Warnings: io.Discard}
+	res, err := Run(ctx, p, append([]string{exe}, args...), w)
 	if err != nil {
 		return err
 	}

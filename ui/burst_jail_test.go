@@ -56,7 +56,6 @@ func runJailedOutputAgent(b *testing.B, base, project string, n int, read output
 	p := sandbox.Policy{
 		Project: project, Upper: filepath.Join(state, "upper"),
 		Home: home, NoCache: true, Env: sandbox.BuildEnv(os.Environ(), nil),
-		Stdin: tty, Stdout: tty, Stderr: tty,
 	}
 	var seen time.Time
 	drained := make(chan struct{})
@@ -64,7 +63,7 @@ func runJailedOutputAgent(b *testing.B, base, project string, n int, read output
 		defer close(drained)
 		seen = read(master)
 	}()
-	_, err := sandbox.Run(context.Background(), p, []string{"bash", "-c", agentScript, "agent", "output", `echo "$s $e" > clock`})
+	_, err := sandbox.Run(context.Background(), p, []string{"bash", "-c", agentScript, "agent", "output", `echo "$s $e" > clock`}, sandbox.IO{Stdin: tty, Stdout: tty, Stderr: tty})
 	tty.Close()
 	if err != nil {
 		b.Fatalf("the agent failed: %v", err)

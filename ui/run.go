@@ -176,7 +176,11 @@ func WithJail(opts Options, j *Jail) Options {
 func JailAgent(j *Jail, argv []string) AgentFunc {
 	return func(ctx context.Context, tty *os.File) (AgentResult, error) {
 		reqs, _ := j.checkpointChans()
-		w := runner.Wiring{Stdin: tty, Stdout: tty, Stderr: tty, Warnings: tty, Notice: tty,
+		// The jail gets the user's signals as a command outside it would.
+		relay := make(chan os.Signal, 8)
+		signal.Notify(relay, sandbox.RelayedSignals()...)
+		defer signal.Stop(relay)
+		w := runner.Wiring{Stdin: tty, Stdout: tty, Stderr: tty, Warnings: tty, Notice: tty, Signals: relay,
 			CheckpointRequests: reqs, Checkpointed: j.checkpointed, CheckpointAnswered: j.checkpointAnswered}
 		out, err := runner.Run(ctx, j.Session, j.Policy, argv, w, runner.Options{StateRoot: j.stateRoot()})
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -96,8 +97,12 @@ func runJailed(cmd *cobra.Command, f *runFlags, argv []string) error {
 	// SIGTERM or SIGHUP stops the jail; Ctrl+C (SIGINT) is the command's own.
 	in := catchInterrupts(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer in.stop()
+	// The jail gets the user's signals as a command outside it would.
+	relay := make(chan os.Signal, 8)
+	signal.Notify(relay, sandbox.RelayedSignals()...)
+	defer signal.Stop(relay)
 	stderr := cmd.ErrOrStderr()
-	out, err := runner.Run(in.Context(), s, setup.policy, argv, runner.Wiring{Notice: stderr},
+	out, err := runner.Run(in.Context(), s, setup.policy, argv, runner.Wiring{Notice: stderr, Signals: relay},
 		runner.Options{StateRoot: setup.root, Summary: true})
 	if err != nil {
 		return err

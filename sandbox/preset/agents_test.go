@@ -91,8 +91,7 @@ func (a *agentJail) policy(t *testing.T, s *session.Session, prefix string, argv
 func runJail(t *testing.T, p sandbox.Policy, argv []string) (sandbox.Result, string) {
 	t.Helper()
 	var out bytes.Buffer
-	p.Stdin, p.Stdout, p.Stderr = strings.NewReader(""), &out, &out
-	res, err := sandbox.Run(context.Background(), p, argv)
+	res, err := sandbox.Run(context.Background(), p, argv, sandbox.IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out})
 	if err != nil {
 		t.Fatalf("run %q: %v\n%s", argv, err, out.String())
 	}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -80,6 +81,8 @@ type Wiring struct {
 	Stdout, Stderr, Notice io.Writer
 	// Warnings receives the jail's own warnings (nil: Stderr).
 	Warnings io.Writer
+	// Signals are relayed to the jail (sandbox.IO.Signals).
+	Signals <-chan os.Signal
 	// CheckpointRequests asks the jail for a checkpoint while the command runs.
 	CheckpointRequests <-chan string
 	// Checkpointed and CheckpointAnswered, when set, hear of every checkpoint written and of the
@@ -133,6 +136,7 @@ func Run(ctx context.Context, s *session.Session, p sandbox.Policy, argv []strin
 type Started struct {
 	s    *session.Session
 	p    sandbox.Policy
+	io   sandbox.IO
 	argv []string
 	o    Options
 
@@ -149,8 +153,8 @@ func Begin(s *session.Session, p sandbox.Policy, argv []string, w Wiring, o Opti
 		return nil, err
 	}
 	p = SessionPolicy(p, s)
-	p.Stdin, p.Stdout, p.Stderr, p.Warnings = w.Stdin, w.Stdout, w.Stderr, w.Warnings
-	p.CheckpointRequests, p.CheckpointAnswered = w.CheckpointRequests, w.CheckpointAnswered
+	jw := sandbox.IO{Stdin: w.Stdin, Stdout: w.Stdout, Stderr: w.Stderr, Warnings: w.Warnings, Signals: w.Signals,
+		CheckpointRequests: w.CheckpointRequests, CheckpointAnswered: w.CheckpointAnswered}
 	if err := s.StartRun(argv); err != nil {
 		return nil, err
 	}
@@ -159,9 +163,9 @@ func Begin(s *session.Session, p sandbox.Policy, argv []string, w Wiring, o Opti
 		_ = s.EndRun(sandbox.ExitNoJail)
 		return nil, err
 	}
-	p.RunLayer = s.PrecaptureLayer
+	jw.RunLayer = s.PrecaptureLayer
 	r := &Started{s: s, argv: argv, o: o, out: Outcome{SessionID: s.ID()}}
-	p.Checkpointed = func(cp sandbox.Checkpoint) {
+	jw.Checkpointed = func(cp sandbox.Checkpoint) {
 		r.mu.Lock()
 		r.staged = true
 		r.mu.Unlock()
@@ -170,8 +174,8 @@ func Begin(s *session.Session, p sandbox.Policy, argv []string, w Wiring, o Opti
 		}
 	}
 	// The run's end is recorded while the jail is torn down, when the jail reports it.
-	p.Ended = func(res sandbox.Result) { r.end(res, sandbox.ExitStatus(res, nil), true) }
-	r.p = p
+	jw.Ended = func(res sandbox.Result) { r.end(res, sandbox.ExitStatus(res, nil), true) }
+	r.p, r.io = p, jw
 	return r, nil
 }
 
@@ -180,7 +184,7 @@ func (r *Started) Abandon() error { return r.s.EndRun(sandbox.ExitNoJail) }
 
 // Jail runs the command in the jail and records the run's end.
 func (r *Started) Jail(ctx context.Context) Outcome {
-	res, jailErr := sandbox.Run(ctx, r.p, r.argv)
+	res, jailErr := sandbox.Run(ctx, r.p, r.argv, r.io)
 	code := sandbox.ExitStatus(res, jailErr)
 	r.mu.Lock()
 	ended := r.ended

@@ -49,7 +49,6 @@ func IsBusy(err error) bool {
 func Start(st *session.Store, s *session.Session, p sandbox.Policy, protected, argv []string, layers []Layer, cols, rows int) error {
 	spec := hostSpec{StateRoot: st.Root, Project: s.Project(), SessionID: s.ID(), Policy: p, Argv: argv,
 		Cols: cols, Rows: rows, Layers: layers, Protected: protected}
-	spec.Policy.Stdin, spec.Policy.Stdout, spec.Policy.Stderr, spec.Policy.Warnings = nil, nil, nil, nil
 	data, err := json.Marshal(spec)
 	if err != nil {
 		return fmt.Errorf("start the agent host: encode the spec: %w", err)

@@ -149,7 +149,11 @@ func startHost(spec hostSpec) (*agentHost, error) {
 	_ = pty.Setsize(master, &pty.Winsize{Cols: uint16(max(spec.Cols, 1)), Rows: uint16(max(spec.Rows, 1))})
 	closeAll := func() { ln.Close(); master.Close(); tty.Close(); os.Remove(sock) }
 	h := &agentHost{ln: ln, master: master, dir: dir, ended: make(chan struct{}), requests: make(chan string, 8)}
-	w := runner.Wiring{Stdin: tty, Stdout: tty, Stderr: tty, Warnings: tty,
+	// The jail gets the user's signals as a command outside it would.
+	relay := make(chan os.Signal, 8)
+	signal.Notify(relay, sandbox.RelayedSignals()...)
+	defer signal.Stop(relay)
+	w := runner.Wiring{Stdin: tty, Stdout: tty, Stderr: tty, Warnings: tty, Signals: relay,
 		CheckpointRequests: h.requests, Checkpointed: h.checkpointed, CheckpointAnswered: h.checkpointAnswered}
 	run, err := runner.Begin(s, spec.Policy, spec.Argv, w, runner.Options{StateRoot: spec.StateRoot})
 	if err != nil {
