@@ -263,7 +263,7 @@ func dropEmptyLower(root string) error {
 // before. The kernel refuses to
 // mount a work directory that was used volatile until its incompat/volatile
 // marker is removed, which mountOverlayOn does.
-var overlayVolatile = true
+const overlayVolatile = true
 
 // mountOverlayOn mounts the overlay lower (read) + upper (writes) on dir.
 // userxattr makes it work in a user namespace: its metadata (opaque
