@@ -14,7 +14,7 @@ const unprivUser = testuser.Name
 
 // unprivTests are the tests re-run as the unprivileged user: every test
 // that builds a jail.
-const unprivTests = "^Test(RunTrue|Escape|Overlay|Directory|Project|Git|Cache|Install|ExitStatus|IDIsHostUID|JailError|Timeout|MaxUpper|Publish|Terminal|Stdio|AllowDomain|StateBind|BindReadOnly)"
+const unprivTests = "^Test(RunTrue|Escape|Overlay|Directory|Project|Git|Cache|Install|ExitStatus|IDIsHostUID|JailError|Timeout|MaxUpper|Publish|Terminal|Stdio|AllowDomain|StateBind|BindReadOnly|RelayedSignals)"
 
 // TestUnprivileged re-runs the jail tests as an ordinary user (created with
 // useradd if missing), with projects owned by that user: shadow must work,
