@@ -158,3 +158,70 @@ func (h Header) StrayMarker() bool {
 	}
 	return false
 }
+
+// Strip returns text without its control sequences and strings, in every form Intro knows: a
+// control sequence up to its final byte, an OSC, DCS, SOS, PM or APC string up to its ST (in any
+// form) or, for OSC, BEL, and any other escape with the byte it escapes. An unfinished one at the
+// end is dropped whole. What is left keeps its other bytes, controls included: the caller decides
+// what to do with those.
+func Strip(text string) string {
+	b := []byte(text)
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); {
+		if n := utf8Char(b[i:]); n > 0 {
+			out = append(out, b[i:i+n]...)
+			i += n
+			continue
+		}
+		c1, n := Intro(b[i:])
+		if n == 0 {
+			if b[i] == ESC { // ESC and a byte that makes no C1: a two-byte escape
+				i += min(2, len(b)-i)
+				continue
+			}
+			out = append(out, b[i])
+			i++
+			continue
+		}
+		i += n
+		switch KindOf(c1) {
+		case Control:
+			for i < len(b) && !(b[i] >= 0x40 && b[i] <= 0x7e) {
+				i++
+			}
+			i++ // the final byte
+		case Command, Device, Private:
+			for i < len(b) {
+				if n := utf8Char(b[i:]); n > 0 {
+					i += n
+					continue
+				}
+				if c1 == OSC && b[i] == 0x07 {
+					i++
+					break
+				}
+				if e, m := Intro(b[i:]); m > 0 && e == ST {
+					i += m
+					break
+				}
+				i++
+			}
+		}
+	}
+	return string(out)
+}
+
+// utf8Char is the length of the multi-byte UTF-8 character b starts with, 0 when it starts with
+// none: ASCII, a stray byte, or 0xC2 followed by a C1 byte, which is the C1 control's UTF-8 form.
+func utf8Char(b []byte) int {
+	n := UTF8Len(b[0])
+	if n == 0 || len(b) < n || b[0] == 0xc2 && IsC1(b[1]) {
+		return 0
+	}
+	for _, c := range b[1:n] {
+		if !IsCont(c) {
+			return 0
+		}
+	}
+	return n
+}

@@ -31,3 +31,25 @@ func TestParseHeader(t *testing.T) {
 		t.Error("a marker past the first is not seen")
 	}
 }
+
+func TestStrip(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain text", "plain text"},
+		{"a\x1b[31mred\x1b[0m b", "ared b"},
+		{"a\x9b31mred\x9b0m b", "ared b"},
+		{"a\xc2\x9b31mred b", "ared b"},
+		{"\x1b]0;title\x07fix it", "fix it"},
+		{"\x1b]0;title\x1b\\fix it", "fix it"},
+		{"\x9d0;title\x9cfix it", "fix it"},
+		{"\x1b]52;c;aGk=\x07\x1b[6nfix", "fix"},
+		{"\x1bPq#0;2;0;0;0\x1b\\after", "after"},
+		{"x\x1b7y\x1b8z", "xyz"},
+		{"cut \x1b[12", "cut "},
+		{"cut \x1b]0;never ended", "cut "},
+		{"✋ fix the cart total", "✋ fix the cart total"},
+	} {
+		if got := Strip(tc.in); got != tc.want {
+			t.Errorf("Strip(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

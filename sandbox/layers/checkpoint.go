@@ -1,11 +1,10 @@
 package layers
 
 import (
+	"github.com/shadow-sandbox/shadow/internal/termseq"
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/shadow-sandbox/shadow/internal/quote"
 )
@@ -82,7 +81,7 @@ const MaxPromptLine = 120
 // most MaxPromptLine characters (the last "…" when cut).
 func PromptLine(text string) string {
 	text, _, _ = strings.Cut(text, "\n")
-	text = ansi.Strip(text)
+	text = termseq.Strip(text)
 	var b strings.Builder
 	n, space := 0, false
 	for i, r := range text {
