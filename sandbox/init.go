@@ -65,156 +65,187 @@ func initMain() {
 	unix.CloseOnExec(controlFD)
 	unix.CloseOnExec(statusFD)
 	unix.CloseOnExec(layerFD)
-	control := json.NewDecoder(os.NewFile(controlFD, "control"))
-	status := json.NewEncoder(os.NewFile(statusFD, "status"))
-	fail := func(step string, err error) {
-		var je *JailError
-		if errors.As(err, &je) {
-			step, err = je.Step, je.Err
-		}
-		_ = status.Encode(event{Failed: &stepFailure{Step: step, Error: err.Error()}})
-		os.Exit(125)
+	p := &pid1{
+		control: json.NewDecoder(os.NewFile(controlFD, "control")),
+		status:  json.NewEncoder(os.NewFile(statusFD, "status")),
+		writer:  -1,
 	}
-
-	var s jailSpec
-	if err := control.Decode(&s); err != nil {
-		fail("read jail spec", err)
+	if err := p.control.Decode(&p.s); err != nil {
+		p.fail("read jail spec", err)
 	}
 	// SIGCHLD must be caught before any child exists.
-	sigs := make(chan os.Signal, 32)
-	signal.Notify(sigs, unix.SIGCHLD, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH)
-
-	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
-		fail("RLIMIT_CORE", err)
-	}
-	layer, err := buildRoot(&s)
-	if err != nil {
-		fail("", err)
-	}
-	writer := -1 // the checkpoints' lock, held until PID 1 ends
-	if layer != nil && layer.checkpoints >= 0 {
-		if writer, err = lockWriter(layer.checkpoints); err != nil {
-			fail("", err)
-		}
-	}
-	if layer != nil {
-		// The host watches the run's layer while the run goes (the session's precapture).
-		_ = unix.Sendmsg(layerFD, []byte{'L'}, unix.UnixRights(layer.upper), nil, 0)
-	}
-	unix.Close(layerFD)
-	if err := unix.Sethostname([]byte("shadow")); err != nil {
-		fail("hostname", err)
-	}
-	if s.NewNet {
-		if err := bringUpLoopback(); err != nil {
-			fail("loopback", err)
-		}
-	}
-	if s.Proxy {
-		ln, port, err := listenProxyPort()
-		if err != nil {
-			fail("proxy port", err)
-		}
-		s.Exec.Env = proxyEnv(s.Exec.Env, port)
-		// Before the command exists: the first listeners the host gets are
-		// PID 1's.
-		relays := listenLoopbackRelays(s.LoopbackRelays)
-		if err := handOffProxyListener(ln, relays, jailRuntimeDir+"/"+proxySocket); err != nil {
-			fail("proxy hand-off", err)
-		}
-	}
-	var publish net.Listener
-	if len(s.Publish) > 0 {
-		ln, err := net.Listen("unix", jailRuntimeDir+"/"+publishSocket)
-		if err != nil {
-			fail("publish socket", err)
-		}
-		publish = ln
-	}
-	stdio, err := newCommandStdio()
-	if err != nil {
-		fail("command stdio", err)
-	}
-
-	if err := status.Encode(event{Ready: true}); err != nil {
+	p.sigs = make(chan os.Signal, 32)
+	signal.Notify(p.sigs, unix.SIGCHLD, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH)
+	p.build()
+	if err := p.status.Encode(event{Ready: true}); err != nil {
 		os.Exit(125)
 	}
 	var goReq request
-	if err := control.Decode(&goReq); err != nil || !goReq.Go {
+	if err := p.control.Decode(&goReq); err != nil || !goReq.Go {
 		os.Exit(125) // the host went away
 	}
+	cmd := p.startConfined()
+	p.stdio.relay()
+	if cmd.execFailed != nil {
+		// The command could not be executed (not found, not executable);
+		// the exec stage said why on the command's stderr.
+		p.stdio.drain()
+		_ = p.status.Encode(event{Started: &commandStarted{ExecFailed: cmd.execFailed}})
+		os.Exit(*cmd.execFailed)
+	}
+	_ = p.status.Encode(event{Started: &commandStarted{Landlock: cmd.abi}})
+	if p.publish != nil {
+		go servePublish(p.publish, p.s.Publish)
+	}
+	cps := newCheckpointer(p.layer, p.s.Checkpoints, p.control, p.status)
+	code, sig := supervise(cmd.pid, p.sigs, p.stdio.master, cps)
+	p.stdio.drain()
+	p.end(code, sig, cps)
+}
 
+// pid1 is PID 1's state, from the spec to the run's end.
+type pid1 struct {
+	s       jailSpec
+	control *json.Decoder // the host's requests
+	status  *json.Encoder // PID 1's events
+	sigs    chan os.Signal
+	layer   *runLayer    // the run's layer; nil without one
+	writer  int          // the checkpoints' lock, held until PID 1 ends (-1: none)
+	publish net.Listener // where the host relays published ports; nil for none
+	stdio   *commandStdio
+}
+
+// fail reports the step that failed to the host and ends PID 1.
+func (p *pid1) fail(step string, err error) {
+	var je *JailError
+	if errors.As(err, &je) {
+		step, err = je.Step, je.Err
+	}
+	_ = p.status.Encode(event{Failed: &stepFailure{Step: step, Error: err.Error()}})
+	os.Exit(125)
+}
+
+// build builds the jail's root (buildRoot), takes the checkpoints' lock,
+// hands the host the run's layer, and readies what the command's start
+// needs: the hostname, the loopback, the proxy's port, the publish socket,
+// the command's stdio.
+func (p *pid1) build() {
+	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
+		p.fail("RLIMIT_CORE", err)
+	}
+	var err error
+	p.layer, err = buildRoot(&p.s)
+	if err != nil {
+		p.fail("", err)
+	}
+	if p.layer != nil && p.layer.checkpoints >= 0 {
+		if p.writer, err = lockWriter(p.layer.checkpoints); err != nil {
+			p.fail("", err)
+		}
+	}
+	if p.layer != nil {
+		// The host watches the run's layer while the run goes (the session's precapture).
+		_ = unix.Sendmsg(layerFD, []byte{'L'}, unix.UnixRights(p.layer.upper), nil, 0)
+	}
+	unix.Close(layerFD)
+	if err := unix.Sethostname([]byte("shadow")); err != nil {
+		p.fail("hostname", err)
+	}
+	if p.s.NewNet {
+		if err := bringUpLoopback(); err != nil {
+			p.fail("loopback", err)
+		}
+	}
+	if p.s.Proxy {
+		ln, port, err := listenProxyPort()
+		if err != nil {
+			p.fail("proxy port", err)
+		}
+		p.s.Exec.Env = proxyEnv(p.s.Exec.Env, port)
+		// Before the command exists: the first listeners the host gets are
+		// PID 1's.
+		relays := listenLoopbackRelays(p.s.LoopbackRelays)
+		if err := handOffProxyListener(ln, relays, jailRuntimeDir+"/"+proxySocket); err != nil {
+			p.fail("proxy hand-off", err)
+		}
+	}
+	if len(p.s.Publish) > 0 {
+		ln, err := net.Listen("unix", jailRuntimeDir+"/"+publishSocket)
+		if err != nil {
+			p.fail("publish socket", err)
+		}
+		p.publish = ln
+	}
+	if p.stdio, err = newCommandStdio(); err != nil {
+		p.fail("command stdio", err)
+	}
+}
+
+// startConfined confines PID 1 (non-dumpable, its Landlock domain, the
+// seccomp filter) around the start of the command, which the exec stage
+// confines further.
+func (p *pid1) startConfined() startedCommand {
 	if err := confine.SetNonDumpable(); err != nil {
-		fail("non-dumpable", err)
+		p.fail("non-dumpable", err)
 	}
 	// PID 1 confines itself before starting the command, so that the
 	// command's Landlock domain nests in PID 1's and PID 1 may still signal
 	// it (Landlock scopes signals to the domain and its children).
-	if layer != nil {
-		layer.argv, layer.command = s.Exec.Argv, s.Checkpoints.Command
-		read, write := layer.rules()
-		s.InitRules.ReadOnly = append(s.InitRules.ReadOnly, read...)
-		s.InitRules.ReadWrite = append(s.InitRules.ReadWrite, write...)
+	if p.layer != nil {
+		p.layer.argv, p.layer.command = p.s.Exec.Argv, p.s.Checkpoints.Command
+		read, write := p.layer.rules()
+		p.s.InitRules.ReadOnly = append(p.s.InitRules.ReadOnly, read...)
+		p.s.InitRules.ReadWrite = append(p.s.InitRules.ReadWrite, write...)
 	}
-	if _, err := confine.RestrictFiles(s.InitRules); err != nil {
-		fail("landlock (init)", err)
+	if _, err := confine.RestrictFiles(p.s.InitRules); err != nil {
+		p.fail("landlock (init)", err)
 	}
 	// One filter: its program confines the command, and PID 1 loads it.
 	filter, err := confine.NewFilter()
 	if err != nil {
-		fail("seccomp (init)", err)
+		p.fail("seccomp (init)", err)
 	}
 	bpf, err := filter.Program()
 	if err != nil {
-		fail("command filter", err)
+		p.fail("command filter", err)
 	}
-	cmd, err := startCommand(&s, stdio, bpf)
+	cmd, err := startCommand(&p.s, p.stdio, bpf)
 	if err != nil {
-		fail("start command", err)
+		p.fail("start command", err)
 	}
 	// The filter forbids creating namespaces, so it comes after the nested
 	// user namespace of the command exists.
 	if err := filter.Load(); err != nil {
 		unix.Kill(-1, unix.SIGKILL)
-		fail("seccomp (init)", err)
+		p.fail("seccomp (init)", err)
 	}
 	filter.Release()
-	stdio.relay()
-	if cmd.execFailed != nil {
-		// The command could not be executed (not found, not executable);
-		// the exec stage said why on the command's stderr.
-		stdio.drain()
-		_ = status.Encode(event{Started: &commandStarted{ExecFailed: cmd.execFailed}})
-		os.Exit(*cmd.execFailed)
-	}
-	_ = status.Encode(event{Started: &commandStarted{Landlock: cmd.abi}})
-	cmdPid := cmd.pid
-	if publish != nil {
-		go servePublish(publish, s.Publish)
-	}
-	cps := newCheckpointer(layer, s.Checkpoints, control, status)
-	code, sig := supervise(cmdPid, sigs, stdio.master, cps)
-	stdio.drain()
+	return cmd
+}
+
+// end takes the run's last checkpoint and merges its layer into the
+// staging layer, then reports the end to the host and exits with code.
+func (p *pid1) end(code int, sig syscall.Signal, cps *checkpointer) {
 	end := runEnd{Exit: code, Signal: sig}
-	if layer != nil {
+	if p.layer != nil {
 		// Nothing writes to the layer any more. The host must not kill PID 1
 		// while it takes the last checkpoint and merges.
-		_ = status.Encode(event{Merging: true})
+		_ = p.status.Encode(event{Merging: true})
 		signal.Ignore(unix.SIGTERM, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT)
-		end.LayerBytes, end.LayerFull = layer.usage()
+		end.LayerBytes, end.LayerFull = p.layer.usage()
 		cpErr := errors.Join(cps.take(CheckpointRunEnd), cps.failed)
 		if cpErr == nil {
 			// Everything the run wrote is in its checkpoints: a merge cut
 			// short here is done again by the next command.
-			markWritten(writer)
+			markWritten(p.writer)
 		}
-		if err := layer.finish(s.Checkpoints.Next, cpErr); err != nil {
+		if err := p.layer.finish(p.s.Checkpoints.Next, cpErr); err != nil {
 			end.StagingError = err.Error()
 		} else if cpErr != nil {
-			markWritten(writer)
+			markWritten(p.writer)
 		}
 	}
-	_ = status.Encode(event{End: &end})
+	_ = p.status.Encode(event{End: &end})
 	os.Exit(code)
 }
 
