@@ -127,6 +127,8 @@ func init() {
 		oneShot: func(bin, prompt string) []string {
 			return []string{bin, "--approval-mode", "auto_edit", "-p", prompt}
 		},
+		// Interactively: its update check.
+		refused: []string{"registry.npmjs.org"},
 	}
 	// opencode reads, then edits; its provider is an OpenAI-compatible one
 	// (Chat Completions).
@@ -438,6 +440,16 @@ func testTUI(t *testing.T, name string) {
 // its ready screen).
 func (r *agentRig) driveAgent(t *testing.T, scr *tmuxScreen, it interactive, since time.Time) time.Time {
 	t.Helper()
+	first := r.awaitReady(t, scr, it)
+	r.prompt(t, scr, it, editPrompt)
+	r.quitAgent(scr, it)
+	return first
+}
+
+// awaitReady answers the agent's first questions until its ready screen
+// stays, and returns when it first showed a screen of its own.
+func (r *agentRig) awaitReady(t *testing.T, scr *tmuxScreen, it interactive) time.Time {
+	t.Helper()
 	var first time.Time
 	deadline := time.Now().Add(2 * time.Minute)
 	answered := map[string]bool{}
@@ -453,7 +465,7 @@ func (r *agentRig) driveAgent(t *testing.T, scr *tmuxScreen, it interactive, sin
 			// Ready if it stays so: an agent may draw its prompt and then
 			// put a question over it.
 			if again := settledScreen(scr); strings.Contains(again, it.ready) && !asks(again, it) {
-				break
+				return first
 			}
 			continue
 		}
@@ -468,10 +480,17 @@ func (r *agentRig) driveAgent(t *testing.T, scr *tmuxScreen, it interactive, sin
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// As a person: wait for the screen to settle, type, see the words, send.
+}
+
+// prompt types a prompt as a person does (wait for the screen to settle,
+// type, see the words, send), allows the edits the agent asks about, and
+// waits for the model's final answer on the screen.
+func (r *agentRig) prompt(t *testing.T, scr *tmuxScreen, it interactive, text string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
 	settledScreen(scr)
-	scr.sendText(editPrompt)
-	waitScreen(t, scr, screenDeadline, editPrompt)
+	scr.sendText(text)
+	waitScreen(t, scr, screenDeadline, text)
 	settledScreen(scr)
 	scr.send("Enter")
 	approved := map[string]time.Time{}
@@ -489,6 +508,10 @@ func (r *agentRig) driveAgent(t *testing.T, scr *tmuxScreen, it interactive, sin
 		time.Sleep(100 * time.Millisecond)
 	}
 	waitScreen(t, scr, screenDeadline, r.model.Final)
+}
+
+// quitAgent ends the agent its own way.
+func (r *agentRig) quitAgent(scr *tmuxScreen, it interactive) {
 	for _, k := range it.quit {
 		settledScreen(scr)
 		if strings.HasPrefix(k, "/") {
@@ -497,7 +520,6 @@ func (r *agentRig) driveAgent(t *testing.T, scr *tmuxScreen, it interactive, sin
 			scr.send(k)
 		}
 	}
-	return first
 }
 
 // settledScreen waits until the screen has not changed for a moment (the agent has drawn what it

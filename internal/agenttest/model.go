@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -68,20 +69,39 @@ func (m *ModelServer) Requests() []Request {
 // Called reports whether every scripted call was made and the final answer
 // given to a turn that offered the tools.
 func (m *ModelServer) Called() bool {
+	m.mu.Lock()
+	calls := m.Calls
+	m.mu.Unlock()
 	made := map[string]int{}
 	final := false
 	for _, r := range m.Requests() {
 		made[r.Answered]++
-		if r.Answered == "text" && r.ToolResults >= len(m.Calls) && len(r.Tools) > 0 {
+		if r.Answered == "text" && r.ToolResults >= len(calls) && len(r.Tools) > 0 {
 			final = true
 		}
 	}
-	for _, c := range m.Calls {
+	for _, c := range calls {
 		if made[c.Tool] == 0 {
 			return false
 		}
 	}
 	return final
+}
+
+// Next scripts the agent's next prompt: the calls it makes after those scripted so far (the
+// conversation holds their results), then final as its answer.
+func (m *ModelServer) Next(final string, calls ...Call) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.Calls = append(slices.Clip(m.Calls), calls...)
+	m.Final = final
+}
+
+// final is the answer after the last scripted call.
+func (m *ModelServer) final() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.Final
 }
 
 func (m *ModelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -217,7 +237,7 @@ func (m *ModelServer) responses(w http.ResponseWriter, req map[string]any) {
 			"name": c.Tool, "arguments": argsJSON(c), "status": "completed"}
 	default:
 		item = map[string]any{"type": "message", "role": "assistant", "id": "msg_" + id, "status": "completed",
-			"content": []any{map[string]any{"type": "output_text", "text": m.Final, "annotations": []any{}}}}
+			"content": []any{map[string]any{"type": "output_text", "text": m.final(), "annotations": []any{}}}}
 	}
 	event("response.output_item.done", map[string]any{"output_index": 0, "item": item})
 	event("response.completed", map[string]any{"response": map[string]any{"id": id,
@@ -252,7 +272,7 @@ func (m *ModelServer) chat(w http.ResponseWriter, req map[string]any) {
 			"function": map[string]any{"name": c.Tool, "arguments": argsJSON(c)}}}}
 		finish = "tool_calls"
 	} else {
-		delta = map[string]any{"role": "assistant", "content": m.Final}
+		delta = map[string]any{"role": "assistant", "content": m.final()}
 	}
 	usage := map[string]any{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
 	if req["stream"] != true {
@@ -291,7 +311,7 @@ func (m *ModelServer) anthropic(w http.ResponseWriter, req map[string]any) {
 		block = map[string]any{"type": "tool_use", "id": "toolu_" + id, "name": c.Tool, "input": c.Args}
 		stop = "tool_use"
 	} else {
-		block = map[string]any{"type": "text", "text": m.Final}
+		block = map[string]any{"type": "text", "text": m.final()}
 	}
 	if !stream {
 		w.Header().Set("Content-Type", "application/json")
@@ -311,7 +331,7 @@ func (m *ModelServer) anthropic(w http.ResponseWriter, req map[string]any) {
 		send("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 			"content_block": map[string]any{"type": "text", "text": ""}})
 		send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-			"delta": map[string]any{"type": "text_delta", "text": m.Final}})
+			"delta": map[string]any{"type": "text_delta", "text": m.final()}})
 	}
 	send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 	send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
@@ -339,7 +359,7 @@ func (m *ModelServer) gemini(w http.ResponseWriter, r *http.Request, req map[str
 		// The CLI's own checks (who speaks next): the user.
 		part = map[string]any{"text": `{"reasoning": "the task is done", "next_speaker": "user"}`}
 	default:
-		part = map[string]any{"text": m.Final}
+		part = map[string]any{"text": m.final()}
 	}
 	resp := map[string]any{
 		"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}},
