@@ -127,8 +127,8 @@ func init() {
 		oneShot: func(bin, prompt string) []string {
 			return []string{bin, "--approval-mode", "auto_edit", "-p", prompt}
 		},
-		// Interactively: its update check.
-		refused: []string{"registry.npmjs.org"},
+		// Its update check, which the preset turns off.
+		never: []string{"registry.npmjs.org"},
 	}
 	// opencode reads, then edits; its provider is an OpenAI-compatible one
 	// (Chat Completions).

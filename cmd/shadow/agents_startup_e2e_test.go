@@ -15,13 +15,18 @@ import (
 // terminal and in `shadow tui` (from the Enter that starts it after the preflight), five times
 // each, interleaved, and logs the medians. A shell that prints one line is the floor: what the
 // jail's start costs before any agent runs. It is a measurement, run on demand
-// (SHADOW_TEST_STARTUP=1): on a loaded machine its figures are as the machine allows.
+// (SHADOW_TEST_STARTUP=1, or a list of agents: SHADOW_TEST_STARTUP=floor,gemini): on a loaded
+// machine its figures are as the machine allows.
 func TestAgentStartup(t *testing.T) {
-	if os.Getenv("SHADOW_TEST_STARTUP") == "" {
+	only := os.Getenv("SHADOW_TEST_STARTUP")
+	if only == "" {
 		t.Skip("a measurement: set SHADOW_TEST_STARTUP=1 to run it")
 	}
 	const rounds = 5
 	agents := []string{"floor", "codex", "claude", "gemini", "opencode"}
+	if only != "1" {
+		agents = strings.Split(only, ",")
+	}
 	times := map[string][]time.Duration{}
 	n := 0
 	measure := func(name string, tui bool) time.Duration {
