@@ -267,3 +267,27 @@ func TestAgentHostLongStatePath(t *testing.T) {
 		t.Fatalf("the agent ended with %+v", e)
 	}
 }
+
+// The app's resize reaches an agent that runs in the agent host, for as long as it runs: the
+// host relays SIGWINCH to the jail past the moment it started the agent.
+func TestAgentHostResizeReachesTheAgent(t *testing.T) {
+	st, lk, s, project := checkpointSession(t)
+	argv := []string{"/bin/sh", "-c", "trap 'echo size=$(stty size)' WINCH; echo ready; while :; do sleep 0.1; done"}
+	j := &Jail{Lock: lk, Session: s, Store: st, Policy: sandbox.Policy{Project: project, NoCache: true}}
+	defer j.Release()
+	t.Cleanup(func() {
+		if h, err := FindAgentHost(s); err == nil {
+			_ = unix.Kill(h.PID, unix.SIGKILL)
+		}
+	})
+	app := newAppPty(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runAgent(j.hostAgent(argv, PolicyLayers(j.Policy)), ctx, app.tty)
+	app.waitFor(t, "ready")
+	if err := unix.IoctlSetWinsize(int(app.tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: 91, Row: 37}); err != nil {
+		t.Fatal(err)
+	}
+	j.resizeHost()
+	app.waitFor(t, "size=37 91")
+}

@@ -150,19 +150,21 @@ func startHost(spec hostSpec) (*agentHost, error) {
 	closeAll := func() { ln.Close(); master.Close(); tty.Close(); os.Remove(sock) }
 	h := &agentHost{ln: ln, master: master, dir: dir, ended: make(chan struct{}), requests: make(chan string, 8)}
 	// The jail gets the user's signals as a command outside it would.
+	// They are relayed for as long as the run goes, which is past this function's return.
 	relay := make(chan os.Signal, 8)
 	signal.Notify(relay, sandbox.RelayedSignals()...)
-	defer signal.Stop(relay)
 	w := runner.Wiring{Stdin: tty, Stdout: tty, Stderr: tty, Warnings: tty, Signals: relay,
 		CheckpointRequests: h.requests, Checkpointed: h.checkpointed, CheckpointAnswered: h.checkpointAnswered}
 	run, err := runner.Begin(s, spec.Policy, spec.Argv, w, runner.Options{StateRoot: spec.StateRoot})
 	if err != nil {
+		signal.Stop(relay)
 		closeAll()
 		return fail(fmt.Errorf("session %s: %w", s.ID(), err))
 	}
 	h.state = State{PID: os.Getpid(), Socket: sock, SessionID: s.ID(), Argv: spec.Argv,
 		Started: time.Now().UTC(), Layers: spec.Layers}
 	if err := writeHostState(dir, h.state); err != nil {
+		signal.Stop(relay)
 		closeAll()
 		_ = run.Abandon()
 		return fail(fmt.Errorf("agent host: write %s: %w", hostStatePath(dir), err))
@@ -174,6 +176,7 @@ func startHost(spec hostSpec) (*agentHost, error) {
 	go h.copyOutput(outputDone)
 	go func() {
 		out := run.Jail(ctx)
+		signal.Stop(relay)
 		tty.Close()
 		select {
 		case <-outputDone:
