@@ -55,8 +55,17 @@ func TestPrecaptureWatchesTheRunsLayer(t *testing.T) {
 	p := fixture(t, map[string]string{"a.txt": lines})
 	marks := t.TempDir()
 	script := `echo agent >> a.txt; touch ` + marks + `/wrote; while [ ! -e ` + marks + `/go ]; do sleep 0.05; done`
-	done := make(chan string, 1)
+	done, finished := make(chan string, 1), make(chan struct{})
+	// However the test ends, the agent is let go and its run waited for.
+	t.Cleanup(func() {
+		os.WriteFile(filepath.Join(marks, "go"), nil, 0o644)
+		select {
+		case <-finished:
+		case <-time.After(time.Minute):
+		}
+	})
 	go func() {
+		defer close(finished)
 		_, errs, code := c.run(p, "run", "--rw", marks, "--", "sh", "-c", script)
 		done <- fmt.Sprintf("exit %d: %s", code, errs)
 	}()
