@@ -123,6 +123,11 @@ type Options struct {
 	// Jail, when set, supplies the real preflight, agent, review, counts
 	// and layers for whichever of the above are nil (see WithJail).
 	Jail *Jail
+	// Resume, when set, is given the agent's last screen when it ends, and returns the command
+	// that resumes its conversation inside shadow when the screen holds the agent's own resume
+	// hint (which, run outside, finds nothing: the conversation is in the jail's agent state),
+	// or "". The end box shows it.
+	Resume func(screen string) string
 }
 
 // phase is which of the app's three screens is showing.
@@ -172,6 +177,11 @@ type Model struct {
 	holding bool
 	held    []tea.Msg
 	holdGen int
+	// input is where the input the next Enter submits began in the pane (checkpoint.go).
+	input promptInput
+	// resume is how to resume the agent's conversation inside shadow, when it printed how to
+	// resume it (Options.Resume).
+	resume string
 
 	review    diffview.Model
 	reviewing bool // a review browser is open (read-only over a running agent, or the review phase)
@@ -241,7 +251,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.help.SetWidth(msg.Width)
 		w, h := m.paneSize()
 		ow, oh := m.pane.Size()
-		m.pane.Resize(w, h)
+		m.pane.SetSize(w, h)
 		m.review.SetSize(m.reviewSize())
 		if m.run != nil && (w != ow || h != oh) {
 			return m, resizePty(m.run, w, h, m.opts.OnResize)
@@ -327,6 +337,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.holding, m.held = false, nil
 		m.menu = false
 		m.now = m.opts.Now()
+		m.resume = m.resumeCommand()
 		return m, tea.Batch(m.pollStats(), countListed(m.opts.Review))
 	case tickMsg:
 		if m.phase != phaseAgent {
@@ -373,6 +384,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case tea.MouseMsg:
 		if m.phase == phaseAgent && !m.reviewing && !m.menu && m.result == nil {
+			if w, ok := msg.(tea.MouseWheelMsg); ok && m.pane.Wheel(w) {
+				return m, nil // the pane's scrollback
+			}
 			return m.forward(msg), nil
 		}
 	}
@@ -446,7 +460,7 @@ func (m Model) preflightKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 func (m Model) startAgent() (tea.Model, tea.Cmd) {
 	m.phase = phaseAgent
 	w, h := m.paneSize()
-	m.pane.Resize(w, h)
+	m.pane.SetSize(w, h)
 	return m, startAgent(m.ctx, m.opts.Agent, m.pane, w, h)
 }
 
@@ -503,6 +517,9 @@ func (m Model) agentKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.menu = true
 		m.note = ""
 		return m, nil
+	}
+	if m.pane.ScrollKey(msg) {
+		return m, nil // the pane's scrollback
 	}
 	if msg.String() == "enter" && !m.holding && m.canCheckpoint() {
 		// The user submits input to the agent: the checkpoint is taken before the key leaves.
@@ -626,6 +643,19 @@ func (m Model) helpBox() string {
 		"\n" + m.styles.Subtle.Render("every other key goes to the agent"))
 }
 
+// resumeCommand asks Options.Resume about the agent's last screen.
+func (m Model) resumeCommand() string {
+	if m.opts.Resume == nil || m.pane == nil {
+		return ""
+	}
+	_, h := m.pane.Size()
+	rows := make([]string, h)
+	for y := range rows {
+		rows[y] = m.pane.Line(y, 0)
+	}
+	return m.opts.Resume(strings.Join(rows, "\n"))
+}
+
 // endBox says how the agent ended and what comes next.
 func (m Model) endBox() string {
 	var s string
@@ -639,6 +669,9 @@ func (m Model) endBox() string {
 	}
 	for _, n := range m.result.Notes {
 		s += "\n" + m.styles.Error.Render("! ") + n
+	}
+	if m.resume != "" {
+		s += "\nto resume the agent's conversation, where shadow keeps its state:\n  " + m.styles.Key.Render(m.resume)
 	}
 	s += fmt.Sprintf("\n%s staged · %s\n", english.Count(m.stats.Files, "file"), english.Count(m.stats.Requests, "network request"))
 	s += m.styles.Key.Render(m.keys.Continue.Help().Key) + " review the changes   " + m.styles.Key.Render(m.keys.Quit.Help().Key) + " quit (the session stays open)"
@@ -657,6 +690,9 @@ func (m Model) statusBar() string {
 	right := st.Key.Render(m.keys.Prefix.Help().Key) + " menu"
 	if m.note != "" {
 		right = m.note
+	}
+	if off, total := m.pane.Scrollback(); off > 0 {
+		right = fmt.Sprintf("scrollback %d/%d", off, total)
 	}
 	if m.result != nil {
 		right = "agent ended"
@@ -696,7 +732,7 @@ func (m Model) statusBar() string {
 			parts = append(parts, fmt.Sprintf("%d staged", m.stats.Files), fmt.Sprintf("%d net", m.stats.Requests)+m.deniedCount(), m.checkpointCount())
 		case 1:
 			parts = append(parts, fmt.Sprintf("%d staged %d net", m.stats.Files, m.stats.Requests)+m.deniedCount()+m.latestCheckpoint())
-			if m.note == "" && m.result == nil {
+			if off, _ := m.pane.Scrollback(); m.note == "" && m.result == nil && off == 0 {
 				right = st.Key.Render(m.keys.Prefix.Help().Key)
 			}
 		default:

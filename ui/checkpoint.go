@@ -2,7 +2,10 @@ package ui
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+	"unicode"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -72,7 +75,7 @@ func (m Model) canCheckpoint() bool {
 // promptCheckpoint asks for the checkpoint of a prompt and holds enter, and what follows it,
 // until it is answered.
 func (m Model) promptCheckpoint(enter tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	m.opts.Checkpoint(sandbox.CheckpointPrompt)
+	m.opts.Checkpoint(sandbox.PromptRequest(m.promptLine()))
 	m.holding = true
 	m.holdGen++
 	m.held = append(m.held, enter)
@@ -89,8 +92,10 @@ func (m Model) forward(msg tea.Msg) Model {
 	}
 	switch msg := msg.(type) {
 	case tea.KeyPressMsg:
+		m.input = m.input.key(m.pane, msg)
 		m.pane.SendKey(msg)
 	case tea.PasteMsg:
+		m.input = m.input.text(m.pane, msg.Content)
 		m.pane.Paste(msg.Content)
 	case tea.MouseMsg:
 		mm := msg.Mouse()
@@ -107,6 +112,77 @@ func (m Model) release() Model {
 		m = m.forward(msg)
 	}
 	return m
+}
+
+// promptInput is the input that the next Enter submits: the cursor's cell in the pane when the
+// first text of it went to the agent (what the agent draws before it on that row is its own
+// prompt: `> `, `│ > `, `prompt-one> `), and the text typed since, while only text and backspace
+// were typed (edited is set by any other key: a cursor move, a history recall, a completion).
+type promptInput struct {
+	typing bool
+	x, y   int
+	typed  []rune
+	edited bool
+}
+
+// maxTyped bounds the text kept of an input: a checkpoint keeps its first line, shorter still.
+const maxTyped = 1024
+
+// key is the input after a key goes to the agent: Enter ends it; text begins one or adds to it.
+func (in promptInput) key(p *Pane, k tea.KeyPressMsg) promptInput {
+	switch {
+	case k.String() == "enter":
+		return promptInput{}
+	case k.Text != "":
+		return in.text(p, k.Text)
+	case !in.typing:
+	case k.String() == "backspace":
+		if n := len(in.typed); n > 0 {
+			in.typed = in.typed[:n-1]
+		}
+	default:
+		in.edited = true
+	}
+	return in
+}
+
+// text is the input after text is typed or pasted.
+func (in promptInput) text(p *Pane, s string) promptInput {
+	if !in.typing {
+		x, y, _ := p.Cursor()
+		in = promptInput{typing: true, x: x, y: y}
+	}
+	if len(in.typed) < maxTyped {
+		in.typed = append(slices.Clip(in.typed), []rune(s)...)
+	}
+	return in
+}
+
+// promptLine is the first line of the prompt an Enter submits: the text typed, when nothing but
+// text and backspace was (keys typed ahead of the agent's echo count too); otherwise what the
+// pane shows, its row from where the typing began or, should that be empty now (the agent redrew
+// its input box elsewhere), the cursor's row, with the agent's frame and prompt marks trimmed. An
+// Enter with no text typed since the last (a dialog answered, a bare Enter) submits no prompt.
+func (m Model) promptLine() string {
+	switch {
+	case !m.input.typing:
+		return ""
+	case !m.input.edited:
+		return string(m.input.typed)
+	}
+	if line := trimDecoration(m.pane.Line(m.input.y, m.input.x)); line != "" {
+		return line
+	}
+	_, y, _ := m.pane.Cursor()
+	return trimDecoration(m.pane.Line(y, 0))
+}
+
+// trimDecoration takes away what agents draw around their input: spaces and box-drawing or block
+// characters at both ends (a frame), and prompt marks at the start.
+func trimDecoration(line string) string {
+	frame := func(r rune) bool { return unicode.IsSpace(r) || r >= 0x2500 && r <= 0x259f }
+	line = strings.TrimRightFunc(line, frame)
+	return strings.TrimLeftFunc(line, func(r rune) bool { return frame(r) || strings.ContainsRune(">›❯»▶▸$#%", r) })
 }
 
 // manualCheckpoint asks for a checkpoint now, and returns what to tell the user.

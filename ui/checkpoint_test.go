@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -80,9 +81,99 @@ func TestAppAsksForCheckpoints(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	if want := []string{sandbox.CheckpointPrompt, sandbox.CheckpointManual, sandbox.CheckpointPrompt}; !slices.Equal(asked, want) {
+	if want := []string{sandbox.PromptRequest("a"), sandbox.CheckpointManual, sandbox.PromptRequest("c")}; !slices.Equal(asked, want) {
 		t.Errorf("checkpoints asked for: %q, want %q", asked, want)
 	}
+}
+
+// boxAgent draws its input as agents do, in a frame after a prompt mark (`│ > …  │`), echoing
+// what is typed itself; the up arrow makes the input "fix the cart total" (as a history recall
+// or a completion would), and Enter answers with what it got.
+func boxAgent(ctx context.Context, tty *os.File) (AgentResult, error) {
+	if tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS); err == nil {
+		tio.Lflag &^= unix.ICANON | unix.ECHO
+		_ = unix.IoctlSetTermios(int(tty.Fd()), unix.TCSETS, tio)
+	}
+	draw := func(line string) { fmt.Fprintf(tty, "\r\x1b[K│ > %s\x1b[40G│\x1b[%dG", line, 5+len(line)) }
+	go func() {
+		var line []byte
+		fmt.Fprint(tty, "box ready\r\n")
+		draw("")
+		buf := make([]byte, 64)
+		for {
+			n, err := tty.Read(buf)
+			if err != nil {
+				return
+			}
+			for _, b := range buf[:n] {
+				switch {
+				case b == '\r' || b == '\n':
+					fmt.Fprintf(tty, "\r\ngot %q\r\n", line)
+					line = nil
+				case b == 0x7f:
+					line = line[:max(len(line)-1, 0)]
+				case b == 'A' && len(line) > 0 && line[len(line)-1] == '[': // ESC [ A
+					line = []byte("fix the cart total")
+				case b >= ' ' && b < 0x7f:
+					line = append(line, b)
+				}
+			}
+			draw(strings.TrimSuffix(string(line), "["))
+		}
+	}()
+	<-ctx.Done()
+	return AgentResult{ExitCode: 143, Reason: "stopped from the menu"}, nil
+}
+
+// A prompt checkpoint asks with the prompt's first line: the text typed when only text (and
+// backspace) was, otherwise what the pane shows of it after the agent's prompt mark, its frame
+// trimmed; an Enter with nothing typed names none.
+func TestPromptCheckpointNamesThePrompt(t *testing.T) {
+	asked := make(chan string, 8)
+	events := make(chan CheckpointEvent, 8)
+	opts := testOptions(nil, boxAgent).withReview(t)
+	opts.Checkpoint = func(trigger string) {
+		asked <- trigger
+		events <- CheckpointEvent{Answered: sandbox.CheckpointPrompt}
+	}
+	opts.Checkpointed = events
+	tm, obs := startApp(t, opts, 100, 30)
+	waitScreen(t, tm, obs, 10*time.Second, "the verdict", contains("allowed"))
+	tm.Send(press("enter"))
+	waitScreen(t, tm, obs, 10*time.Second, "the agent", contains("box ready"))
+	submit := func(want, got string) {
+		t.Helper()
+		tm.Send(press("enter"))
+		select {
+		case req := <-asked:
+			if req != sandbox.PromptRequest(want) {
+				t.Errorf("the checkpoint asked for is %q, want %q", req, sandbox.PromptRequest(want))
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no checkpoint asked for; the screen:\n%s", obs.current())
+		}
+		waitScreen(t, tm, obs, 5*time.Second, "the agent's answer", contains(got))
+	}
+	// Typed, then changed by a key the agent acts on: the pane's line.
+	tm.Type("fix")
+	tm.Send(press("up"))
+	waitScreen(t, tm, obs, 5*time.Second, "the completed input", contains("│ > fix the cart total"))
+	submit("fix the cart total", `got "fix the cart total"`)
+	// Nothing typed: a recall or a dialog's choice names no prompt.
+	tm.Send(press("up"))
+	waitScreen(t, tm, obs, 5*time.Second, "the recalled input", contains("│ > fix the cart total"))
+	submit("", `got "fix the cart total"`)
+	// Text and backspace, typed ahead of the agent's echo: the text typed.
+	tm.Type("totals")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyBackspace})
+	tm.Type(" again")
+	submit("total again", `got "total again"`)
+
+	tm.Send(press("ctrl+]"))
+	tm.Send(press("s"))
+	waitScreen(t, tm, obs, 10*time.Second, "the stopped agent", contains("stopped from the menu"))
+	tm.Send(press("q"))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 }
 
 // checkpointAgent is a jailed agent that takes two prompts, editing a file after each, and a

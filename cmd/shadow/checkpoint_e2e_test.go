@@ -26,13 +26,14 @@ printf 'prompt-%s> ' end; read last; printf 'agent-%s\n' bye`
 // before the prompt, so:
 //
 //	the first prompt  finds nothing staged: no checkpoint
-//	the second prompt takes c1: the first edit (a.txt: alpha 2 → ONE)
+//	the second prompt takes c1: the first edit (a.txt: alpha 2 → fix the cart total)
 //	the third line    takes c2: the second edit (a.txt: alpha 18 → EIGHTEEN, and b.txt)
 //	the run's end     finds nothing new: no checkpoint
 //
 // The status bar counts them; `shadow log` lists c1 and c2 as prompt checkpoints with their
-// files; the review narrowed to the second step (c2) shows its hunks and not the first's; and
-// `shadow revert --to c1` leaves the first step's staged tree.
+// files and the prompt each answered, as typed after the agent's own `prompt-one> `; the review
+// narrowed to the second step (c2) shows its hunks and not the first's; and `shadow revert --to
+// c1` leaves the first step's staged tree.
 func TestPromptCheckpointsInTmux(t *testing.T) {
 	c := newCLI(t)
 	var a strings.Builder
@@ -51,7 +52,7 @@ func TestPromptCheckpointsInTmux(t *testing.T) {
 		t.Fatalf("no preflight screen:\n%s", first)
 	}
 	scr.keys("Enter", "prompt-one>")
-	scr.typeText("ONE")
+	scr.typeText("fix the  cart total")
 	scr.keys("Enter", "agent-did-one")
 	scr.typeText("EIGHTEEN")
 	scr.keys("Enter", "agent-did-two")
@@ -64,11 +65,11 @@ func TestPromptCheckpointsInTmux(t *testing.T) {
 	scr.keys("Enter", "file 1/")
 	scr.keys("<", "c2 2/2 prompt")
 	step2 := scr.waitFor("+EIGHTEEN")
-	if strings.Contains(step2, "ONE") || !strings.Contains(step2, "b.txt") {
+	if strings.Contains(step2, "cart") || !strings.Contains(step2, "b.txt") {
 		t.Errorf("the review narrowed to c2 shows more, or less, than the second step:\n%s", step2)
 	}
 	scr.keys("<", "c1 1/2 prompt")
-	step1 := scr.waitFor("+ONE")
+	step1 := scr.waitFor(`step c1 "fix the cart total" (prompt at`)
 	if strings.Contains(step1, "EIGHTEEN") || strings.Contains(step1, "b.txt") {
 		t.Errorf("the review narrowed to c1 shows more than the first step:\n%s", step1)
 	}
@@ -85,19 +86,20 @@ func TestPromptCheckpointsInTmux(t *testing.T) {
 	log := c.must(p, "log")
 	lines := strings.Split(strings.TrimSpace(log), "\n")
 	// id, date and time, trigger, command, files, lines.
-	if len(lines) != 2 || !regexp.MustCompile(`^c1 +\S+ \S+ +prompt +.* 1 file +\+1 -1$`).MatchString(lines[0]) ||
-		!regexp.MustCompile(`^c2 +\S+ \S+ +prompt +.* 2 files +\+2 -1$`).MatchString(lines[1]) {
+	if len(lines) != 2 || !regexp.MustCompile(`^c1 +\S+ \S+ +prompt "fix the cart total" +sh -c .* 1 file +\+1 -1$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^c2 +\S+ \S+ +prompt "EIGHTEEN" +sh -c .* 2 files +\+2 -1$`).MatchString(lines[1]) {
 		t.Fatalf("shadow log:\n%s", log)
 	}
 	var steps []struct {
 		ID      string   `json:"id"`
 		Trigger string   `json:"trigger"`
 		Paths   []string `json:"paths"`
+		Prompt  string   `json:"prompt"`
 	}
 	if err := json.Unmarshal([]byte(c.must(p, "log", "--json")), &steps); err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(steps); got != "[{c1 prompt [a.txt]} {c2 prompt [a.txt b.txt]}]" {
+	if got := fmt.Sprint(steps); got != "[{c1 prompt [a.txt] fix the cart total} {c2 prompt [a.txt b.txt] EIGHTEEN}]" {
 		t.Errorf("shadow log --json: %s", got)
 	}
 
@@ -106,8 +108,13 @@ func TestPromptCheckpointsInTmux(t *testing.T) {
 	if got := c.must(p, "diff", "--name-only"); got != "a.txt\n" {
 		t.Errorf("after revert --to c1, staged: %q", got)
 	}
-	if d := c.must(p, "diff", "a.txt"); !strings.Contains(d, "-alpha 2\n+ONE\n") || strings.Contains(d, "EIGHTEEN") {
+	if d := c.must(p, "diff", "a.txt"); !strings.Contains(d, "-alpha 2\n+fix the  cart total\n") || strings.Contains(d, "EIGHTEEN") {
 		t.Errorf("after revert --to c1, a.txt:\n%s", d)
+	}
+	// The commit of an apply names the step by its prompt.
+	c.must(p, "apply", "--all", "--yes", "--commit")
+	if msg := git(t, p, "log", "-1", "--format=%B"); !regexp.MustCompile(`\n +c1 .* prompt "fix the cart total"  "sh -c `).MatchString(msg) {
+		t.Errorf("the commit message does not name c1 by its prompt:\n%s", msg)
 	}
 }
 

@@ -86,7 +86,7 @@ it keeps running detached.`,
 			if setup.cfg.PrefixKey != nil {
 				opts.PrefixKey = *setup.cfg.PrefixKey
 			}
-			err = finishTUI(cmd.Context(), opts, jail, s)
+			err = finishTUI(cmd.Context(), opts, jail, s, setup.preset)
 			// The preflight blocked the agent: a session opened for it leaves nothing behind.
 			var ec *exitCode
 			if created && errors.As(err, &ec) && ec.code == exitBlocked {
@@ -136,7 +136,7 @@ func attachTUI(ctx context.Context, setup *runSetup) error {
 	if setup.cfg.PrefixKey != nil {
 		opts.PrefixKey = *setup.cfg.PrefixKey
 	}
-	return finishTUI(ctx, opts, jail, s)
+	return finishTUI(ctx, opts, jail, s, setup.preset)
 }
 
 // heldAgent is the error of an app that finds the project's agent attached to another app: who
@@ -146,13 +146,22 @@ func heldAgent(s *session.Session, project string, host ui.AgentHostState) error
 		s.ID(), project, host.Attached, ui.BusyAdvice())
 }
 
-// finishTUI runs the app and says how to come back to the session or the agent.
-func finishTUI(ctx context.Context, opts ui.Options, jail *ui.Jail, s *session.Session) error {
+// finishTUI runs the app and says how to come back to the session or the agent, and how to
+// resume the agent's conversation when it said how (presetName is --preset's).
+func finishTUI(ctx context.Context, opts ui.Options, jail *ui.Jail, s *session.Session, presetName string) error {
+	in := currentInvocation(s.Project())
+	var resume string
+	opts.Resume = func(screen string) string {
+		resume = in.resumeCommand(presetName, opts.Argv, screen)
+		return resume
+	}
 	code, err := ui.Run(ctx, opts)
 	if err != nil {
 		return withCode(code, err)
 	}
-	in := currentInvocation(s.Project())
+	if resume != "" {
+		fmt.Fprintf(os.Stderr, "the agent's conversation resumes inside shadow, where its state is: `%s`\n", resume)
+	}
 	switch {
 	case jail.Detached():
 		fmt.Fprintf(os.Stderr, "the agent keeps running in session %s: `%s` to come back to it\n", s.ID(), in.command("tui", "--attach"))
