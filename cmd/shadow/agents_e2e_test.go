@@ -386,7 +386,7 @@ var interactives = map[string]interactive{
 		directArgs: []string{"-c", `sandbox_mode="danger-full-access"`},
 	},
 	"claude": {
-		answers: [][2]string{{"Do you want to use this API key?", "Up"}, {"Yes, I trust this folder", "Enter"},
+		answers: [][2]string{{"Do you want to use this API key?", "Up Enter"}, {"Yes, I trust this folder", "Enter"},
 			{"Choose the text style", "Enter"}, {"Press Enter to continue", "Enter"}},
 		ready:   "? for shortcuts",
 		quit:    []string{"/exit", "Enter"},
@@ -475,7 +475,7 @@ func (r *agentRig) awaitReady(t *testing.T, scr *tmuxScreen, it interactive) tim
 					first = time.Now()
 				}
 				answered[a[0]] = true
-				scr.send(a[1])
+				scr.send(strings.Fields(a[1])...)
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
