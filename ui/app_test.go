@@ -395,3 +395,28 @@ func TestAgentTitleInStatusBarAndWindow(t *testing.T) {
 		t.Errorf("window title %q", got)
 	}
 }
+
+func TestPaneScrollbackInStatusBar(t *testing.T) {
+	m := newModel(t, testOptions(nil, idleAgent).withReview(t))
+	m = step(t, m, tea.WindowSizeMsg{Width: 120, Height: 20})
+	m.phase = phaseAgent
+	for i := range 50 {
+		m.pane.Write([]byte(fmt.Sprintf("line %d\r\n", i)))
+	}
+	m = step(t, m, tea.KeyPressMsg{Code: tea.KeyPgUp, Mod: tea.ModShift})
+	s := screen(m)
+	if last := s[strings.LastIndex(s, "\n")+1:]; !strings.Contains(last, "scrollback 19/32") {
+		t.Errorf("status bar %q lacks the scrollback", last)
+	}
+	if !strings.HasPrefix(s, "line 13") {
+		t.Errorf("the pane does not show a page back:\n%s", s)
+	}
+	m = step(t, m, tea.MouseWheelMsg(tea.Mouse{Button: tea.MouseWheelDown}))
+	if off, _ := m.pane.Scrollback(); off != 16 {
+		t.Errorf("the wheel left the scrollback at %d", off)
+	}
+	m = step(t, m, press("q"))
+	if s := screen(m); strings.Contains(s, "scrollback") || !strings.Contains(s, "line 49") {
+		t.Errorf("another key did not return to the live view:\n%s", s)
+	}
+}
