@@ -309,13 +309,13 @@ func TestPrecaptureCountsTheRunsWrites(t *testing.T) {
 	f.s.PrecaptureLayer(dir)
 	dir.Close()
 	waitPrecaptured(t, took, "new.txt", "d/deep.txt")
-	for deadline := time.Now().Add(10 * time.Second); f.s.RunStaged() != 2; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); f.s.RunStaged() != 2; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("RunStaged %d, want new.txt and d/deep.txt", f.s.RunStaged())
 		}
 	}
 	writeTree(t, layer, map[string]file{"d/more.txt": {Data: "m\n"}})
-	for deadline := time.Now().Add(10 * time.Second); f.s.RunStaged() != 3; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); f.s.RunStaged() != 3; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("RunStaged %d after one more write, want 3", f.s.RunStaged())
 		}

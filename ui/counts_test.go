@@ -66,7 +66,7 @@ func TestSessionStatsCountsTheRunningRunsWrites(t *testing.T) {
 	app := newAppPty(t)
 	end := runAgent(JailAgent(j, []string{"/bin/sh", "-c", "echo 1 > x1.txt; mkdir d; echo 2 > d/x2.txt; echo written; read x"}), context.Background(), app.tty)
 	app.waitFor(t, "written")
-	for deadline := time.Now().Add(20 * time.Second); stats().Files != 2; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); stats().Files != 2; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("while the run goes, the status bar counts %d staged files, want its 2 writes", stats().Files)
 		}
