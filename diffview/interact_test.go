@@ -257,7 +257,7 @@ func TestProgramAcceptAndQuit(t *testing.T) {
 	src := fixture()
 	tm := startProgram(t, src)
 	sc := newScreen(t)
-	sc.waitFor(t, tm, "undecided")
+	sc.waitFor(t, tm, "file 1/8")
 	tm.Send(keyMsg("ctrl+a"))
 	sc.waitFor(t, tm, "accepted 6 undecided hunks")
 	tm.Send(keyMsg("q"))
@@ -284,7 +284,7 @@ func TestProgramEditHunk(t *testing.T) {
 	// The "editor" rewrites the added line of README.md's hunk.
 	tm := startProgram(t, src, WithEditor("sed -i s/^+Some.better.text.$/+Some\\x20edited\\x20text./"))
 	sc := newScreen(t)
-	sc.waitFor(t, tm, "undecided")
+	sc.waitFor(t, tm, "file 1/8")
 	for _, k := range []string{"tab", "j", "tab", "e"} {
 		tm.Send(keyMsg(k))
 	}

@@ -265,6 +265,10 @@ func (m *Model) viewStatus() string {
 	switch {
 	case m.mode == modeSearch:
 		left = "/" + diff.EscapeLine(m.searchInput) + "█"
+	case !m.loaded && m.status == "":
+		// No counts before the changes are read: "0 undecided" would
+		// read as a review with nothing in it.
+		left = "loading…"
 	case m.status != "":
 		if m.statusErr {
 			left = st.Error.Render(m.status)

@@ -32,7 +32,7 @@ func TestTooLargeFileOverSession(t *testing.T) {
 
 	tm := startReview(t, src, "true")
 	sc := newFlowScreen(t, 80, 24)
-	sc.waitFor(t, tm, "undecided")
+	sc.waitFor(t, tm, "file 1/")
 	send(tm, "}") // a.txt, then big.log
 	sc.waitFor(t, tm, "too large to show here (4 B → 8.0 KiB)")
 	sc.waitFor(t, tm, "see its diff with: shadow diff --")
