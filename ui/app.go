@@ -640,7 +640,9 @@ func (m Model) helpBox() string {
 	k := m.keys
 	agentKeys := [][]key.Binding{{k.Prefix, k.Review, k.Checkpoint, k.Stop, k.Detach, k.Help, k.Close, k.Continue}}
 	return m.dialogBox(m.styles.Title.Render("keys while the agent runs") + "\n" + m.help.FullHelpView(agentKeys) +
-		"\n" + m.styles.Subtle.Render("every other key goes to the agent"))
+		"\n" + m.styles.Subtle.Render("every other key goes to the agent") +
+		"\n\n" + m.styles.Title.Render("scrolling back") + "\n" + m.help.FullHelpView(m.pane.KeyMap().FullHelp()) +
+		"\n" + m.styles.Subtle.Render("while scrolled back every other key returns to the live view"))
 }
 
 // resumeCommand asks Options.Resume about the agent's last screen.

@@ -43,3 +43,21 @@ func TestCustomPrefixKey(t *testing.T) {
 		t.Fatalf("ctrl+b does not open the menu:\n%s", screen(m))
 	}
 }
+
+// TestHelpListsScrollbackKeys: the help box lists every key of the pane's
+// scrollback with what it does, at every size the golden tests draw.
+func TestHelpListsScrollbackKeys(t *testing.T) {
+	for _, sz := range sizes {
+		m := newModel(t, testOptions(nil, idleAgent).withReview(t))
+		m = step(t, m, tea.WindowSizeMsg{Width: sz.w, Height: sz.h})
+		m.phase = phaseAgent
+		s := screen(step(t, step(t, m, press("ctrl+]")), press("?")))
+		for _, col := range m.pane.KeyMap().FullHelp() {
+			for _, b := range col {
+				if h := b.Help(); !strings.Contains(s, h.Key+" ") || !strings.Contains(s, h.Desc) {
+					t.Errorf("%dx%d: help lacks %q %q:\n%s", sz.w, sz.h, h.Key, h.Desc, s)
+				}
+			}
+		}
+	}
+}
