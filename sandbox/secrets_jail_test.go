@@ -403,7 +403,8 @@ func TestAllowDomainAsk(t *testing.T) {
 	var out strings.Builder
 	w := IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out,
 		Resolver: testDNS{"deny.test": loopback(), "once.test": loopback()},
-		AskNetwork: func(_ context.Context, host string, port int) proxy.Answer {
+		AskNetwork: func(_ context.Context, q proxy.Question) proxy.Answer {
+			host, port := q.Host, q.Port
 			mu.Lock()
 			asked = append(asked, fmt.Sprintf("%s:%d", host, port))
 			mu.Unlock()

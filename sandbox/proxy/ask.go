@@ -18,10 +18,21 @@ const (
 	AnswerSession               // let every request to host:port through until the proxy ends
 )
 
-// Asker asks the user whether host:port, which is not on the allow-list,
-// may be reached. It returns the answer, or AnswerDeny once ctx is done
-// (the proxy's timeout).
-type Asker func(ctx context.Context, host string, port int) Answer
+// Question is a request off the allow-list as the user is asked about it:
+// its destination, and its method and path where the proxy sees them (a
+// tunnel's CONNECT has no path). Requests for the same destination that
+// come while it is asked wait for its answer.
+type Question struct {
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+	Method string `json:"method"`
+	Path   string `json:"path,omitempty"`
+}
+
+// Asker asks the user whether q's destination, which is not on the
+// allow-list, may be reached. It returns the answer, or AnswerDeny once ctx
+// is done (the proxy's timeout).
+type Asker func(ctx context.Context, q Question) Answer
 
 // defaultAskTimeout is how long the proxy waits for an answer.
 const defaultAskTimeout = 30 * time.Second
@@ -44,10 +55,10 @@ type question struct {
 // through once: dialChecked lets it by as it lets a wildcard's name by.
 type grantKey struct{}
 
-// ask returns whether host:port, off the allow-list, may be reached, and
-// the rule (or reason) the log records.
-func (p *Proxy) ask(host string, port int) (bool, string) {
-	dst := net.JoinHostPort(host, strconv.Itoa(port))
+// ask returns whether q's destination, off the allow-list, may be reached,
+// and the rule (or reason) the log records.
+func (p *Proxy) ask(q0 Question) (bool, string) {
+	dst := net.JoinHostPort(q0.Host, strconv.Itoa(q0.Port))
 	a := &p.asking
 	a.mu.Lock()
 	if a.granted[dst] {
@@ -67,7 +78,7 @@ func (p *Proxy) ask(host string, port int) (bool, string) {
 		}
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			ans := p.cfg.Ask(ctx, host, port)
+			ans := p.cfg.Ask(ctx, q0)
 			if ctx.Err() != nil {
 				ans = AnswerDeny // an answer after the timeout does not count
 			}

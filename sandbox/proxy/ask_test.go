@@ -1,10 +1,14 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,7 +16,8 @@ import (
 	"time"
 )
 
-// askEnv is a proxy whose allow-list is empty and that asks answers[host].
+// askEnv is a proxy whose allow-list is empty and that asks answers[host],
+// counting the questions by host in asked and keeping the last in last.
 func askEnv(t *testing.T, answers map[string]Answer, asked *sync.Map, timeout time.Duration) env {
 	t.Helper()
 	names := map[string][]netip.Addr{"local.test": addrs("127.0.0.1")}
@@ -31,10 +36,11 @@ func askEnv(t *testing.T, answers map[string]Answer, asked *sync.Map, timeout ti
 			}
 			return d.DialContext(ctx, network, addr)
 		},
-		Ask: func(ctx context.Context, host string, port int) Answer {
-			n, _ := asked.LoadOrStore(host, new(atomic.Int64))
+		Ask: func(ctx context.Context, q Question) Answer {
+			n, _ := asked.LoadOrStore(q.Host, new(atomic.Int64))
 			n.(*atomic.Int64).Add(1)
-			a, ok := answers[host]
+			asked.Store("last:"+q.Host, q)
+			a, ok := answers[q.Host]
 			if !ok || a < 0 {
 				<-ctx.Done() // never answers
 				return AnswerOnce
@@ -123,4 +129,54 @@ func TestAskOffTheList(t *testing.T) {
 	// A tunnel to a destination let through for the session.
 	conn := connect(t, e.proxyURL.Host, "session.test:"+port)
 	conn.Close()
+}
+
+// TestAskQuestion: the question names the request as the proxy sees it (a
+// plain request's method and path, a tunnel's CONNECT without one), and an
+// answer for an IP literal, which the user saw as the address itself, lets
+// it reach that address though it is local, as a listed one does; a name
+// answered for the session still may not resolve to one.
+func TestAskQuestion(t *testing.T) {
+	_, port := backend(t)
+	asked := &sync.Map{}
+	e := askEnv(t, map[string]Answer{"127.0.0.1": AnswerOnce, "local.test": AnswerSession, "tunnel.test": AnswerDeny}, asked, time.Second)
+	c := e.client()
+	if code, body := get(t, c, "http://127.0.0.1:"+port+"/some/path?x=1"); code != 200 || !strings.Contains(body, "path=/some/path") {
+		t.Errorf("127.0.0.1 let through once: %d %s", code, body)
+	}
+	if code, _ := get(t, c, "http://local.test:"+port+"/"); code != 403 {
+		t.Errorf("local.test, a name resolving to 127.0.0.1, let through: %d", code)
+	}
+	conn, err := net.Dial("tcp", e.proxyURL.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "CONNECT tunnel.test:443 HTTP/1.1\r\nHost: tunnel.test:443\r\n\r\n")
+	if resp, err := http.ReadResponse(bufio.NewReader(conn), nil); err != nil || resp.StatusCode != 403 {
+		t.Errorf("CONNECT tunnel.test, denied: %v %v", resp, err)
+	}
+	conn.Close()
+	for host, want := range map[string]Question{
+		"127.0.0.1":   {Host: "127.0.0.1", Port: atoi(t, port), Method: "GET", Path: "/some/path?x=1"},
+		"local.test":  {Host: "local.test", Port: atoi(t, port), Method: "GET", Path: "/"},
+		"tunnel.test": {Host: "tunnel.test", Port: 443, Method: "CONNECT"},
+	} {
+		if got, _ := asked.Load("last:" + host); got != want {
+			t.Errorf("asked %+v, want %+v", got, want)
+		}
+	}
+	for _, l := range e.log.entries(t) {
+		if l.Host == "127.0.0.1" && (!l.Allowed || l.Rule != "asked: once" || l.Status != 200) {
+			t.Errorf("127.0.0.1 logged %+v", l)
+		}
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

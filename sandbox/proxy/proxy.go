@@ -46,8 +46,9 @@ type Config struct {
 
 	// Ask, when set, is asked about a request off the allow-list instead
 	// of refusing it at once (ask.go); no answer within AskTimeout (default
-	// 30s) refuses it. A destination let through is still refused where it
-	// resolves to a local or private address, as a wildcard's name is.
+	// 30s) refuses it. A name let through is still refused where it
+	// resolves to a local or private address, as a wildcard's name is; an IP
+	// literal, which the user saw as it is, goes where it says.
 	Ask        Asker
 	AskTimeout time.Duration
 }
@@ -222,7 +223,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if matchRules(p.cfg.Allow, host, port) == noMatch {
 		ok, why := false, "not in the allow-list"
 		if p.cfg.Ask != nil {
-			ok, why = p.ask(host, port)
+			ok, why = p.ask(Question{Host: host, Port: port, Method: r.Method, Path: e.Path})
 		}
 		if !ok {
 			e.Reason = why
@@ -395,6 +396,9 @@ func (p *Proxy) dialChecked(ctx context.Context, network, addr string) (net.Conn
 	m := matchRules(p.cfg.Allow, host, port)
 	if m == noMatch && p.grantedFor(ctx, host, port) {
 		m = wildcardMatch // the user saw a name, not where it resolves
+		if _, err := netip.ParseAddr(host); err == nil {
+			m = exactMatch // the user saw the address itself
+		}
 	}
 	if m == noMatch {
 		return nil, errDenied{"not in the allow-list"}
