@@ -101,7 +101,7 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 	defer j.Release()
 	// An agent host left running by a failed step is stopped with the test.
 	t.Cleanup(func() {
-		if h, err := FindAgentHost(s); err == nil {
+		if h, err := agenthost.Find(s); err == nil {
 			_ = unix.Kill(h.PID, unix.SIGKILL)
 		}
 	})
@@ -116,7 +116,7 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, err := FindAgentHost(cur)
+	host, err := agenthost.Find(cur)
 	if err != nil {
 		t.Fatalf("find the agent host: %v", err)
 	}
@@ -153,7 +153,7 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 		t.Fatalf("after detach the agent function returned %+v, want agenthost.ErrDetached", e)
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if h, err := FindAgentHost(cur); err == nil && h.Attached == nil {
+		if h, err := agenthost.Find(cur); err == nil && h.Attached == nil {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("after detaching the agent's state still names an attached app: %+v (%v)", h.Attached, err)
@@ -201,7 +201,7 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(j2.Session.UpperDir(), "b.txt")); err != nil {
 		t.Fatalf("the agent's write was not staged: %v", err)
 	}
-	if _, err := FindAgentHost(j2.Session); !errors.Is(err, ErrNoAgent) {
+	if _, err := agenthost.Find(j2.Session); !errors.Is(err, agenthost.ErrNoAgent) {
 		t.Fatalf("the ended agent can still be found: %v", err)
 	}
 }
@@ -256,7 +256,7 @@ func TestAgentHostLongStatePath(t *testing.T) {
 	j := &Jail{Lock: lk, Session: s, Store: st, Policy: sandbox.Policy{Project: project, NoCache: true}}
 	defer j.Release()
 	t.Cleanup(func() {
-		if h, err := FindAgentHost(s); err == nil {
+		if h, err := agenthost.Find(s); err == nil {
 			_ = unix.Kill(h.PID, unix.SIGKILL)
 		}
 	})
@@ -276,7 +276,7 @@ func TestAgentHostResizeReachesTheAgent(t *testing.T) {
 	j := &Jail{Lock: lk, Session: s, Store: st, Policy: sandbox.Policy{Project: project, NoCache: true}}
 	defer j.Release()
 	t.Cleanup(func() {
-		if h, err := FindAgentHost(s); err == nil {
+		if h, err := agenthost.Find(s); err == nil {
 			_ = unix.Kill(h.PID, unix.SIGKILL)
 		}
 	})

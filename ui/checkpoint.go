@@ -11,6 +11,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/sandbox"
+	"github.com/shadow-sandbox/shadow/ui/agenthost"
 )
 
 // Checkpoints while the agent runs (SPEC §12): the jail's PID 1 writes one when the user submits
@@ -270,14 +271,14 @@ func (j *Jail) checkpointEvent(ev CheckpointEvent) {
 
 // forwardCheckpoints sends the app's checkpoint requests to the agent host over c until stop is
 // called.
-func (j *Jail) forwardCheckpoints(c *hostClient) (stop func()) {
+func (j *Jail) forwardCheckpoints(c *agenthost.Client) (stop func()) {
 	reqs, _ := j.checkpointChans()
 	done := make(chan struct{})
 	go func() {
 		for {
 			select {
 			case t := <-reqs:
-				_ = c.send(frameCheckpoint, []byte(t))
+				_ = c.RequestCheckpoint(t)
 			case <-done:
 				return
 			}

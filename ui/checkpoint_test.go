@@ -17,6 +17,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/session"
+	"github.com/shadow-sandbox/shadow/ui/agenthost"
 )
 
 // Enter typed into the agent's pane asks for a prompt checkpoint and is held, with what follows
@@ -297,7 +298,7 @@ func TestHostCheckpoints(t *testing.T) {
 	j := &Jail{Lock: lk, Session: s, Store: st, Policy: sandbox.Policy{Project: project, NoCache: true}}
 	defer j.Release()
 	t.Cleanup(func() {
-		if h, err := FindAgentHost(s); err == nil {
+		if h, err := agenthost.Find(s); err == nil {
 			_ = unix.Kill(h.PID, unix.SIGKILL)
 		}
 	})

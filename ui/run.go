@@ -53,7 +53,7 @@ type Jail struct {
 	// Attach, when set, is a running agent host of Session to connect to
 	// instead of starting one (`shadow tui --attach`); Lock may be nil until
 	// the agent ends.
-	Attach *AgentHostState
+	Attach *agenthost.State
 
 	mu       sync.Mutex
 	client   *agenthost.Client
@@ -134,6 +134,12 @@ func WithJail(opts Options, j *Jail) Options {
 	}
 	if opts.Preflight == nil {
 		opts.Preflight = JailPreflight(j, profile)
+	}
+	if opts.Layers == nil && j.Attach != nil {
+		// The layers of the agent's jail, as its host started it.
+		for _, l := range j.Attach.Layers {
+			opts.Layers = append(opts.Layers, Layer(l))
+		}
 	}
 	if opts.Layers == nil {
 		opts.Layers = PolicyLayers(j.Policy)
@@ -220,7 +226,7 @@ func (j *Jail) hostAgent(argv []string, layers []Layer) AgentFunc {
 			return AgentResult{ExitCode: -1}, err
 		}
 		c.Checkpointed, c.CheckpointAnswered = j.checkpointed, j.checkpointAnswered
-		stop := j.forwardCheckpoints(&hostClient{c})
+		stop := j.forwardCheckpoints(c)
 		ex, err := c.Relay(ctx, tty)
 		stop()
 		res := AgentResult{ExitCode: ex.ExitCode, Reason: ex.Reason, Notes: ex.Notes, Duration: ex.Duration}
@@ -324,37 +330,6 @@ func (j *Jail) resizeHost() {
 	if c != nil {
 		c.Resize()
 	}
-}
-
-// hostClient is the app's connection to its agent host, as forwardCheckpoints sends it the
-// app's checkpoint requests.
-type hostClient struct{ *agenthost.Client }
-
-// frameCheckpoint names the one frame the app sends its host through send: a checkpoint request.
-const frameCheckpoint = 'c'
-
-// send sends the host a checkpoint request, p being what took it.
-func (c *hostClient) send(_ byte, p []byte) error { return c.RequestCheckpoint(string(p)) }
-
-// AgentHostState is a running agent host as the app shows it: its state file, with the layers of
-// its agent's jail as the status bar shows them.
-type AgentHostState struct {
-	agenthost.State
-	Layers []Layer
-}
-
-// ErrNoAgent is returned by FindAgentHost when no agent runs in the session.
-var ErrNoAgent = agenthost.ErrNoAgent
-
-// FindAgentHost returns the state of the agent host running in s, or an error matching
-// ErrNoAgent when there is none.
-func FindAgentHost(s *session.Session) (AgentHostState, error) {
-	st, err := agenthost.Find(s)
-	h := AgentHostState{State: st}
-	for _, l := range st.Layers {
-		h.Layers = append(h.Layers, Layer(l))
-	}
-	return h, err
 }
 
 // BusyAdvice is what can be done about an agent another app holds, with the default keys.

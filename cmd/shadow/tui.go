@@ -10,6 +10,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/session"
 	"github.com/shadow-sandbox/shadow/ui"
+	"github.com/shadow-sandbox/shadow/ui/agenthost"
 )
 
 func newTUICmd() *cobra.Command {
@@ -57,7 +58,7 @@ it keeps running detached.`,
 			lk, s, created, err := f.openSession(setup, "tui", cmd.ErrOrStderr())
 			if errors.Is(err, session.ErrBusy) {
 				if cur, e := setup.store.Current(setup.project); e == nil {
-					if host, e := ui.FindAgentHost(cur); e == nil {
+					if host, e := agenthost.Find(cur); e == nil {
 						if host.Attached != nil {
 							return heldAgent(cur, setup.project, host)
 						}
@@ -115,8 +116,8 @@ func attachTUI(ctx context.Context, setup *runSetup) error {
 	if err != nil {
 		return err
 	}
-	host, err := ui.FindAgentHost(s)
-	if errors.Is(err, ui.ErrNoAgent) {
+	host, err := agenthost.Find(s)
+	if errors.Is(err, agenthost.ErrNoAgent) {
 		return fmt.Errorf("no agent is running in session %s of %s; start one with shadow tui -- CMD, or review it with shadow review", s.ID(), setup.project)
 	}
 	if err != nil {
@@ -129,7 +130,7 @@ func attachTUI(ctx context.Context, setup *runSetup) error {
 	jail := &ui.Jail{Session: s, Store: st, Policy: setup.policy, Granted: setup.granted, Attach: &host,
 		Apply: session.ApplyOptions{Protected: setup.cfg.Protected}}
 	defer jail.Release()
-	opts := ui.Options{Argv: host.Argv, Keys: setup.cfg.Keys, Layers: host.Layers, Jail: jail}
+	opts := ui.Options{Argv: host.Argv, Keys: setup.cfg.Keys, Jail: jail}
 	if setup.trust != "" {
 		opts.Profile = setup.trust
 	}
@@ -141,7 +142,7 @@ func attachTUI(ctx context.Context, setup *runSetup) error {
 
 // heldAgent is the error of an app that finds the project's agent attached to another app: who
 // holds it (its process and terminal) and what can be done.
-func heldAgent(s *session.Session, project string, host ui.AgentHostState) error {
+func heldAgent(s *session.Session, project string, host agenthost.State) error {
 	return fmt.Errorf("the agent of session %s of %s runs in another shadow tui (%s): %s",
 		s.ID(), project, host.Attached, ui.BusyAdvice())
 }
