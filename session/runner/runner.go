@@ -19,6 +19,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/audit"
 	"github.com/shadow-sandbox/shadow/sandbox"
+	"github.com/shadow-sandbox/shadow/sandbox/proxy"
 	"github.com/shadow-sandbox/shadow/session"
 )
 
@@ -89,6 +90,9 @@ type Wiring struct {
 	// jail's answer to every request (sandbox.Policy).
 	Checkpointed       func(sandbox.Checkpoint)
 	CheckpointAnswered func(trigger string)
+	// AskNetwork, when set, is asked about a request for a host off the allow-list
+	// (sandbox.IO.AskNetwork).
+	AskNetwork proxy.Asker
 }
 
 // Options are a run's settings beside its policy.
@@ -154,7 +158,7 @@ func Begin(s *session.Session, p sandbox.Policy, argv []string, w Wiring, o Opti
 	}
 	p = SessionPolicy(p, s)
 	jw := sandbox.IO{Stdin: w.Stdin, Stdout: w.Stdout, Stderr: w.Stderr, Warnings: w.Warnings, Signals: w.Signals,
-		CheckpointRequests: w.CheckpointRequests, CheckpointAnswered: w.CheckpointAnswered}
+		CheckpointRequests: w.CheckpointRequests, CheckpointAnswered: w.CheckpointAnswered, AskNetwork: w.AskNetwork}
 	if err := s.StartRun(argv); err != nil {
 		return nil, err
 	}
