@@ -3,13 +3,13 @@ package ui
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/shadow-sandbox/shadow/internal/testmnt"
 	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/session"
 	"github.com/shadow-sandbox/shadow/ui/agenthost"
@@ -78,23 +78,7 @@ func TestAgentRunThatStagesNothing(t *testing.T) {
 // that fails, why. The test re-runs itself in a private mount namespace with the state directory
 // on a 3 MB tmpfs.
 func TestAgentReportsIncompleteStaging(t *testing.T) {
-	if os.Getenv("SHADOW_TEST_FULL_DISK") == "" {
-		if os.Getuid() != 0 {
-			t.Skip("not root: mounting the small tmpfs needs root")
-		}
-		if _, err := exec.LookPath("unshare"); err != nil {
-			t.Skip("unshare (util-linux) not installed")
-		}
-		self, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command("unshare", "-m", "--propagation", "private", self, "-test.run", "^TestAgentReportsIncompleteStaging$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), "SHADOW_TEST_FULL_DISK=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestAgentReportsIncompleteStaging") {
-			t.Fatalf("in a private mount namespace: %v\n%s", err, out)
-		}
+	if !testmnt.Private(t) {
 		return
 	}
 	for _, path := range agentPaths {
@@ -106,13 +90,7 @@ func TestAgentReportsIncompleteStaging(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				dir := t.TempDir()
 				state := filepath.Join(dir, "s")
-				if err := os.MkdirAll(state, 0o700); err != nil {
-					t.Fatal(err)
-				}
-				if err := unix.Mount("tmpfs", state, "tmpfs", 0, "size=3m"); err != nil {
-					t.Skipf("mount a small tmpfs: %v", err)
-				}
-				t.Cleanup(func() { unix.Unmount(state, unix.MNT_DETACH) })
+				testmnt.Tmpfs(t, state, "3m")
 				project := filepath.Join(dir, "p")
 				writeFiles(t, project, map[string]string{"a.txt": "a\n"})
 				st, err := session.Open(state)

@@ -2,12 +2,13 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/internal/testmnt"
 )
 
 // TestFullStateDisk puts shadow's state directory on a 3 MB tmpfs and lets an agent write 8 MB:
@@ -17,33 +18,11 @@ import (
 // frees it. The test re-runs itself in a private mount namespace (unshare -m) so that the tmpfs
 // goes away with it.
 func TestFullStateDisk(t *testing.T) {
-	if os.Getenv("SHADOW_TEST_FULL_DISK") == "" {
-		if os.Getuid() != 0 {
-			t.Skip("not root: mounting the small tmpfs needs root")
-		}
-		if _, err := exec.LookPath("unshare"); err != nil {
-			t.Skip("unshare (util-linux) not installed")
-		}
-		self, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command("unshare", "-m", "--propagation", "private", self, "-test.run", "^TestFullStateDisk$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), "SHADOW_TEST_FULL_DISK=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestFullStateDisk") {
-			t.Fatalf("in a private mount namespace: %v\n%s", err, out)
-		}
+	if !testmnt.Private(t) {
 		return
 	}
 	c := newCLI(t)
-	if err := os.MkdirAll(c.state, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", c.state, "tmpfs", 0, "size=3m"); err != nil {
-		t.Skipf("mount a small tmpfs: %v", err)
-	}
-	t.Cleanup(func() { unix.Unmount(c.state, unix.MNT_DETACH) })
+	testmnt.Tmpfs(t, c.state, "3m")
 	root := filepath.Join(c.state, "shadow")
 	p := fixture(t, map[string]string{"a.txt": "1\n"})
 	oneLine := func(what, errs string) {

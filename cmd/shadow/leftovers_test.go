@@ -3,14 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/shadow-sandbox/shadow/internal/testmnt"
 )
 
 // A revert killed while it builds the new staging layer leaves upper.revert; the next command,
@@ -98,36 +97,13 @@ func killedRevert(t *testing.T, unprivileged bool, next []string) {
 // it freed. The state directory is a 3 MB tmpfs in a private mount namespace, as in
 // TestFullStateDisk.
 func TestUnfinishedCheckpointIsCleanedUp(t *testing.T) {
-	if os.Getenv("SHADOW_TEST_FULL_CHECKPOINT") == "" {
-		if os.Getuid() != 0 {
-			t.Skip("not root: mounting the small tmpfs needs root")
-		}
-		if _, err := exec.LookPath("unshare"); err != nil {
-			t.Skip("unshare (util-linux) not installed")
-		}
-		self, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command("unshare", "-m", "--propagation", "private", self, "-test.run", "^TestUnfinishedCheckpointIsCleanedUp$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), "SHADOW_TEST_FULL_CHECKPOINT=1")
-		out, err := cmd.CombinedOutput()
-		t.Logf("in a private mount namespace:\n%s", out)
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestUnfinishedCheckpointIsCleanedUp") {
-			t.Fatalf("in a private mount namespace: %v", err)
-		}
+	if !testmnt.Private(t) {
 		return
 	}
 	for _, next := range [][]string{{"log"}, {"diff", "--stat"}, {"run", "--", "true"}} {
 		t.Run(next[0], func(t *testing.T) {
 			c := newCLI(t)
-			if err := os.MkdirAll(c.state, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := unix.Mount("tmpfs", c.state, "tmpfs", 0, "size=3m"); err != nil {
-				t.Skipf("mount a small tmpfs: %v", err)
-			}
-			t.Cleanup(func() { unix.Unmount(c.state, unix.MNT_DETACH) })
+			testmnt.Tmpfs(t, c.state, "3m")
 			p := fixture(t, map[string]string{"a.txt": "1\n"})
 			_, errs, _ := c.run(p, "run", "--", "sh", "-c", "for i in 1 2 3 4 5 6 7 8; do head -c 1000000 /dev/urandom > big$i.bin; done")
 			left, _ := filepath.Glob(filepath.Join(c.state, "shadow", "sessions", "*", "checkpoints", "c*.tmp"))
