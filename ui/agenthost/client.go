@@ -110,6 +110,11 @@ type Client struct {
 	// checkpoint the host's jail wrote and of its answer to every request.
 	Checkpointed       func(sandbox.Checkpoint)
 	CheckpointAnswered func(trigger string)
+	// Asked, when set, is given every question of the jail's proxy about a request off its
+	// allow-list (answer it with Answer); AskDone is told when one is no longer open. They are
+	// called from Relay's loop and must not block.
+	Asked   func(Question)
+	AskDone func(id uint64)
 }
 
 // Dial connects to the agent host listening on sock.
@@ -247,6 +252,10 @@ func (c *Client) Relay(ctx context.Context, tty *os.File) (Exit, error) {
 			if c.CheckpointAnswered != nil {
 				c.CheckpointAnswered(string(p))
 			}
+		case frameAsk:
+			c.asked(p)
+		case frameAskDone:
+			c.askDone(p)
 		case frameExit:
 			c.ended = true
 			var ex Exit

@@ -85,6 +85,9 @@ type agentHost struct {
 	exit   []byte // the exit frame's payload once the agent has ended
 	// state is what the state file says; its Attached follows the client.
 	state State
+	// asked are the questions of the jail's proxy still open, by id; lastAsk is the latest id.
+	asked   map[uint64]*openQuestion
+	lastAsk uint64
 }
 
 // setClientLocked makes c (nil: none) the client and says so in the state
@@ -155,6 +158,9 @@ func startHost(spec hostSpec) (*agentHost, error) {
 	signal.Notify(relay, sandbox.RelayedSignals()...)
 	w := runner.Wiring{Stdin: tty, Stdout: tty, Stderr: tty, Warnings: tty, Signals: relay,
 		CheckpointRequests: h.requests, Checkpointed: h.checkpointed, CheckpointAnswered: h.checkpointAnswered}
+	if spec.Ask {
+		w.AskNetwork = h.askNetwork
+	}
 	run, err := runner.Begin(s, spec.Policy, spec.Argv, w, runner.Options{StateRoot: spec.StateRoot})
 	if err != nil {
 		signal.Stop(relay)
@@ -313,6 +319,7 @@ func (h *agentHost) attach(c net.Conn) {
 	if len(h.replay) > 0 {
 		h.sendLocked(frameData, h.replay)
 	}
+	h.sendQuestionsLocked()
 	if h.client != nil && h.exit != nil {
 		h.sendLocked(frameExit, h.exit)
 	}
@@ -368,6 +375,8 @@ func (h *agentHost) readClient(c net.Conn) {
 			}
 		case frameStop:
 			h.stop()
+		case frameAnswer:
+			h.answered(p)
 		case frameCheckpoint:
 			// A client asks only for the checkpoints a user takes (a prompt's with its line).
 			if t, _ := sandbox.SplitRequest(string(p)); t == sandbox.CheckpointPrompt || t == sandbox.CheckpointManual {

@@ -46,6 +46,14 @@ const (
 	// host to client: the jail is done with a checkpoint request; the payload
 	// is what took it.
 	frameCheckpointAnswered = 'a'
+	// host to client: the jail's proxy asks about a request off the allow-list, as JSON
+	// (Question); the host sends the questions still open to a client that attaches.
+	frameAsk = 'q'
+	// client to host: the user's answer to a question, as JSON (answer).
+	frameAnswer = 'n'
+	// host to client: a question is no longer open (answered, or its time ran out); the payload
+	// is its id in decimal.
+	frameAskDone = 'w'
 )
 
 // maxFrame bounds a frame's payload, so a broken peer cannot make the
@@ -74,6 +82,9 @@ type hostSpec struct {
 	Layers    []Layer        `json:"layers"`
 	// Protected are the config's protected paths, which the run's session keeps.
 	Protected []string `json:"protected,omitempty"`
+	// Ask puts the requests the jail's proxy has off its allow-list to the attached app
+	// (Question) instead of refusing them at once.
+	Ask bool `json:"ask,omitempty"`
 }
 
 // State is the agent host's state file: how `shadow tui --attach`
