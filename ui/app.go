@@ -28,6 +28,8 @@ import (
 	"github.com/shadow-sandbox/shadow/diffview"
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/sandbox"
+	"github.com/shadow-sandbox/shadow/ui/keymap"
+	"github.com/shadow-sandbox/shadow/ui/reviewsrc"
 )
 
 // Exit codes of the app.
@@ -145,7 +147,7 @@ const (
 type Model struct {
 	opts   Options
 	ctx    context.Context
-	keys   KeyMap
+	keys   keymap.KeyMap
 	rkeys  diffview.KeyMap
 	styles Styles
 	help   help.Model
@@ -199,11 +201,11 @@ func NewModel(ctx context.Context, opts Options) (Model, error) {
 	if opts.Profile == "" {
 		opts.Profile = "dependency"
 	}
-	m := Model{opts: opts, ctx: ctx, keys: DefaultKeyMap(), rkeys: diffview.DefaultKeyMap(), dark: opts.Dark}
+	m := Model{opts: opts, ctx: ctx, keys: keymap.DefaultKeyMap(), rkeys: diffview.DefaultKeyMap(), dark: opts.Dark}
 	if opts.PrefixKey != "" {
 		m.keys.SetPrefix(opts.PrefixKey)
 	}
-	if err := ApplyKeys(&m.keys, &m.rkeys, opts.Keys); err != nil {
+	if err := keymap.ApplyKeys(&m.keys, &m.rkeys, opts.Keys); err != nil {
 		return m, err
 	}
 	if (opts.Preflight == nil && !opts.Attach) || opts.Agent == nil || opts.Review == nil {
@@ -542,7 +544,7 @@ func (m Model) Detached() bool { return m.detaching }
 func (m Model) openReview(readOnly bool) (tea.Model, tea.Cmd) {
 	var src diffview.Source = m.opts.Review
 	if readOnly {
-		src = ReadOnlySource{Source: src}
+		src = reviewsrc.ReadOnly{Source: src}
 	} else {
 		m.phase = phaseReview
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/audit"
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/ui/reviewsrc"
 )
 
 // fixedNow is the clock of every golden view.
@@ -298,7 +299,7 @@ func (o Options) withReview(t testing.TB) Options {
 	t.Helper()
 	ts := newTestSession(t, map[string]string{"a.txt": baseText})
 	ts.stage(t, map[string]string{"a.txt": stagedText})
-	o.Review = NewReviewSource(ts.lock, ts.s)
+	o.Review = reviewsrc.New(ts.lock, ts.s)
 	return o
 }
 

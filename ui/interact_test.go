@@ -17,6 +17,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 	"github.com/creack/pty"
+
+	"github.com/shadow-sandbox/shadow/ui/reviewsrc"
 )
 
 // startApp runs the app under teatest with an observer of its screen.
@@ -80,7 +82,7 @@ func scriptedAgent(ts *testSession) AgentFunc {
 
 func TestAppPreflightAgentReviewApply(t *testing.T) {
 	ts := newTestSession(t, map[string]string{"a.txt": baseText})
-	opts := testOptions(NewReviewSource(ts.lock, ts.s), scriptedAgent(ts))
+	opts := testOptions(reviewsrc.New(ts.lock, ts.s), scriptedAgent(ts))
 	tm, obs := startApp(t, opts, 100, 30)
 
 	waitScreen(t, tm, obs, 10*time.Second, "the verdict", contains("allowed with warnings"))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/audit"
 	"github.com/shadow-sandbox/shadow/internal/english"
+	"github.com/shadow-sandbox/shadow/ui/keymap"
 )
 
 // Stage is one step of the preflight, shown as one group of findings.
@@ -268,7 +269,7 @@ func (p *preflight) move(n int) {
 }
 
 // view draws the phase in width×height.
-func (p *preflight) view(st Styles, k KeyMap, o *Options, width, height int) string {
+func (p *preflight) view(st Styles, k keymap.KeyMap, o *Options, width, height int) string {
 	title := st.Title.Render("shadow preflight") + st.Subtle.Render(fmt.Sprintf(" · profile %s · %s", o.Profile, strings.Join(o.Argv, " ")))
 	footer := p.footer(st, k, width)
 	if fl := strings.Split(footer, "\n"); len(fl) > max(1, height-3) {
@@ -458,7 +459,7 @@ func (p *preflight) detailView(st Styles, width, height int) string {
 }
 
 // footer is the verdict line and the key help.
-func (p *preflight) footer(st Styles, k KeyMap, width int) string {
+func (p *preflight) footer(st Styles, k keymap.KeyMap, width int) string {
 	var verdict, help string
 	keyHelp := func(b key.Binding, desc string) string {
 		return st.Key.Render(b.Help().Key) + " " + st.Subtle.Render(desc)

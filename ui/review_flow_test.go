@@ -16,6 +16,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/diffview"
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/ui/reviewsrc"
 )
 
 // numbered is n lines "<prefix>01".."<prefix>NN", each ending in a newline,
@@ -129,7 +130,7 @@ func TestReviewFlowOverSession(t *testing.T) {
 	})
 
 	// The layout the keys below rely on, as the session computes it.
-	src := NewReviewSource(ts.lock, ts.s)
+	src := reviewsrc.New(ts.lock, ts.s)
 	a, b, c := loadFile(t, src, "a.txt"), loadFile(t, src, "b.txt"), loadFile(t, src, "c.txt")
 	if len(a.Diff.Hunks) != 3 || len(b.Diff.Hunks) != 1 || len(c.Diff.Hunks) != 1 {
 		t.Fatalf("hunks: a.txt %d, b.txt %d, c.txt %d; want 3, 1, 1", len(a.Diff.Hunks), len(b.Diff.Hunks), len(c.Diff.Hunks))
@@ -201,7 +202,7 @@ func TestReviewFlowOverSession(t *testing.T) {
 
 	// Reopened on the same session: the rejected hunk of a.txt and every
 	// part not taken are there, nothing applied comes back.
-	again := NewReviewSource(ts.lock, ts.s)
+	again := reviewsrc.New(ts.lock, ts.s)
 	tm = startReview(t, again, editor)
 	sc = newFlowScreen(t, 80, 24)
 	sc.waitFor(t, tm, "file 1/3 · 0✓ 1✗ 3· undecided")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/diffview"
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/ui/reviewsrc"
 )
 
 // A review source without the project's writer lock (a second `shadow tui
@@ -15,9 +16,9 @@ import (
 func TestReviewWithoutLockIsReadOnly(t *testing.T) {
 	ts := newTestSession(t, map[string]string{"a.txt": baseText})
 	ts.stage(t, map[string]string{"a.txt": stagedText})
-	src := NewReviewSource(nil, ts.s)
-	if got := src.ReadOnly(); got != noLock {
-		t.Fatalf("ReadOnly() = %q, want %q", got, noLock)
+	src := reviewsrc.New(nil, ts.s)
+	if got := src.ReadOnly(); got != reviewsrc.NoLock {
+		t.Fatalf("ReadOnly() = %q, want %q", got, reviewsrc.NoLock)
 	}
 	f := loadFile(t, src, "a.txt")
 	if err := src.Decide("a.txt", f.Diff.Hunks[0].ID, diff.Decision{Verdict: diff.Accepted}); err == nil {
@@ -34,7 +35,7 @@ func TestReviewWithoutLockIsReadOnly(t *testing.T) {
 		send(tm, "j") // clears the status line
 		sc.waitFor(t, tm, "READ-ONLY  file 1/1")
 		send(tm, k)
-		sc.waitFor(t, tm, "READ-ONLY  "+noLock)
+		sc.waitFor(t, tm, "READ-ONLY  "+reviewsrc.NoLock)
 		if s := sc.emu.String(); strings.Contains(s, "accepted") || strings.Contains(s, "not saved") || strings.Contains(s, "Apply to the project?") {
 			t.Errorf("the read-only review took %s:\n%s", k, s)
 		}
@@ -49,7 +50,7 @@ func TestReviewWithoutLockIsReadOnly(t *testing.T) {
 
 	// With the lock back (the app took it over from the agent host), the
 	// source takes changes again.
-	src.rebind(ts.lock, ts.s)
+	src.Rebind(ts.lock, ts.s)
 	if got := src.ReadOnly(); got != "" {
 		t.Errorf("ReadOnly() with the lock = %q", got)
 	}

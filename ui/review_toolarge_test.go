@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shadow-sandbox/shadow/ui/reviewsrc"
 )
 
 // A text file past the session's diff limit (lowered here so that the test
@@ -19,7 +21,7 @@ func TestTooLargeFileOverSession(t *testing.T) {
 	ts := newTestSession(t, map[string]string{"big.log": "old\n", "a.txt": baseText})
 	ts.store.MaxDiffBytes = 4 << 10
 	ts.stage(t, map[string]string{"big.log": big, "a.txt": stagedText})
-	src := NewReviewSource(ts.lock, ts.s)
+	src := reviewsrc.New(ts.lock, ts.s)
 	f := loadFile(t, src, "big.log")
 	want := "shadow diff -- " + filepath.Join(ts.project, "big.log") + " | less"
 	if !f.TooLarge || f.ShowCommand != want || len(f.Diff.Hunks) != 0 {

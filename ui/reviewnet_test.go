@@ -10,6 +10,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/sandbox/proxy"
+	"github.com/shadow-sandbox/shadow/ui/reviewsrc"
 )
 
 // The review's step carries the step's requests through the proxy, as `shadow net` puts them in
@@ -43,7 +44,7 @@ func TestReviewStepsCountRequests(t *testing.T) {
 	if err := os.WriteFile(s.NetLog(), log, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	src := NewReviewSource(lk, s)
+	src := reviewsrc.New(lk, s)
 	for _, want := range []struct {
 		id               string
 		requests, denied int

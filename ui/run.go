@@ -27,6 +27,8 @@ import (
 	"github.com/shadow-sandbox/shadow/session"
 	"github.com/shadow-sandbox/shadow/session/runner"
 	"github.com/shadow-sandbox/shadow/ui/agenthost"
+	"github.com/shadow-sandbox/shadow/ui/keymap"
+	"github.com/shadow-sandbox/shadow/ui/reviewsrc"
 )
 
 // Jail is what the real preflight, agent, review and status bar work on:
@@ -57,7 +59,7 @@ type Jail struct {
 
 	mu       sync.Mutex
 	client   *agenthost.Client
-	review   *ReviewSource
+	review   *reviewsrc.Source
 	running  atomic.Bool
 	detached atomic.Bool
 
@@ -160,7 +162,7 @@ func WithJail(opts Options, j *Jail) Options {
 		opts.Checkpoint, opts.Checkpointed = j.requestCheckpoint, events
 	}
 	if opts.Review == nil {
-		rs := NewReviewSource(j.Lock, j.Session, WithApplyOptions(j.Apply), WithFindings(j.stagedFindings()))
+		rs := reviewsrc.New(j.Lock, j.Session, reviewsrc.WithApplyOptions(j.Apply), reviewsrc.WithFindings(j.stagedFindings()))
 		j.review = rs
 		opts.Review = rs
 	}
@@ -304,7 +306,7 @@ func (j *Jail) relock(wait bool) error {
 	s.SetProtected(j.Apply.Protected)
 	j.Lock, j.Session = lk, s
 	if j.review != nil {
-		j.review.rebind(lk, s)
+		j.review.Rebind(lk, s)
 	}
 	return nil
 }
@@ -334,7 +336,7 @@ func (j *Jail) resizeHost() {
 
 // BusyAdvice is what can be done about an agent another app holds, with the default keys.
 func BusyAdvice() string {
-	k := DefaultKeyMap()
+	k := keymap.DefaultKeyMap()
 	return fmt.Sprintf("wait for it to end there, or detach it there (%s then %s) and run shadow tui --attach here, or stop it there (%s then %s)",
 		k.Prefix.Help().Key, k.Detach.Help().Key, k.Prefix.Help().Key, k.Stop.Help().Key)
 }

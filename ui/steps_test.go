@@ -9,6 +9,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/diffview"
 	"github.com/shadow-sandbox/shadow/sandbox"
+	"github.com/shadow-sandbox/shadow/ui/reviewsrc"
 )
 
 // The review's timeline counts each step as `shadow log` does (session.CountStep over the same
@@ -31,7 +32,7 @@ func TestReviewStepsCountLikeLog(t *testing.T) {
 	if log[0].Files != 2 || log[1].Files != 1 {
 		t.Fatalf("log counts c1 %d files and c2 %d, want 2 and 1", log[0].Files, log[1].Files)
 	}
-	src := NewReviewSource(lk, s)
+	src := reviewsrc.New(lk, s)
 	for _, st := range log {
 		sc, err := src.StepChanges(st.ID)
 		if err != nil {

@@ -14,7 +14,8 @@ import (
 	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/session"
 	"github.com/shadow-sandbox/shadow/session/runner"
-	"github.com/shadow-sandbox/shadow/ui"
+	"github.com/shadow-sandbox/shadow/ui/keymap"
+	"github.com/shadow-sandbox/shadow/ui/reviewsrc"
 )
 
 func newReviewCmd() *cobra.Command {
@@ -44,11 +45,11 @@ While a run is going on the project, the review opens read-only.`,
 			}
 			defer release()
 			cfg := configFor(s.Project())
-			keys, appKeys := diffview.DefaultKeyMap(), ui.DefaultKeyMap()
-			if err := ui.ApplyKeys(&appKeys, &keys, cfg.Keys); err != nil {
+			keys, appKeys := diffview.DefaultKeyMap(), keymap.DefaultKeyMap()
+			if err := keymap.ApplyKeys(&appKeys, &keys, cfg.Keys); err != nil {
 				return usageError{msg: "config keys: " + err.Error()}
 			}
-			_, readOnly := src.(ui.ReadOnlySource)
+			_, readOnly := src.(reviewsrc.ReadOnly)
 			m := diffview.New(diffview.WithSource(src), diffview.WithKeyMap(keys),
 				diffview.WithEditor(editor()), diffview.WithReadOnly(readOnly))
 			if _, err := tea.NewProgram(diffview.NewApp(m), tea.WithContext(cmd.Context())).Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
@@ -70,7 +71,7 @@ func openReview(f *sessionFlags, cmd *cobra.Command) (diffview.Source, *session.
 	if err == nil {
 		// The config's protected paths are the session's own (writeSession set them).
 		found := stagedFindings(cmd.Context(), s, cmd.ErrOrStderr())
-		return ui.NewReviewSource(lk, s, ui.WithFindings(func(p string) []string { return found[p] })),
+		return reviewsrc.New(lk, s, reviewsrc.WithFindings(func(p string) []string { return found[p] })),
 			s, func() { lk.Release() }, nil
 	}
 	if !errors.Is(err, session.ErrBusy) {
@@ -86,7 +87,7 @@ func openReview(f *sessionFlags, cmd *cobra.Command) (diffview.Source, *session.
 	if errors.As(err, &busy) && busy.Holder != "" {
 		why = fmt.Sprintf("shadow %s holds the project: decide once it ends", busy.Holder)
 	}
-	return ui.ReadOnlySource{Source: ui.NewReviewSource(nil, s), Why: why}, s, func() {}, nil
+	return reviewsrc.ReadOnly{Source: reviewsrc.New(nil, s), Why: why}, s, func() {}, nil
 }
 
 // editor is the command the review's `e` key runs.

@@ -1,4 +1,4 @@
-package ui
+package reviewsrc
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 // host's side (f.Host), and, where the two changes merge, the merge's hunks on the host's file in
 // place of the diff against the pre-image; merged reports that. A path that merges is no longer
 // left out of the review's apply: only its conflict hunks wait for a decision.
-func (r *ReviewSource) hostChange(c *session.Change, f *diffview.File) (merged bool, err error) {
+func (r *Source) hostChange(c *session.Change, f *diffview.File) (merged bool, err error) {
 	v, err := r.sess.HostView(c)
 	if err != nil {
 		return false, fmt.Errorf("merge %s: %w", c.Path, err)

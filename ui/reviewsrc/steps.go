@@ -1,4 +1,4 @@
-package ui
+package reviewsrc
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // its change set to.
 
 // Steps lists the session's checkpoints, oldest first, as the review's steps.
-func (r *ReviewSource) Steps() ([]diffview.Step, error) {
+func (r *Source) Steps() ([]diffview.Step, error) {
 	cps, err := r.session().Checkpoints()
 	if err != nil {
 		return nil, err
@@ -29,7 +29,7 @@ func (r *ReviewSource) Steps() ([]diffview.Step, error) {
 
 // StepChanges returns what checkpoint id changed (from the one before it, or the base) and what
 // the checkpoints after it changed.
-func (r *ReviewSource) StepChanges(id string) (diffview.StepChanges, error) {
+func (r *Source) StepChanges(id string) (diffview.StepChanges, error) {
 	s := r.session()
 	cps, err := s.Checkpoints()
 	if err != nil {
@@ -71,14 +71,14 @@ func (r *ReviewSource) StepChanges(id string) (diffview.StepChanges, error) {
 
 // session is the session the source reads now (the app rebinds it when it takes the project's
 // writer lock back).
-func (r *ReviewSource) session() *session.Session {
+func (r *Source) session() *session.Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.sess
 }
 
 // Steps are the wrapped source's steps, when it has a history.
-func (r ReadOnlySource) Steps() ([]diffview.Step, error) {
+func (r ReadOnly) Steps() ([]diffview.Step, error) {
 	if h, ok := r.Source.(diffview.History); ok {
 		return h.Steps()
 	}
@@ -86,7 +86,7 @@ func (r ReadOnlySource) Steps() ([]diffview.Step, error) {
 }
 
 // StepChanges are the wrapped source's.
-func (r ReadOnlySource) StepChanges(id string) (diffview.StepChanges, error) {
+func (r ReadOnly) StepChanges(id string) (diffview.StepChanges, error) {
 	if h, ok := r.Source.(diffview.History); ok {
 		return h.StepChanges(id)
 	}

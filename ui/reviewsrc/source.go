@@ -1,4 +1,7 @@
-package ui
+// Package reviewsrc is the review browser's source over a session: it adapts the session's
+// staged changes, decisions, apply journal and checkpoints to diffview.Source, for `shadow review`
+// and the app's review phase alike. It links no app.
+package reviewsrc
 
 import (
 	"errors"
@@ -12,12 +15,12 @@ import (
 	"github.com/shadow-sandbox/shadow/session"
 )
 
-// ReviewSource is the review browser's view of a session: it loads the
+// Source is the review browser's view of a session: it loads the
 // staged changes with their hunks, saved decisions and classification,
 // saves each decision into the session as it is made, and applies and rolls
 // back through the session's journal. `shadow review` and the app's review
 // phase both use it.
-type ReviewSource struct {
+type Source struct {
 	lock    *session.ProjectLock
 	sess    *session.Session
 	opts    session.ApplyOptions
@@ -29,13 +32,13 @@ type ReviewSource struct {
 	hunked  map[string]bool        // decided hunk by hunk in the session
 }
 
-// ReviewOption configures a ReviewSource.
-type ReviewOption func(*ReviewSource)
+// Option configures a Source.
+type Option func(*Source)
 
 // WithApplyOptions sets the options every apply from the review screen uses
 // (the config's protected paths; never All or Paths, which the plan decides).
-func WithApplyOptions(o session.ApplyOptions) ReviewOption {
-	return func(r *ReviewSource) {
+func WithApplyOptions(o session.ApplyOptions) Option {
+	return func(r *Source) {
 		o.All, o.Paths = false, nil
 		r.opts = o
 	}
@@ -43,49 +46,49 @@ func WithApplyOptions(o session.ApplyOptions) ReviewOption {
 
 // WithFindings names, for a staged path, the audit rules it fails; they are
 // shown as badges in the file tree.
-func WithFindings(f func(path string) []string) ReviewOption {
-	return func(r *ReviewSource) { r.finding = f }
+func WithFindings(f func(path string) []string) Option {
+	return func(r *Source) { r.finding = f }
 }
 
-// NewReviewSource returns the review source of a session. lock is the
+// New returns the review source of a session. lock is the
 // project's writer lock the session was obtained through; without it (nil)
 // the source only loads: it is read-only (see ReadOnly) until rebound.
-func NewReviewSource(lock *session.ProjectLock, s *session.Session, opts ...ReviewOption) *ReviewSource {
-	r := &ReviewSource{lock: lock, sess: s}
+func New(lock *session.ProjectLock, s *session.Session, opts ...Option) *Source {
+	r := &Source{lock: lock, sess: s}
 	for _, o := range opts {
 		o(r)
 	}
 	return r
 }
 
-// rebind points the source at a session obtained through a new writer
+// Rebind points the source at a session obtained through a new writer
 // lock (the app took the lock back from the agent host).
-func (r *ReviewSource) rebind(lock *session.ProjectLock, s *session.Session) {
+func (r *Source) Rebind(lock *session.ProjectLock, s *session.Session) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lock, r.sess = lock, s
 }
 
-// noLock is why a source without the project's writer lock takes no change.
-const noLock = "another shadow holds the project: decide there, or here once it ends"
+// NoLock is why a source without the project's writer lock takes no change.
+const NoLock = "another shadow holds the project: decide there, or here once it ends"
 
 // ReadOnly says why the source takes no decision, apply or rollback: it
 // holds no writer lock on the project (a second `shadow tui --attach`
 // finds the agent, and the project, taken). It is "" otherwise.
-func (r *ReviewSource) ReadOnly() string {
+func (r *Source) ReadOnly() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.lock == nil {
-		return noLock
+		return NoLock
 	}
 	return ""
 }
 
 // Session is the session the source reads and writes.
-func (r *ReviewSource) Session() *session.Session { return r.sess }
+func (r *Source) Session() *session.Session { return r.sess }
 
 // Load returns every staged change as the review browser shows it.
-func (r *ReviewSource) Load() ([]diffview.File, error) {
+func (r *Source) Load() ([]diffview.File, error) {
 	cs, err := r.sess.Changes()
 	if err != nil {
 		return nil, fmt.Errorf("read the staged changes of session %s: %w", r.sess.ID(), err)
@@ -117,7 +120,7 @@ func (r *ReviewSource) Load() ([]diffview.File, error) {
 
 // file converts one change, with its decision, into the browser's form. It
 // reports whether the session decides the change hunk by hunk.
-func (r *ReviewSource) file(c *session.Change, decs *session.Decisions) (diffview.File, bool, error) {
+func (r *Source) file(c *session.Change, decs *session.Decisions) (diffview.File, bool, error) {
 	f := diffview.File{
 		Path:         c.Path,
 		OldPath:      c.From,
@@ -182,7 +185,7 @@ func (r *ReviewSource) file(c *session.Change, decs *session.Decisions) (diffvie
 // session takes as a whole (binary, symlink, mode, rename) is the file's
 // verdict; a hunk decision on a file that carried a whole-file verdict turns
 // that verdict into per-hunk decisions first, so the others keep it.
-func (r *ReviewSource) Decide(path, hunkID string, d diff.Decision) error {
+func (r *Source) Decide(path, hunkID string, d diff.Decision) error {
 	if why := r.ReadOnly(); why != "" {
 		return errors.New(why)
 	}
@@ -221,7 +224,7 @@ func (r *ReviewSource) Decide(path, hunkID string, d diff.Decision) error {
 
 // lookup finds the change at path as last loaded, loading once if it is
 // not known yet.
-func (r *ReviewSource) lookup(path string) (*session.Change, []diff.Hunk, bool, error) {
+func (r *Source) lookup(path string) (*session.Change, []diff.Hunk, bool, error) {
 	r.mu.Lock()
 	c, ok := r.changes[path]
 	hs, hunked := r.hunks[path], r.hunked[path]
@@ -244,7 +247,7 @@ func (r *ReviewSource) lookup(path string) (*session.Change, []diff.Hunk, bool, 
 // Apply writes the accepted decisions into the project. The session plans
 // the apply from the saved decisions; it must write only files the review's
 // plan lists, or nothing is written.
-func (r *ReviewSource) Apply(plan diffview.Plan) (diffview.Outcome, error) {
+func (r *Source) Apply(plan diffview.Plan) (diffview.Outcome, error) {
 	if why := r.ReadOnly(); why != "" {
 		return diffview.Outcome{}, errors.New(why)
 	}
@@ -309,7 +312,7 @@ func (r *ReviewSource) Apply(plan diffview.Plan) (diffview.Outcome, error) {
 }
 
 // renameSources maps the source path of each rename to its new path.
-func (r *ReviewSource) renameSources() map[string]string {
+func (r *Source) renameSources() map[string]string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := map[string]string{}
@@ -322,12 +325,12 @@ func (r *ReviewSource) renameSources() map[string]string {
 }
 
 // Rollback undoes the project's last apply.
-func (r *ReviewSource) Rollback() (diffview.Outcome, error) {
+func (r *Source) Rollback() (diffview.Outcome, error) {
 	r.mu.Lock()
 	lock := r.lock
 	r.mu.Unlock()
 	if lock == nil {
-		return diffview.Outcome{}, errors.New(noLock)
+		return diffview.Outcome{}, errors.New(NoLock)
 	}
 	res, err := lock.Rollback("")
 	if err != nil {
@@ -342,10 +345,10 @@ func (r *ReviewSource) Rollback() (diffview.Outcome, error) {
 	}, nil
 }
 
-// ReadOnlySource shows a source's changes but refuses every decision,
+// ReadOnly shows a source's changes but refuses every decision,
 // apply and rollback: the review of a session whose agent is still running,
 // or of a project another shadow holds.
-type ReadOnlySource struct {
+type ReadOnly struct {
 	Source diffview.Source
 	// Why is the one-line reason the review gives when it refuses a key
 	// (default: the agent is still running).
@@ -356,7 +359,7 @@ type ReadOnlySource struct {
 const agentRunning = "the agent is still running: decide once it ends"
 
 // ReadOnly says why the source takes no change.
-func (r ReadOnlySource) ReadOnly() string {
+func (r ReadOnly) ReadOnly() string {
 	if r.Why == "" {
 		return agentRunning
 	}
@@ -364,20 +367,20 @@ func (r ReadOnlySource) ReadOnly() string {
 }
 
 // Load returns the source's changes.
-func (r ReadOnlySource) Load() ([]diffview.File, error) { return r.Source.Load() }
+func (r ReadOnly) Load() ([]diffview.File, error) { return r.Source.Load() }
 
 // Decide refuses.
-func (r ReadOnlySource) Decide(string, string, diff.Decision) error {
+func (r ReadOnly) Decide(string, string, diff.Decision) error {
 	return errors.New(r.ReadOnly())
 }
 
 // Apply refuses.
-func (r ReadOnlySource) Apply(diffview.Plan) (diffview.Outcome, error) {
+func (r ReadOnly) Apply(diffview.Plan) (diffview.Outcome, error) {
 	return diffview.Outcome{}, errors.New(r.ReadOnly())
 }
 
 // Rollback refuses.
-func (r ReadOnlySource) Rollback() (diffview.Outcome, error) {
+func (r ReadOnly) Rollback() (diffview.Outcome, error) {
 	return diffview.Outcome{}, errors.New(r.ReadOnly())
 }
 

@@ -1,4 +1,7 @@
-package ui
+// Package keymap holds the app's key bindings and applies the configuration's `keys` table to
+// them and to the review screen's, so that `shadow review` reads the same table as the app
+// without linking it.
+package keymap
 
 import (
 	"fmt"
