@@ -56,6 +56,9 @@ type Jail struct {
 	// instead of starting one (`shadow tui --attach`); Lock may be nil until
 	// the agent ends.
 	Attach *agenthost.State
+	// AskNetwork puts a request of the jail's proxy for a host off the allow-list to the user
+	// in the app (netask.go) instead of refusing it at once.
+	AskNetwork bool
 
 	mu       sync.Mutex
 	client   *agenthost.Client
@@ -67,6 +70,8 @@ type Jail struct {
 	cpOnce     sync.Once
 	cpRequests chan string
 	cpEvents   chan CheckpointEvent
+	// The questions of the run's proxy, for the app (netask.go).
+	asking netAsking
 }
 
 // Detached reports whether the app left the agent running in its host.
@@ -161,6 +166,9 @@ func WithJail(opts Options, j *Jail) Options {
 		_, events := j.checkpointChans()
 		opts.Checkpoint, opts.Checkpointed = j.requestCheckpoint, events
 	}
+	if opts.Asks == nil {
+		opts.Asks = j.askEvents()
+	}
 	if opts.Review == nil {
 		rs := reviewsrc.New(j.Lock, j.Session, reviewsrc.WithApplyOptions(j.Apply), reviewsrc.WithFindings(j.stagedFindings()))
 		j.review = rs
@@ -189,7 +197,8 @@ func JailAgent(j *Jail, argv []string) AgentFunc {
 		signal.Notify(relay, sandbox.RelayedSignals()...)
 		defer signal.Stop(relay)
 		w := runner.Wiring{Stdin: tty, Stdout: tty, Stderr: tty, Warnings: tty, Notice: tty, Signals: relay,
-			CheckpointRequests: reqs, Checkpointed: j.checkpointed, CheckpointAnswered: j.checkpointAnswered}
+			CheckpointRequests: reqs, Checkpointed: j.checkpointed, CheckpointAnswered: j.checkpointAnswered,
+			AskNetwork: j.inAppAsker()}
 		out, err := runner.Run(ctx, j.Session, j.Policy, argv, w, runner.Options{StateRoot: j.stateRoot()})
 		if err != nil {
 			return AgentResult{ExitCode: -1}, err
@@ -228,6 +237,7 @@ func (j *Jail) hostAgent(argv []string, layers []Layer) AgentFunc {
 			return AgentResult{ExitCode: -1}, err
 		}
 		c.Checkpointed, c.CheckpointAnswered = j.checkpointed, j.checkpointAnswered
+		j.hearQuestions(c)
 		stop := j.forwardCheckpoints(c)
 		ex, err := c.Relay(ctx, tty)
 		stop()
@@ -269,7 +279,7 @@ func (j *Jail) connect(argv []string, layers []Layer, tty *os.File) (*agenthost.
 		for i, l := range layers {
 			hl[i] = agenthost.Layer(l)
 		}
-		if err := agenthost.Start(j.Store, j.Session, j.Policy, j.Apply.Protected, argv, hl, cols, rows); err != nil {
+		if err := agenthost.Start(j.Store, j.Session, j.Policy, j.Apply.Protected, argv, hl, cols, rows, j.AskNetwork); err != nil {
 			return nil, err
 		}
 		sock = agenthost.SocketPath(j.Session)
@@ -345,9 +355,10 @@ func BusyAdvice() string {
 func IsBusy(err error) bool { return agenthost.IsBusy(err) }
 
 // JailPreflight is the real preflight: doctor's host checks, the host
-// environment for information, the project's DEP audit, then the ENV, FS
-// and NET rules inside a fresh jail built with the run's policy.
+// environment for information, then AuditPreflight over the project and a
+// fresh jail built with the run's policy.
 func JailPreflight(j *Jail, profile audit.Profile) PreflightFunc {
+	gate := AuditPreflight(j.Policy.Project, profile, j.startInside)
 	return func(ctx context.Context, emit func(Event)) (Verdict, error) {
 		v := Verdict{Profile: string(profile)}
 		rep := doctor.Run(ctx)
@@ -367,38 +378,39 @@ func JailPreflight(j *Jail, profile audit.Profile) PreflightFunc {
 			v.Remedy = "This host cannot build the jail: select a check for its remedy, or run shadow doctor."
 			return v, nil
 		}
-		project := j.Policy.Project
 
 		// The host as it is: information only, the jail hides it.
-		for f := range audit.Run(ctx, audit.Options{Env: audit.LiveEnv(), Project: project, Profile: profile, Domains: audit.InsideDomains}) {
+		for f := range audit.Run(ctx, audit.Options{Env: audit.LiveEnv(), Project: j.Policy.Project, Profile: profile, Domains: audit.InsideDomains}) {
 			uf := auditFinding(StageHostEnv, f, profile)
 			uf.Info, uf.Blocks = true, false
 			emit(Event{Stage: StageHostEnv, Finding: &uf})
 		}
 		emit(Event{Stage: StageHostEnv, Done: true})
+		return gate(ctx, emit)
+	}
+}
 
-		dep, err := audit.Verify(ctx, audit.Options{Project: project, Profile: profile, Domains: []audit.Domain{audit.DomainDep}}, func(f audit.Finding) {
-			uf := auditFinding(StageProject, f, profile)
-			emit(Event{Stage: StageProject, Finding: &uf})
+// AuditPreflight is the preflight's project and jail stages: audit.Preflight, the gate `shadow
+// run --trust` applies too, its findings streamed as the stages' lines and its report's verdict
+// the app's. start runs the in-jail audit.
+func AuditPreflight(project string, profile audit.Profile, start func(context.Context, []string, io.Writer) error) PreflightFunc {
+	stage := map[audit.PreflightStage]Stage{audit.PreflightProject: StageProject, audit.PreflightJail: StageJail}
+	return func(ctx context.Context, emit func(Event)) (Verdict, error) {
+		v := Verdict{Profile: string(profile)}
+		rep, err := audit.Preflight(ctx, project, profile, start, func(ev audit.PreflightEvent) {
+			st := stage[ev.Stage]
+			if ev.Finding == nil {
+				emit(Event{Stage: st, Done: true})
+				return
+			}
+			uf := auditFinding(st, *ev.Finding, profile)
+			emit(Event{Stage: st, Finding: &uf})
 		})
-		emit(Event{Stage: StageProject, Done: true})
 		if err != nil {
-			return v, fmt.Errorf("audit the project's dependencies in %s: %w", project, err)
+			return v, err
 		}
-		in, err := audit.VerifyInside(ctx, profile, j.startInside, func(f audit.Finding) {
-			uf := auditFinding(StageJail, f, profile)
-			emit(Event{Stage: StageJail, Finding: &uf})
-		})
-		emit(Event{Stage: StageJail, Done: true})
-		if err != nil {
-			return v, fmt.Errorf("verify inside the jail: %w", err)
-		}
-		for _, r := range []audit.Report{dep, in} {
-			rv := r.Verdict()
-			v.Blocked = v.Blocked || rv.Blocked
-			v.Warned = v.Warned || rv.Warned
-			v.Blocking = append(v.Blocking, rv.Blocking...)
-		}
+		rv := rep.Verdict()
+		v.Blocked, v.Warned, v.Blocking = rv.Blocked, rv.Warned, rv.Blocking
 		if v.Blocked {
 			v.Remedy = fmt.Sprintf("Fix what blocks (select a finding for its remedy), or rerun with a --trust profile that accepts it; shadow verify --trust %s writes the full report.", profile)
 		}

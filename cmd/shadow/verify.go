@@ -145,19 +145,23 @@ func (f *verifyFlags) audit(ctx context.Context, inside bool, stderr io.Writer) 
 	return rep, project, err
 }
 
-// preflight is the audit before a jailed run: the DEP rules on the project from the host, the
-// ENV, FS and NET rules inside a fresh jail built with the run's policy.
+// preflight is the audit before a jailed run (audit.Preflight): the DEP rules on the project from
+// the host, the ENV, FS and NET rules inside a fresh jail built with the run's policy.
 func preflight(ctx context.Context, setup *runSetup, profile audit.Profile, onFinding func(audit.Finding)) (audit.Report, error) {
-	dep, err := audit.Verify(ctx, audit.Options{Project: setup.project, Profile: profile,
-		Domains: []audit.Domain{audit.DomainDep}}, onFinding)
-	if err != nil {
-		return dep, err
+	var progress func(audit.PreflightEvent)
+	if onFinding != nil {
+		progress = func(ev audit.PreflightEvent) {
+			if ev.Finding != nil {
+				onFinding(*ev.Finding)
+			}
+		}
 	}
-	start := func(ctx context.Context, args []string, stdout io.Writer) error {
-		return sandbox.RunSelf(ctx, setup.insidePolicy(), args, stdout)
-	}
-	in, err := audit.VerifyInside(ctx, profile, start, onFinding)
-	return audit.Merge(profile, dep, in), err
+	return audit.Preflight(ctx, setup.project, profile, setup.startInside, progress)
+}
+
+// startInside runs `shadow verify --inside-child` in a fresh jail with the run's policy.
+func (s *runSetup) startInside(ctx context.Context, args []string, stdout io.Writer) error {
+	return sandbox.RunSelf(ctx, s.insidePolicy(), args, stdout)
 }
 
 // finish writes the report where asked, SECURITY_REPORT.md on block or the attestation on allow,
@@ -222,16 +226,26 @@ func preflightGate(ctx context.Context, setup *runSetup, w io.Writer) error {
 	if err != nil {
 		return usageError{msg: "--trust: " + err.Error()}
 	}
-	rep, err := preflight(ctx, setup, profile, nil)
-	if err != nil && sandbox.IsJailError(err) {
-		sayErr(w, "shadow:", err)
-		return withCode(exitNoJail, nil)
+	return gate(ctx, setup.project, profile, setup.startInside, w)
+}
+
+// gate is preflightGate's decision over audit.Preflight, start running the in-jail audit: nil
+// lets the command start; a preflight that could not decide or that blocks refuses it.
+func gate(ctx context.Context, project string, profile audit.Profile,
+	start func(context.Context, []string, io.Writer) error, w io.Writer) error {
+	rep, err := audit.Preflight(ctx, project, profile, start, nil)
+	if err != nil {
+		if sandbox.IsJailError(err) {
+			sayErr(w, "shadow:", err)
+			return withCode(exitNoJail, nil)
+		}
+		return fmt.Errorf("preflight: %w; the command was not started", err)
 	}
 	if rep.Allowed() {
 		return nil
 	}
 	rep.WriteText(w, isTerminal(w))
-	path, werr := rep.WriteSecurityReport(setup.project)
+	path, werr := rep.WriteSecurityReport(project)
 	if werr != nil {
 		path = "(the security report could not be written: " + werr.Error() + ")"
 	}
