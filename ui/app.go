@@ -115,6 +115,9 @@ type Options struct {
 	// jail writes and its answers to the requests (see checkpoint.go).
 	Checkpoint   func(trigger string)
 	Checkpointed <-chan CheckpointEvent
+	// Asks, when set, delivers the questions of the agent's jail about requests off its
+	// allow-list, which the app puts to the user in a dialog (netask.go).
+	Asks <-chan AskEvent
 	// Attach opens the app on the agent's pane, without a preflight: the
 	// agent already runs and Agent connects to it.
 	Attach bool
@@ -184,6 +187,8 @@ type Model struct {
 	// resume is how to resume the agent's conversation inside shadow, when it printed how to
 	// resume it (Options.Resume).
 	resume string
+	// asks are the open questions of the jail's proxy, the first one's dialog showing (netask.go).
+	asks []NetQuestion
 
 	review    diffview.Model
 	reviewing bool // a review browser is open (read-only over a running agent, or the review phase)
@@ -307,7 +312,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if !m.opts.Started.IsZero() {
 			m.started = m.opts.Started
 		}
-		return m, tea.Batch(waitFrame(msg.run), waitAgent(msg.run), tick(), m.pollStats(), waitCheckpoint(m.opts.Checkpointed, msg.run))
+		return m, tea.Batch(waitFrame(msg.run), waitAgent(msg.run), tick(), m.pollStats(), waitCheckpoint(m.opts.Checkpointed, msg.run),
+			waitAsk(m.opts.Asks, msg.run))
 	case agentStartFailedMsg:
 		m.agentErr = msg.err
 		m.result = &AgentResult{ExitCode: -1}
@@ -338,6 +344,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.holding, m.held = false, nil
 		m.menu = false
+		m.asks = nil
 		m.now = m.opts.Now()
 		m.resume = m.resumeCommand()
 		return m, tea.Batch(m.pollStats(), countListed(m.opts.Review))
@@ -349,6 +356,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.result != nil {
 			return m, nil
 		}
+		m = m.dropExpired()
 		return m, tea.Batch(tick(), m.pollStats())
 	case statsMsg:
 		m.stats = Stats(msg)
@@ -364,6 +372,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case checkpointMsg:
 		return m.checkpointed(msg)
+	case askMsg:
+		return m.asked(msg)
 	case checkpointWaitMsg:
 		if msg.gen == m.holdGen && m.holding {
 			m = m.release()
@@ -381,11 +391,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.KeyPressMsg:
 		return m.key(msg)
 	case tea.PasteMsg:
-		if m.phase == phaseAgent && !m.reviewing && !m.menu && m.result == nil {
+		if m.phase == phaseAgent && !m.reviewing && !m.menu && !m.asking() && m.result == nil {
 			return m.forward(msg), nil
 		}
 	case tea.MouseMsg:
-		if m.phase == phaseAgent && !m.reviewing && !m.menu && m.result == nil {
+		if m.phase == phaseAgent && !m.reviewing && !m.menu && !m.asking() && m.result == nil {
 			if w, ok := msg.(tea.MouseWheelMsg); ok && m.pane.Wheel(w) {
 				return m, nil // the pane's scrollback
 			}
@@ -409,6 +419,8 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.updateReview(msg)
 	case m.phase == phasePreflight:
 		return m.preflightKey(msg)
+	case m.phase == phaseAgent && m.asking():
+		return m.askKey(msg)
 	case m.phase == phaseAgent:
 		return m.agentKey(msg)
 	}
@@ -587,7 +599,7 @@ func (m Model) View() tea.View {
 		if t := m.pane.Title(); t != "" {
 			v.WindowTitle = "shadow: " + t // bubbletea clears it at exit
 		}
-		if m.result == nil && !m.menu && !m.helpOpen {
+		if m.result == nil && !m.menu && !m.helpOpen && !m.asking() {
 			if x, y, ok := m.pane.Cursor(); ok {
 				v.Cursor = tea.NewCursor(x, y)
 			}
@@ -616,6 +628,8 @@ func (m Model) agentView() string {
 	w, h := m.paneSize()
 	body := m.pane.View()
 	switch {
+	case m.asking():
+		body = overlay(body, m.shown(m.askBox()), w, h)
 	case m.helpOpen:
 		body = overlay(body, m.shown(m.helpBox()), w, h)
 	case m.menu:

@@ -15,7 +15,7 @@ import (
 
 func newTUICmd() *cobra.Command {
 	var f runFlags
-	var attach bool
+	var attach, ask bool
 	cmd := &cobra.Command{
 		Use:   "tui [run flags] [--trust P] -- CMD [ARG...]",
 		Short: "The whole flow in one app: live preflight, the agent in a jailed terminal pane, review",
@@ -28,6 +28,11 @@ open for 'shadow review'.
 
 Detaching leaves the agent running in its jail; 'shadow tui --attach' comes back to it, and the
 review follows when it ends.
+
+With --ask, a request the allow-list proxy has for a host not on the list is put to you in a
+dialog over the pane (where it goes, its method and path when the proxy sees them): o lets it
+through once, s for the rest of the run, d or esc denies it, and no answer in 30 s denies it. The
+answer is the request's rule in 'shadow net'. Without --ask (and in 'shadow run') it is refused.
 
 Exit status: as shadow run's once the agent ran: CMD's own; 124 when --timeout stopped it; 125 when
 the jail could not be built; 128+N when it died of signal N. 3 when the preflight blocked it; 0 when
@@ -75,7 +80,7 @@ it keeps running detached.`,
 				trust = "dependency"
 			}
 			jail := &ui.Jail{Lock: lk, Session: s, Store: setup.store, Policy: setup.policy, Granted: setup.granted,
-				Apply: session.ApplyOptions{Protected: setup.cfg.Protected}}
+				Apply: session.ApplyOptions{Protected: setup.cfg.Protected}, AskNetwork: ask}
 			defer jail.Release()
 			opts := ui.Options{
 				Argv:      argv,
@@ -100,6 +105,7 @@ it keeps running detached.`,
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVar(&attach, "attach", false, "come back to the agent a detached 'shadow tui' left running in the project's session")
+	cmd.Flags().BoolVar(&ask, "ask", false, "put a request for a host off the allow-list to you (once, for the run, deny; 30 s without an answer denies) instead of refusing it")
 	return cmd
 }
 

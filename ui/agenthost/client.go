@@ -45,10 +45,11 @@ func IsBusy(err error) bool {
 }
 
 // Start starts `shadow __agent-host` in its own session for argv
-// over s and waits until its socket is ready.
-func Start(st *session.Store, s *session.Session, p sandbox.Policy, protected, argv []string, layers []Layer, cols, rows int) error {
+// over s and waits until its socket is ready. With ask, the host puts the requests its jail's
+// proxy has off the allow-list to the attached app (Client.Asked).
+func Start(st *session.Store, s *session.Session, p sandbox.Policy, protected, argv []string, layers []Layer, cols, rows int, ask bool) error {
 	spec := hostSpec{StateRoot: st.Root, Project: s.Project(), SessionID: s.ID(), Policy: p, Argv: argv,
-		Cols: cols, Rows: rows, Layers: layers, Protected: protected}
+		Cols: cols, Rows: rows, Layers: layers, Protected: protected, Ask: ask}
 	data, err := json.Marshal(spec)
 	if err != nil {
 		return fmt.Errorf("start the agent host: encode the spec: %w", err)

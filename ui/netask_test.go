@@ -1,0 +1,110 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/exp/teatest/v2"
+
+	"github.com/shadow-sandbox/shadow/sandbox/proxy"
+)
+
+// TestAppAsksAboutARequest: a question of the jail's proxy shows a dialog over the agent's pane
+// with where the request goes and its method and path (a tunnel's CONNECT without one); while
+// it is up, keys and pastes do not reach the agent; o answers once, s for the session, and d,
+// n and esc deny; a second question waits behind the first; a question the proxy closed (its
+// time ran out) goes, and so does one whose deadline has passed.
+func TestAppAsksAboutARequest(t *testing.T) {
+	asks := make(chan AskEvent, 8)
+	answers := make(chan string, 8)
+	question := func(id uint64, q proxy.Question, deadline time.Time) AskEvent {
+		return AskEvent{Asked: &NetQuestion{ID: id, Question: q, Deadline: deadline,
+			answer: func(a proxy.Answer) { answers <- fmt.Sprintf("%d:%d", id, a) }}}
+	}
+	opts := testOptions(nil, echoAgent).withReview(t)
+	opts.Asks = asks
+	var late atomic.Bool // the clock is past the late question's deadline
+	opts.Now = func() time.Time {
+		if late.Load() {
+			return fixedNow.Add(3 * time.Second)
+		}
+		return fixedNow
+	}
+	tm, obs := startApp(t, opts, 100, 30)
+	waitScreen(t, tm, obs, 10*time.Second, "the verdict", contains("allowed"))
+	tm.Send(press("enter"))
+	waitScreen(t, tm, obs, 10*time.Second, "the agent", contains("echo ready"))
+
+	later := fixedNow.Add(time.Hour)
+	get := proxy.Question{Host: "example.com", Port: 80, Method: "GET", Path: "/v1/x?q=1"}
+	for _, tc := range []struct {
+		key  string
+		want proxy.Answer
+	}{{"o", proxy.AnswerOnce}, {"s", proxy.AnswerSession}, {"d", proxy.AnswerDeny}, {"n", proxy.AnswerDeny}, {"esc", proxy.AnswerDeny}} {
+		id := uint64(len(tc.key) + int(tc.key[0]))
+		asks <- question(id, get, later)
+		waitScreen(t, tm, obs, 5*time.Second, "the dialog", func(s string) bool {
+			return strings.Contains(s, "network request off the allow-list") && strings.Contains(s, "example.com:80") &&
+				strings.Contains(s, "GET /v1/x?q=1") && strings.Contains(s, "o once") && strings.Contains(s, "d/esc deny")
+		})
+		// Held back from the agent, with a note why.
+		tm.Send(press("x"))
+		tm.Send(tea.PasteMsg{Content: "pasted"})
+		tm.Send(press("enter"))
+		waitScreen(t, tm, obs, 5*time.Second, "the note", contains("answer the network question first"))
+		tm.Send(press(tc.key))
+		select {
+		case got := <-answers:
+			if want := fmt.Sprintf("%d:%d", id, tc.want); got != want {
+				t.Errorf("key %s answered %s, want %s", tc.key, got, want)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("key %s sent no answer", tc.key)
+		}
+		waitScreen(t, tm, obs, 5*time.Second, "the dialog to go", func(s string) bool {
+			return !strings.Contains(s, "network request off the allow-list") && strings.Contains(s, "example.com:80: ")
+		})
+	}
+
+	// Two at once: the second waits behind the first; a tunnel shows no path.
+	asks <- question(100, proxy.Question{Host: "a.test", Port: 443, Method: "CONNECT"}, later)
+	asks <- question(101, proxy.Question{Host: "127.0.0.1", Port: 8080, Method: "POST", Path: "/"}, later)
+	waitScreen(t, tm, obs, 5*time.Second, "the tunnel's question", func(s string) bool {
+		return strings.Contains(s, "a.test:443") && strings.Contains(s, "CONNECT: an HTTPS tunnel") && strings.Contains(s, "1 more waiting")
+	})
+	tm.Send(press("o"))
+	if got := <-answers; got != "100:1" {
+		t.Errorf("the tunnel's answer: %s", got)
+	}
+	waitScreen(t, tm, obs, 5*time.Second, "the second question", func(s string) bool {
+		return strings.Contains(s, "127.0.0.1:8080") && strings.Contains(s, "POST /") && strings.Contains(s, "an address of this machine")
+	})
+	// The proxy closed it (no answer in time): the dialog goes.
+	asks <- AskEvent{Done: 101}
+	waitScreen(t, tm, obs, 5*time.Second, "the closed question to go", func(s string) bool { return !strings.Contains(s, "127.0.0.1:8080") })
+	// A deadline passed goes with the next tick.
+	asks <- question(102, proxy.Question{Host: "late.test", Port: 80, Method: "GET", Path: "/"}, fixedNow.Add(2*time.Second))
+	waitScreen(t, tm, obs, 5*time.Second, "the late question", contains("denied without an answer in 2 s"))
+	late.Store(true)
+	waitScreen(t, tm, obs, 5*time.Second, "the late question to go", func(s string) bool { return !strings.Contains(s, "late.test") })
+
+	// None of the keys held back reached the agent: the next line it reads is this one.
+	tm.Send(press("z"))
+	tm.Send(press("enter"))
+	scr := waitScreen(t, tm, obs, 5*time.Second, "the agent's echo", contains("got "))
+	if strings.Count(scr, "got ") != 1 || !strings.Contains(scr, "got 7a ") {
+		t.Errorf("the agent read more than the z typed after the dialogs:\n%s", scr)
+	}
+	if len(answers) != 0 {
+		t.Errorf("%d answers to questions that closed by themselves", len(answers))
+	}
+	tm.Send(press("ctrl+]"))
+	tm.Send(press("s"))
+	waitScreen(t, tm, obs, 10*time.Second, "the stopped agent", contains("stopped from the menu"))
+	tm.Send(press("q"))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+}
