@@ -162,12 +162,14 @@ var systemGitConfigs = []string{"/etc/gitconfig", "/usr/local/etc/gitconfig"}
 // gitConfigs returns the git configuration files the jail shows for project, scrubbed: the
 // system's, those of the repositories of the directories dirs (projectDirs), and the files they
 // include that lie in the project or its git directories. Each round reads its files in parallel, a git
-// process per file.
-func gitConfigs(project string, dirs []string) []shownConfig {
+// process per file, but for the files cacheDir's cache holds (gitconfig_cache.go; "": none).
+func gitConfigs(project string, dirs []string, cacheDir string) []shownConfig {
 	git, err := exec.LookPath("git")
 	if err != nil {
 		git = ""
 	}
+	cache := loadScrubCache(cacheDir, git)
+	defer cache.save()
 	var round []string
 	for _, f := range systemGitConfigs {
 		if shownSystemFile(f) {
@@ -204,7 +206,7 @@ func gitConfigs(project string, dirs []string) []shownConfig {
 			go func() {
 				defer wg.Done()
 				for i := range next {
-					content, inc := scrubGitConfig(git, files[i])
+					content, inc := cache.scrub(git, files[i])
 					scrubbed[i], includes[i] = shownConfig{Path: files[i], Content: content}, inc
 				}
 			}()

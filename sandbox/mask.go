@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -182,6 +183,53 @@ func startSystemMasks(dirs []string, ms maskStore) *maskScan {
 	return m
 }
 
+// earlyMasks is the check StartMaskCheck started, for the process's next Run.
+var earlyMasks struct {
+	sync.Mutex
+	scan     *maskScan
+	dirs     []string
+	cacheDir string
+	started  time.Time
+}
+
+// earlyMaskAge is how old an early check may be when a run takes it: an older one (the run
+// waited for another command's lock) is done again, so that the masks are those of the run's
+// start.
+const earlyMaskAge = 10 * time.Second
+
+// StartMaskCheck starts the check of the system trees' masks, over the mask cache cacheDir
+// (Policy.MaskCache), in the background: with a fresh cache it costs one lstat per directory
+// of the cached trees, more CPU than anything else a run's start does, and started at the
+// process's start it runs beside the rest (the flags, the session, the plan, PID 1's start)
+// instead of after it. The process's next Run over that cache takes it. A process that runs
+// no jail has done a little work for nothing.
+func StartMaskCheck(cacheDir string) {
+	earlyMasks.Lock()
+	defer earlyMasks.Unlock()
+	if earlyMasks.scan != nil {
+		return
+	}
+	dirs := systemDirs()
+	earlyMasks.scan, earlyMasks.dirs, earlyMasks.cacheDir = startSystemMasks(dirs, newMaskStore(cacheDir)), dirs, cacheDir
+	earlyMasks.started = time.Now()
+}
+
+// maskCheckFor is the check of a run over the system directories dirs and the mask cache
+// cacheDir: the one StartMaskCheck started when it checks the same, at most earlyMaskAge ago,
+// else one started now.
+func maskCheckFor(dirs []string, cacheDir string) *maskScan {
+	earlyMasks.Lock()
+	m := earlyMasks.scan
+	ok := m != nil && earlyMasks.cacheDir == cacheDir && slices.Equal(earlyMasks.dirs, dirs) &&
+		time.Since(earlyMasks.started) <= earlyMaskAge
+	earlyMasks.scan = nil
+	earlyMasks.Unlock()
+	if ok {
+		return m
+	}
+	return startSystemMasks(dirs, newMaskStore(cacheDir))
+}
+
 // wait returns the paths to mask.
 func (m *maskScan) wait() []string {
 	<-m.done
@@ -258,26 +306,6 @@ func appendDir(b []byte, ctime int64, rel string) []byte {
 	return append(b, rel...)
 }
 
-// readDirs splits treeScan.Dirs into paths and ctimes; ok is false when it
-// is malformed.
-func readDirs(b []byte) (rels []string, ctimes []int64, ok bool) {
-	for len(b) > 0 {
-		ctime, n := binary.Varint(b)
-		if n <= 0 {
-			return nil, nil, false
-		}
-		b = b[n:]
-		size, n := binary.Uvarint(b)
-		if n <= 0 || uint64(len(b)-n) < size {
-			return nil, nil, false
-		}
-		rels = append(rels, string(b[n:n+int(size)]))
-		ctimes = append(ctimes, ctime)
-		b = b[n+int(size):]
-	}
-	return rels, ctimes, true
-}
-
 // scanState is what a cached scan is worth to a run.
 type scanState int
 
@@ -294,8 +322,7 @@ func (ts treeScan) state(tree string, now time.Time, maxAge time.Duration) scanS
 	if ts.Racy || len(ts.Stamp) == 0 {
 		return scanChanged
 	}
-	dirs, ctimes, ok := readDirs(ts.Dirs)
-	if !ok || len(dirs) == 0 {
+	if len(ts.Dirs) == 0 {
 		return scanChanged
 	}
 	for p, m := range ts.Stamp {
@@ -303,7 +330,7 @@ func (ts treeScan) state(tree string, now time.Time, maxAge time.Duration) scanS
 			return scanChanged
 		}
 	}
-	if !dirsUnchanged(tree, dirs, ctimes) {
+	if !dirsUnchanged(tree, ts.Dirs) {
 		return scanChanged
 	}
 	if age := now.Sub(ts.Scanned); age < 0 || age > maxAge {
@@ -312,10 +339,13 @@ func (ts treeScan) state(tree string, now time.Time, maxAge time.Duration) scanS
 	return scanFresh
 }
 
-// dirsUnchanged reports whether every directory of dirs (relative to tree)
-// is still a directory with the ctime of ctimes, checked in parallel.
-func dirsUnchanged(tree string, dirs []string, ctimes []int64) bool {
-	workers := min(runtime.GOMAXPROCS(0), max(len(dirs)/1024, 1))
+// dirsUnchanged reports whether every directory of dirs (treeScan.Dirs, relative to tree) is
+// still a directory with the ctime recorded, checked in parallel. It is the whole cost of a fresh
+// cache, one lstat per directory (some 17,000 under /usr): each worker decodes the list itself
+// and builds each path in a buffer of its own (the path is only read while the lstat runs), so
+// that no list of paths is made. A malformed list reads as changed.
+func dirsUnchanged(tree string, dirs []byte) bool {
+	workers := min(runtime.GOMAXPROCS(0), max(len(dirs)/(1024*32), 1))
 	var changed atomic.Bool
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -323,8 +353,27 @@ func dirsUnchanged(tree string, dirs []string, ctimes []int64) bool {
 		go func() {
 			defer wg.Done()
 			var st unix.Stat_t
-			for i := w; i < len(dirs) && !changed.Load(); i += workers {
-				if unix.Lstat(tree+dirs[i], &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Ctim.Nano() != ctimes[i] {
+			path := append(make([]byte, 0, 4096), tree...)
+			b := dirs
+			for i := 0; len(b) > 0 && !changed.Load(); i++ {
+				ctime, n := binary.Varint(b)
+				if n <= 0 {
+					changed.Store(true)
+					return
+				}
+				b = b[n:]
+				size, n := binary.Uvarint(b)
+				if n <= 0 || uint64(len(b)-n) < size {
+					changed.Store(true)
+					return
+				}
+				rel := b[n : n+int(size)]
+				b = b[n+int(size):]
+				if i%workers != w {
+					continue
+				}
+				path = append(path[:len(tree)], rel...)
+				if unix.Lstat(unsafe.String(unsafe.SliceData(path), len(path)), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Ctim.Nano() != ctime {
 					changed.Store(true)
 				}
 			}
@@ -557,6 +606,7 @@ func saveMaskCache(dir string, c maskCache) {
 	if os.MkdirAll(dir, 0o700) != nil {
 		return
 	}
+	removeStaleTemps(dir)
 	f, err := os.CreateTemp(dir, "."+maskCacheName+"-*")
 	if err != nil {
 		return
@@ -581,5 +631,17 @@ func saveMaskCache(dir string, c maskCache) {
 	}
 	if err != nil {
 		os.Remove(f.Name())
+	}
+}
+
+// removeStaleTemps removes the temporary files of saveMaskCache in dir that a process which
+// ended while it wrote one left behind (a check started early, by a command that then had no
+// jail to run): those more than a minute old.
+func removeStaleTemps(dir string) {
+	temps, _ := filepath.Glob(filepath.Join(dir, "."+maskCacheName+"-*"))
+	for _, t := range temps {
+		if fi, err := os.Lstat(t); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > time.Minute {
+			os.Remove(t)
+		}
 	}
 }

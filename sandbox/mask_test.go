@@ -275,3 +275,71 @@ func BenchmarkWalkEtc(b *testing.B) {
 		walkUnreadable("/etc")
 	}
 }
+
+// TestStartMaskCheck: the check a process starts early is the one its next run over the same
+// cache takes, once; a run over another cache, or one that comes too long after, checks anew.
+func TestStartMaskCheck(t *testing.T) {
+	dirs := systemDirs()
+	cacheDir := t.TempDir()
+	take := func() *maskScan {
+		m := maskCheckFor(dirs, cacheDir)
+		m.wait()
+		return m
+	}
+	StartMaskCheck(cacheDir)
+	early := earlyMasks.scan
+	if early == nil {
+		t.Fatal("StartMaskCheck started no check")
+	}
+	StartMaskCheck(cacheDir)
+	if earlyMasks.scan != early {
+		t.Error("a second StartMaskCheck replaced the waiting check")
+	}
+	if got := take(); got != early {
+		t.Error("the run did not take the early check")
+	}
+	if got := take(); got == early {
+		t.Error("a second run took the early check again")
+	}
+
+	StartMaskCheck(t.TempDir())
+	if got := take(); got == earlyMasks.scan || earlyMasks.scan != nil {
+		t.Error("a run over another cache took the early check, or left it waiting")
+	}
+
+	StartMaskCheck(cacheDir)
+	early = earlyMasks.scan
+	earlyMasks.started = time.Now().Add(-earlyMaskAge - time.Second)
+	if got := take(); got == early {
+		t.Error("a run took an early check older than earlyMaskAge")
+	}
+}
+
+// TestStartMaskCheckRun: a jail run takes the process's early check.
+func TestStartMaskCheckRun(t *testing.T) {
+	j := newTestJail(t)
+	p := j.policy()
+	p.MaskCache = t.TempDir()
+	StartMaskCheck(p.MaskCache)
+	if res, _, _ := j.run(t, p, "/bin/true"); res.ExitCode != 0 {
+		t.Fatalf("exit %d", res.ExitCode)
+	}
+	if earlyMasks.scan != nil {
+		t.Error("the run left the early check waiting")
+	}
+}
+
+// TestMaskDirsMalformed: a cached list of directories cut short or garbled reads as changed.
+func TestMaskDirsMalformed(t *testing.T) {
+	t.Parallel()
+	root := maskTree(t)
+	ts := scanTree(root, -time.Hour)
+	if !dirsUnchanged(root, ts.Dirs) {
+		t.Fatal("the scan just made reads as changed")
+	}
+	for _, bad := range [][]byte{ts.Dirs[:len(ts.Dirs)-1], append(append([]byte{}, ts.Dirs...), 0x80), {0x02, 0x7f}} {
+		if dirsUnchanged(root, bad) {
+			t.Errorf("malformed list %q reads as unchanged", bad)
+		}
+	}
+}

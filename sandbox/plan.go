@@ -122,10 +122,7 @@ func lookHost(p Policy, argv []string) (hostFacts, error) {
 	if f.Binary, err = os.Executable(); err != nil {
 		return f, &JailError{Step: "find shadow binary", Err: err}
 	}
-	for _, g := range systemDirGlobs {
-		m, _ := filepath.Glob(g)
-		f.SystemDirs = append(f.SystemDirs, m...)
-	}
+	f.SystemDirs = systemDirs()
 	if t, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && within(t, "/run") {
 		f.ResolvConf = t
 	}
@@ -140,7 +137,7 @@ func lookHost(p Policy, argv []string) (hostFacts, error) {
 	f.GitDirs = gitDirsOf(f.Project)
 	f.GitConfig = gitIdentity(f.Home, f.Project)
 	dirs, creds := projectDirs(f.Project)
-	f.Scrubbed = append(gitConfigs(f.Project, dirs), credentialFiles(creds)...)
+	f.Scrubbed = append(gitConfigs(f.Project, dirs, p.MaskCache), credentialFiles(creds)...)
 	if f.Home != "" && p.CacheDir != "" && !p.NoCache {
 		for _, c := range cacheDirs {
 			if fi, err := os.Stat(filepath.Join(f.Home, c)); err != nil || !fi.IsDir() {
@@ -394,4 +391,14 @@ func planAgentCaches(caches []AgentCache, home, project string, f hostFacts) ([]
 		dsts = append(dsts, c.Dst)
 	}
 	return out, dsts, nil
+}
+
+// systemDirs are the host's directories of systemDirGlobs.
+func systemDirs() []string {
+	var dirs []string
+	for _, g := range systemDirGlobs {
+		m, _ := filepath.Glob(g)
+		dirs = append(dirs, m...)
+	}
+	return dirs
 }

@@ -114,8 +114,9 @@ func (r *jailRun) setUp(argv []string, landlockABI func() int) error {
 	}
 	s.RuntimeDir = runtimeDir
 	r.s = s
-	// Walked while PID 1 starts: startJail waits for it to send the spec.
-	masks := startSystemMasks(s.SystemDirs, newMaskStore(p.MaskCache))
+	// Walked while PID 1 starts, if not since the process's start (StartMaskCheck): startJail
+	// waits for it to send the spec.
+	masks := maskCheckFor(s.SystemDirs, p.MaskCache)
 
 	s.NewNet = true
 	if p.AllowNetwork {

@@ -58,7 +58,17 @@ func main() {
 		os.Exit(agenthost.Main())
 	}
 	doctor.AppArmorTemplate = assets.AppArmorTemplate
+	if startsJail(os.Args[1:]) {
+		// Its costliest part, beside the rest of the start-up.
+		sandbox.StartMaskCheck(maskCacheDir())
+	}
 	os.Exit(run(os.Args[1:]))
+}
+
+// startsJail reports whether args are those of a command that starts a jail at once (run, shell):
+// what the jail's start needs can begin before the flags are parsed.
+func startsJail(args []string) bool {
+	return len(args) > 0 && (args[0] == "run" || args[0] == "shell")
 }
 
 func run(args []string) int {

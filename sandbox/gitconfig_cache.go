@@ -1,0 +1,160 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Scrubbing a git configuration file runs git on it (scrubGitConfig): a process per file and
+// per run, on most hosts /etc/gitconfig and the project's .git/config, which made up most of
+// the plan's cost. What git prints for a file depends on the file alone and on git, so the
+// scrubbed content is kept in the directory of the mask cache (Policy.MaskCache), keyed by the
+// file's identity (device, inode, size, modification and change times) and git's. A file
+// changed since reads again; so does one whose times lie within scrubRacyWindow of its
+// reading, since a second change in the same tick of the file times would not show in them.
+// Like the mask cache, the file must be the invoker's and writable by no one else: its content
+// is what the jail's git reads.
+
+// gitConfigCacheName is the cache's file in Policy.MaskCache.
+const gitConfigCacheName = "git-configs.json"
+
+// gitConfigCacheVersion changes when the file's meaning, or what scrubGitConfig keeps, does.
+const gitConfigCacheVersion = 1
+
+// scrubRacyWindow is how recent a file's change may be, when it is read, for what was read
+// to be kept.
+const scrubRacyWindow = time.Second
+
+// maxScrubbedFiles bounds the cache: past it, only the files of the last plan are kept.
+const maxScrubbedFiles = 256
+
+// fileStamp identifies a version of a file.
+type fileStamp struct {
+	Dev   uint64 `json:"dev"`
+	Ino   uint64 `json:"ino"`
+	Size  int64  `json:"size"`
+	Mtime int64  `json:"mtime"`
+	Ctime int64  `json:"ctime"`
+}
+
+// stampOf is the stamp of path (followed when a symlink); ok is false when it cannot be had.
+func stampOf(path string) (fileStamp, bool) {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return fileStamp{}, false
+	}
+	return fileStamp{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}, true
+}
+
+// scrubbedFile is what scrubGitConfig returned for one version of a file, with one git.
+type scrubbedFile struct {
+	File     fileStamp `json:"file"`
+	Git      fileStamp `json:"git"`
+	Content  string    `json:"content"`
+	Includes []string  `json:"includes,omitempty"`
+}
+
+// scrubCache is the cache of one plan: loaded at its start, saved at its end.
+type scrubCache struct {
+	dir  string
+	git  fileStamp
+	racy time.Duration // scrubRacyWindow
+	mu   sync.Mutex
+	// files are the cached files by path; used those the plan read.
+	files map[string]scrubbedFile
+	used  map[string]bool
+	dirty bool
+}
+
+// scrubCacheFile is the cache file's content.
+type scrubCacheFile struct {
+	Version int                     `json:"version"`
+	Files   map[string]scrubbedFile `json:"files"`
+}
+
+// loadScrubCache reads the cache of dir for the git binary git; nil (no caching) when dir or
+// git is empty. A missing, corrupt or foreign file reads as empty.
+func loadScrubCache(dir, git string) *scrubCache {
+	if dir == "" || git == "" {
+		return nil
+	}
+	gs, ok := stampOf(git)
+	if !ok {
+		return nil
+	}
+	c := &scrubCache{dir: dir, git: gs, racy: scrubRacyWindow, files: map[string]scrubbedFile{}, used: map[string]bool{}}
+	f, err := os.Open(filepath.Join(dir, gitConfigCacheName))
+	if err != nil {
+		return c
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		return c
+	}
+	var cf scrubCacheFile
+	if json.NewDecoder(f).Decode(&cf) != nil || cf.Version != gitConfigCacheVersion || cf.Files == nil {
+		return c
+	}
+	c.files = cf.Files
+	return c
+}
+
+// scrub is scrubGitConfig(git, path), from the cache when it holds this version of path.
+func (c *scrubCache) scrub(git, path string) (string, []string) {
+	if c == nil {
+		return scrubGitConfig(git, path)
+	}
+	before, ok := stampOf(path)
+	c.mu.Lock()
+	e, hit := c.files[path]
+	c.used[path] = true
+	c.mu.Unlock()
+	if ok && hit && e.File == before && e.Git == c.git {
+		return e.Content, e.Includes
+	}
+	content, includes := scrubGitConfig(git, path)
+	after, same := stampOf(path)
+	recent := time.Now().Add(-c.racy).UnixNano()
+	if ok && same && after == before && before.Mtime < recent && before.Ctime < recent {
+		c.mu.Lock()
+		c.files[path] = scrubbedFile{File: before, Git: c.git, Content: content, Includes: includes}
+		c.dirty = true
+		c.mu.Unlock()
+	}
+	return content, includes
+}
+
+// save writes the cache for the next plans, atomically, when it changed. It is best effort:
+// without it, every file is read by git again.
+func (c *scrubCache) save() {
+	if c == nil || !c.dirty {
+		return
+	}
+	if len(c.files) > maxScrubbedFiles {
+		maps.DeleteFunc(c.files, func(p string, _ scrubbedFile) bool { return !c.used[p] })
+	}
+	if os.MkdirAll(c.dir, 0o700) != nil {
+		return
+	}
+	f, err := os.CreateTemp(c.dir, "."+gitConfigCacheName+"-*")
+	if err != nil {
+		return
+	}
+	err = json.NewEncoder(f).Encode(scrubCacheFile{Version: gitConfigCacheVersion, Files: c.files})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(c.dir, gitConfigCacheName))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+}

@@ -1,0 +1,120 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestScrubCache: a git configuration file read once is scrubbed from the cache while it is
+// unchanged, with no git process, and read by git again after each way it can change (its
+// content at the same size, its size, replaced by a rename, git itself), and when the cache
+// file cannot be trusted (writable by others, corrupt). What the cache gives is what git gave.
+func TestScrubCache(t *testing.T) {
+	t.Parallel()
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	// A git that counts its runs.
+	count := filepath.Join(dir, "runs")
+	git := filepath.Join(dir, "git")
+	writeGit := func(extra string) {
+		t.Helper()
+		script := "#!/bin/sh\n" + extra + "echo >> " + count + "\nexec " + realGit + " \"$@\"\n"
+		if err := os.WriteFile(git, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeGit("")
+	runs := func() int {
+		b, _ := os.ReadFile(count)
+		return strings.Count(string(b), "\n")
+	}
+	cacheDir := filepath.Join(dir, "cache")
+	config := filepath.Join(dir, "config")
+	write := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(config, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const secretA = "[core]\n\teditor = vi\n[credential]\n\thelper = store-AAAA\n[remote \"o\"]\n\turl = https://u:tokAAAA@example.com/r\n"
+	const secretB = "[core]\n\teditor = vb\n[credential]\n\thelper = store-BBBB\n[remote \"o\"]\n\turl = https://u:tokBBBB@example.com/r\n"
+	write(secretA)
+
+	scrub := func(step string, wantRuns int) string {
+		t.Helper()
+		before := runs()
+		c := loadScrubCache(cacheDir, git)
+		c.racy = -time.Hour // the fixtures are made just before they are read
+		content, _ := c.scrub(git, config)
+		c.save()
+		want, _ := scrubGitConfig(realGit, config)
+		if content != want {
+			t.Errorf("%s: scrubbed\n%s\nwant what git gives\n%s", step, content, want)
+		}
+		for _, s := range []string{"AAAA", "BBBB", "helper"} {
+			if strings.Contains(content, s) {
+				t.Errorf("%s: %q is in the scrubbed file:\n%s", step, s, content)
+			}
+		}
+		if got := runs() - before; got != wantRuns {
+			t.Errorf("%s: git ran %d times, want %d", step, got, wantRuns)
+		}
+		return content
+	}
+	first := scrub("first read", 1)
+	if scrub("unchanged", 0) != first {
+		t.Error("the cache gave another content for the same file")
+	}
+	write(secretB) // same size, another content
+	if scrub("same size, new content", 1) == first {
+		t.Error("a changed file kept its old scrubbed content")
+	}
+	scrub("unchanged again", 0)
+	write(secretB + "[core]\n\tbare = false\n")
+	scrub("new size", 1)
+	tmp := config + ".new"
+	if err := os.WriteFile(tmp, []byte(secretA), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, config); err != nil {
+		t.Fatal(err)
+	}
+	scrub("replaced by a rename", 1)
+	writeGit(": another git\n")
+	scrub("another git", 1)
+	scrub("unchanged with the new git", 0)
+
+	cacheFile := filepath.Join(cacheDir, gitConfigCacheName)
+	if err := os.Chmod(cacheFile, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	scrub("cache writable by others", 1)
+	if err := os.WriteFile(cacheFile, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scrub("corrupt cache", 1)
+	scrub("rewritten cache", 0)
+
+	// A file changed within the racy window is read again next time.
+	c := loadScrubCache(cacheDir, git)
+	write(secretB)
+	c.scrub(git, config)
+	c.save()
+	scrub("changed just before its read", 1)
+
+	// Without a cache directory, git reads every time.
+	before := runs()
+	for range 2 {
+		loadScrubCache("", git).scrub(git, config)
+	}
+	if got := runs() - before; got != 2 {
+		t.Errorf("no cache directory: git ran %d times, want 2", got)
+	}
+}
