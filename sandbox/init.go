@@ -658,6 +658,7 @@ func relayPTY(master *os.File) chan struct{} {
 	go func() {
 		defer close(done)
 		f := termfilter.New(os.Stdout)
+		f.AnswerTo(master) // DA1, which the filter drops and programs wait on
 		_, _ = io.Copy(f, master)
 		_ = f.Flush()
 		// Only what the command left set: a reset it did not need has

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +115,26 @@ func TestDarkBackground(t *testing.T) {
 	} {
 		if got := darkBackground(c.colorfgbg); got != c.dark {
 			t.Errorf("darkBackground(%q) = %v, want %v", c.colorfgbg, got, c.dark)
+		}
+	}
+}
+
+// TestJailAnswersDeviceAttributes: a program in the jail that asks for the
+// primary device attributes (DA1, which programs send last and wait on: Gemini
+// CLI a second) gets the jail's answer at once, in each form of the request,
+// and the user's terminal is asked nothing.
+func TestJailAnswersDeviceAttributes(t *testing.T) {
+	c := newCLI(t)
+	p := fixture(t, map[string]string{"a.txt": "one\n"})
+	for _, q := range []string{`\033[c`, `\033[0c`, `\033Z`} {
+		script := `stty raw -echo; printf '` + q + `'; r=$(dd bs=` + strconv.Itoa(len(termfilter.DeviceAttributes)) +
+			` count=1 2>/dev/null); stty sane; printf 'GOT:%s:\n' "${r#?}"`
+		out := c.ptyRun(p, "run", "--", "sh", "-c", script)
+		if want := "GOT:" + termfilter.DeviceAttributes[1:] + ":"; !strings.Contains(out, want) {
+			t.Errorf("%s: the program did not get the answer %q:\n%q", q, want, out)
+		}
+		if q := terminalQuery.FindString(out); q != "" {
+			t.Errorf("the user's terminal was asked %q:\n%q", q, out)
 		}
 	}
 }

@@ -84,6 +84,9 @@ type Writer struct {
 	head   bool   // the head of the string (OSC number, DCS header) was decided on
 	closed bool
 	modes  modes // terminal state changed by what passed
+	// answers queues the answers to DA1 (answer.go); nil: none are given.
+	answers     chan struct{}
+	answersDone chan struct{} // closed once the queued answers are written, after Close
 }
 
 // New returns a Writer that writes the filtered stream to w.
@@ -184,6 +187,9 @@ func (f *Writer) Restore() []byte { return f.modes.restore() }
 // does not close the underlying writer.
 func (f *Writer) Close() error {
 	err := f.Flush()
+	if f.answers != nil && !f.closed {
+		close(f.answers)
+	}
 	f.closed = true
 	return err
 }
@@ -352,6 +358,8 @@ func (f *Writer) c1(b byte) {
 	default:
 		if keepC1(b) {
 			f.emit(f.seq...)
+		} else if b == 0x9a {
+			f.answer() // DECID (ESC Z), the old form of DA1
 		}
 		f.drop()
 	}
@@ -437,6 +445,8 @@ func (f *Writer) csi(b byte) {
 		if keepCSI(f.seq) {
 			f.emit(f.seq...)
 			f.modes.noteCSI(f.seq)
+		} else if isDA1(f.seq) {
+			f.answer()
 		}
 		f.drop()
 	default:
