@@ -164,7 +164,7 @@ func (m Model) askBox() string {
 		b.WriteString(st.Key.Render(k.Help().Key) + " " + k.Help().Desc)
 	}
 	if !q.Deadline.IsZero() {
-		left := int((q.Deadline.Sub(m.now) + time.Second - 1) / time.Second)
+		left := int(q.Deadline.Sub(m.now) / time.Second) // m.now is the last tick's
 		fmt.Fprintf(&b, "\n%s", st.Subtle.Render(fmt.Sprintf("denied without an answer in %d s", max(0, left))))
 	}
 	if n := len(m.asks) - 1; n > 0 {
