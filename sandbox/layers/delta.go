@@ -39,6 +39,9 @@ type Tracker struct {
 	// prev is the directory of the last delta written (-1: none): a racy
 	// entry whose stat did not move is compared with its copy there.
 	prev int
+	// sums are the checksums of the files the last delta copied, by path, taken as they were
+	// written (see LayerSums).
+	sums map[string]string
 }
 
 // NewTracker returns a tracker of an upper layer that was empty at the last
@@ -49,6 +52,10 @@ func NewTracker() *Tracker { return &Tracker{seen: map[string]entryState{}, prev
 // directory the caller keeps until the next WriteDelta): the next one checks
 // what was racy in it by content rather than copying it again.
 func (t *Tracker) Wrote(dir int) { t.prev = dir }
+
+// LayerSums is Sums of the layer dst that the last WriteDelta wrote: the files it copied are not
+// read again.
+func (t *Tracker) LayerSums(dst int) ([]byte, error) { return sumsKnown(dst, t.sums) }
 
 // racyWindow is how close to a checkpoint an entry's change time must be
 // for the entry to be copied again at the next one (the coarse clock file
@@ -72,7 +79,8 @@ func (t *Tracker) WriteDelta(upper, dst int) ([]string, error) {
 		}
 	}
 	d := &delta{upper: upper, dst: dst, cur: cur, seen: t.seen, prev: t.prev, made: map[string]bool{},
-		upperDirs: &dirChain{root: upper}, dstDirs: &dirChain{root: dst}}
+		upperDirs: &dirChain{root: upper}, dstDirs: &dirChain{root: dst}, sums: map[string]string{}}
+	t.sums = nil
 	defer d.upperDirs.close()
 	defer d.dstDirs.close()
 	paths := make([]string, 0, len(cur))
@@ -97,7 +105,7 @@ func (t *Tracker) WriteDelta(upper, dst int) ([]string, error) {
 			return nil, err
 		}
 	}
-	t.seen = cur
+	t.seen, t.sums = cur, d.sums
 	sort.Strings(d.changed)
 	return d.changed, nil
 }
@@ -113,6 +121,7 @@ type delta struct {
 	made     map[string]bool
 	replaced []string
 	changed  []string
+	sums     map[string]string // of the files copied, as written
 	// upperDirs and dstDirs keep open the directories of the last path looked up in each
 	// tree: paths come sorted, so the next one's parent is mostly open already, and a
 	// checkpoint of a tree n directories deep costs n lookups, not n*n.
@@ -143,6 +152,20 @@ func chainLimit() int {
 // parent returns a descriptor of the directory holding p (the caller closes it) and p's
 // last name.
 func (c *dirChain) parent(p string) (int, string, error) {
+	dir, name, err := c.at(p)
+	if err != nil {
+		return -1, "", err
+	}
+	fd, err := unix.FcntlInt(uintptr(dir), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", err
+	}
+	return fd, name, nil
+}
+
+// at is parent, with a descriptor the chain keeps: the caller does not close it, and it is
+// good until the chain's next lookup.
+func (c *dirChain) at(p string) (int, string, error) {
 	dir, name := parentOf(p), p[strings.LastIndexByte(p, '/')+1:]
 	// The chain's paths are nested, each below the one before: the deepest that holds dir is
 	// looked for from the top, so a lookup costs what it pops.
@@ -158,17 +181,12 @@ func (c *dirChain) parent(p string) (int, string, error) {
 	if keep > 0 {
 		cur, at = c.fds[keep-1], c.paths[keep-1]
 	}
-	fd, err := unix.FcntlInt(uintptr(cur), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return -1, "", err
-	}
 	rest := strings.TrimPrefix(strings.TrimPrefix(dir, at), "/")
 	if rest == "" {
-		return fd, name, nil
+		return cur, name, nil
 	}
 	for _, comp := range strings.Split(rest, "/") {
-		next, err := unix.Openat(fd, comp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(fd)
+		next, err := unix.Openat(cur, comp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return -1, "", fmt.Errorf("open %s: %w", visiblePath(dir), err)
 		}
@@ -178,15 +196,14 @@ func (c *dirChain) parent(p string) (int, string, error) {
 			c.limit = chainLimit()
 		}
 		if len(c.fds) >= c.limit {
+			// The chain lets go of its highest directory; cur, the last, stays.
 			unix.Close(c.fds[0])
 			c.fds, c.paths = c.fds[1:], c.paths[1:]
 		}
-		if kept, err := unix.FcntlInt(uintptr(next), unix.F_DUPFD_CLOEXEC, 0); err == nil {
-			c.fds, c.paths = append(c.fds, kept), append(c.paths, at)
-		}
-		fd = next
+		c.fds, c.paths = append(c.fds, next), append(c.paths, at)
+		cur = next
 	}
-	return fd, name, nil
+	return cur, name, nil
 }
 
 // within reports whether path p is dir or below it.
@@ -257,17 +274,29 @@ func (d *delta) visit(p string) error {
 	if err := d.ensureParent(p); err != nil {
 		return err
 	}
-	dir, name, err := d.openParent(p)
+	// Both directories stay the chains' own: nothing looks up another path until the copy
+	// is done.
+	dir, name, err := d.dstDirs.at(p)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(dir)
-	src, _, st, err := d.upperDirs.stat(p)
+	src, _, err := d.upperDirs.at(p)
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
 	}
-	defer unix.Close(src)
-	if err := copyEntry(src, dir, name, &st); err != nil {
+	var st unix.Stat_t
+	if err := unix.Fstatat(src, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFREG {
+		sum, err := copyFileSum(src, dir, name, &st, true)
+		if err != nil {
+			return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
+		}
+		if sum != "" {
+			d.sums[p] = sum
+		}
+	} else if err := copyEntry(src, dir, name, &st); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", visiblePath(p), err)
 	}
 	d.changed = append(d.changed, p)

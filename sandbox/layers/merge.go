@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -166,25 +167,69 @@ func copyEntry(src, dst int, name string, st *unix.Stat_t) error {
 // copyFileAt copies regular file name, data segment by data segment, so
 // that a sparse file stays sparse: a 1 TiB file of holes costs nothing.
 func copyFileAt(src, dst int, name string, st *unix.Stat_t) error {
+	_, err := copyFileSum(src, dst, name, st, false)
+	return err
+}
+
+// copyBufs are the buffers of file copies: a checkpoint of many small files takes one, not one
+// per file.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
+
+const copyBufSize = 256 << 10
+
+// copyFileSum is copyFileAt; with sum set it also returns the checksum of what it wrote, as
+// fileSum would read it back ("": not known, fileSum must read it). A file that fits the buffer
+// and has no holes is read and written whole, a call each, without looking for holes.
+func copyFileSum(src, dst int, name string, st *unix.Stat_t, sum bool) (string, error) {
 	in, err := unix.Openat(src, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer unix.Close(in)
 	out, err := unix.Openat(dst, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer unix.Close(out)
-	if err := copySparse(in, out, st.Size); err != nil {
-		return err
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	digest := ""
+	if st.Size <= copyBufSize && st.Blocks*512 >= st.Size {
+		if digest, err = copyDense(in, out, st.Size, *bp, sum); err != nil {
+			return "", err
+		}
+	} else if err := copySparse(in, out, st.Size, *bp); err != nil {
+		return "", err
 	}
-	return setMeta(out, st)
+	return digest, setMeta(out, st)
 }
 
-// copySparse copies size bytes of in to out, skipping holes.
-func copySparse(in, out int, size int64) error {
-	buf := make([]byte, 256<<10)
+// copyDense copies a file of size bytes, at most len(buf), that has no holes, and returns the
+// checksum of what it wrote when sum is set and the file held size bytes.
+func copyDense(in, out int, size int64, buf []byte, sum bool) (string, error) {
+	n, err := readFull(in, buf[:size])
+	if err != nil {
+		return "", err
+	}
+	for done := 0; done < n; {
+		m, err := unix.Write(out, buf[done:n])
+		if err != nil {
+			return "", err
+		}
+		done += m
+	}
+	if int64(n) != size {
+		// It changed while copied: it gets its size, and fileSum reads what it holds.
+		return "", unix.Ftruncate(out, size)
+	}
+	if !sum {
+		return "", nil
+	}
+	return denseSum(buf[:n]), nil
+}
+
+// copySparse copies size bytes of in to out, skipping holes, through buf.
+func copySparse(in, out int, size int64, buf []byte) error {
 	var off int64
 	for off < size {
 		data, err := unix.Seek(in, off, unix.SEEK_DATA)

@@ -36,9 +36,13 @@ type sumEntry struct {
 
 // Sums lists the entries below directory fd (a checkpoint's layer) and their checksums, in the
 // form of SumsFile.
-func Sums(fd int) ([]byte, error) {
+func Sums(fd int) ([]byte, error) { return sumsKnown(fd, nil) }
+
+// sumsKnown is Sums, taking the checksum of a file at a path of known from there rather than
+// reading the file (what a delta wrote, it summed as it wrote it).
+func sumsKnown(fd int, known map[string]string) ([]byte, error) {
 	entries := map[string]sumEntry{}
-	if err := sumTree(fd, entries); err != nil {
+	if err := sumTree(fd, entries, known); err != nil {
 		return nil, err
 	}
 	paths := make([]string, 0, len(entries))
@@ -57,7 +61,7 @@ func Sums(fd int) ([]byte, error) {
 // sumTree records every entry below directory root and its checksum. Like scanState, it goes
 // depth first through a dirChain, holding a bounded number of descriptors however deep the
 // layer is.
-func sumTree(root int, out map[string]sumEntry) error {
+func sumTree(root int, out map[string]sumEntry, known map[string]string) error {
 	chain := &dirChain{root: root}
 	defer chain.close()
 	stack := []string{""}
@@ -68,7 +72,7 @@ func sumTree(root int, out map[string]sumEntry) error {
 		if err != nil {
 			return err
 		}
-		subdirs, err := sumDir(fd, rel, out)
+		subdirs, err := sumDir(fd, rel, out, known)
 		unix.Close(fd)
 		if err != nil {
 			return err
@@ -80,7 +84,7 @@ func sumTree(root int, out map[string]sumEntry) error {
 
 // sumDir records the entries of directory fd (rel below the root) and their checksums, and
 // returns the paths of its subdirectories.
-func sumDir(fd int, rel string, out map[string]sumEntry) ([]string, error) {
+func sumDir(fd int, rel string, out map[string]sumEntry, known map[string]string) ([]string, error) {
 	names, err := readDirNames(fd)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", visiblePath(rel), err)
@@ -96,7 +100,9 @@ func sumDir(fd int, rel string, out map[string]sumEntry) ([]string, error) {
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
 			e.kind = 'f'
-			if e.sum, err = fileSum(fd, name); err != nil {
+			if sum, ok := known[p]; ok {
+				e.sum = sum
+			} else if e.sum, err = fileSum(fd, name); err != nil {
 				return nil, fmt.Errorf("read %s: %w", visiblePath(p), err)
 			}
 		case unix.S_IFLNK:
@@ -186,6 +192,24 @@ func fileSum(dir int, name string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// denseSum is fileSum of a file that holds data, all of it read.
+func denseSum(data []byte) string {
+	const block = 4 << 10
+	h := sha256.New()
+	var at [8]byte
+	for b := 0; b < len(data); b += block {
+		chunk := data[b:min(b+block, len(data))]
+		if !allZero(chunk) {
+			binary.BigEndian.PutUint64(at[:], uint64(b))
+			h.Write(at[:])
+			h.Write(chunk)
+		}
+	}
+	binary.BigEndian.PutUint64(at[:], uint64(len(data)))
+	h.Write(at[:])
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 func allZero(b []byte) bool {
 	for _, c := range b {
 		if c != 0 {
@@ -225,7 +249,7 @@ func Damaged(fd int, sums []byte) ([]string, error) {
 		want[p] = sumEntry{kind: f[0][0], mode: uint32(mode), sum: f[2]}
 	}
 	got := map[string]sumEntry{}
-	if err := sumTree(fd, got); err != nil {
+	if err := sumTree(fd, got, nil); err != nil {
 		return nil, err
 	}
 	var bad []string
