@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/sandbox/layers"
 )
 
 // mergedView is what the jail saw, computed independently of the package: the project with the
@@ -39,14 +40,19 @@ func mergedView(t testing.TB, project, upper string) map[string]string {
 		if err != nil {
 			return err
 		}
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return err
+		}
+		kind := layers.KindAt(unix.AT_FDCWD, p, &st)
 		if d.IsDir() {
 			lower, lerr := os.Lstat(filepath.Join(project, rel))
-			if isOpaque(unix.AT_FDCWD, p) || (lerr == nil && !lower.IsDir()) {
+			if kind == layers.OpaqueDir || (lerr == nil && !lower.IsDir()) {
 				drop(rel)
 			}
 			return nil
 		}
-		if fi.Mode()&fs.ModeCharDevice != 0 && fi.Sys().(*syscall.Stat_t).Rdev == 0 {
+		if kind == layers.Whiteout {
 			drop(rel)
 			return nil
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/sandbox/layers"
 )
 
 // The directories an apply removes: those the agent deleted whole, once the apply's deletions
@@ -89,7 +91,7 @@ func agentHasDir(upper, dir string) bool {
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			return false
 		}
-		opaque = opaque || isOpaque(cur, c)
+		opaque = opaque || layers.KindAt(cur, c, &st) == layers.OpaqueDir
 		next, err := unix.Openat(cur, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return true

@@ -89,13 +89,15 @@ func layerOpaque(l *projectRoot, rel string) bool {
 
 // opaqueAt reports whether the entry name of the layer directory dir is marked opaque.
 func opaqueAt(dir int, name string) bool {
-	buf := make([]byte, 4)
-	n, err := unix.Lgetxattr(procPath(dir, name), layers.OpaqueXattr, buf)
-	return err == nil && n == 1 && buf[0] == 'y'
+	var st unix.Stat_t
+	return unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && layers.KindAt(dir, name, &st) == layers.OpaqueDir
 }
 
-func isWhiteoutStat(st *unix.Stat_t) bool {
-	return st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == 0
+// layerWhiteout reports whether rel in the layer l deletes what the layers below hold there.
+func layerWhiteout(l *projectRoot, rel string) bool {
+	dir, name, err := l.openParent(rel, false)
+	st, exists, err := statAt(dir, err, name)
+	return exists && err == nil && layers.KindAt(dir, name, &st) == layers.Whiteout
 }
 
 func isDirStat(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
@@ -127,7 +129,7 @@ layers:
 		if !ok {
 			continue
 		}
-		if isWhiteoutStat(&st) {
+		if layerWhiteout(l, p) {
 			return momentEntry{}
 		}
 		return momentEntry{exists: true, dir: isDirStat(&st), layer: l}
@@ -149,7 +151,7 @@ layers:
 // entryIn is p in layer l alone.
 func entryIn(l *projectRoot, p string) momentEntry {
 	st, ok := layerStat(l, p)
-	if !ok || isWhiteoutStat(&st) {
+	if !ok || layerWhiteout(l, p) {
 		return momentEntry{}
 	}
 	return momentEntry{exists: true, dir: isDirStat(&st), layer: l}

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/sandbox/layers"
 )
 
 // The walk of a session's upper layer: every staged entry, with what the overlay makes of it
@@ -31,44 +33,6 @@ type rawEntry struct {
 	size    int64
 	binary  bool
 	holes   int64
-}
-
-// isWhiteout reports whether the upper entry name of the directory dir is an overlay whiteout: a
-// 0/0 character device, or a zero-size file carrying the overlay.whiteout xattr (nested overlays).
-func isWhiteout(dir int, name string, st *unix.Stat_t) bool {
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFCHR:
-		return st.Rdev == 0
-	case unix.S_IFREG:
-		return st.Size == 0 && hasXattr(dir, name, "overlay.whiteout")
-	}
-	return false
-}
-
-// hasXattr checks both the user. (userxattr mounts) and trusted. namespaces, on the entry name of
-// the directory dir.
-func hasXattr(dir int, name, attr string) bool {
-	p := procPath(dir, name)
-	for _, ns := range []string{"user.", "trusted."} {
-		if _, err := unix.Lgetxattr(p, ns+attr, nil); err == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// isOpaque reports whether the upper directory name of dir replaces the lower one
-// (overlay.opaque = "y").
-func isOpaque(dir int, name string) bool {
-	p := procPath(dir, name)
-	buf := make([]byte, 8)
-	for _, ns := range []string{"user.", "trusted."} {
-		n, err := unix.Lgetxattr(p, ns+"overlay.opaque", buf)
-		if err == nil && n == 1 && buf[0] == 'y' {
-			return true
-		}
-	}
-	return false
 }
 
 // scanUpper lists every path the upper layer changes. It reads the upper layer only, plus the host
@@ -299,13 +263,14 @@ func (p *scanPart) entry(name string, open bool) error {
 	if fd >= 0 {
 		defer unix.Close(fd)
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+	kind := layers.KindAt(p.dfd, name, &st)
+	if kind == layers.Dir || kind == layers.OpaqueDir {
 		h, err := p.host.lstat(child)
 		if err != nil {
 			return err
 		}
 		sub := p.shadowed
-		if isOpaque(p.dfd, name) || (h.exists && h.stat.Type != 'd') {
+		if kind == layers.OpaqueDir || (h.exists && h.stat.Type != 'd') {
 			if err := p.hideHost(child); err != nil {
 				return err
 			}
@@ -314,7 +279,7 @@ func (p *scanPart) entry(name string, open bool) error {
 		p.subdirs = append(p.subdirs, subdir{child, sub, st.Mode&0o500 != 0o500})
 		return nil
 	}
-	if isWhiteout(p.dfd, name, &st) {
+	if kind == layers.Whiteout {
 		return p.hideHost(child)
 	}
 	r := rawEntry{path: child, stat: statFromUnix(&st), shadowed: p.shadowed}
