@@ -6,7 +6,7 @@
 // the Landlock ruleset PID 1 built, loads the seccomp program PID 1
 // compiled, and execs the command. It never returns to Go.
 //
-// Descriptors, set up by PID 1 (sandbox/init.go, startCommand):
+// Descriptors, set up by PID 1 (sandbox/init_exec.go, startCommand):
 //   3  the command spec, read to EOF (see encodeExecSpec in execstage.go)
 //   4  status: JSON lines read by PID 1; closed on exec
 //   5  the Landlock ruleset, when the spec's ABI is not 0
