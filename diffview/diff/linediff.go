@@ -80,8 +80,74 @@ func DiffLines(old, new []byte, budget time.Duration) (lines []Line, exact bool)
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
-	a, b := SplitLines(old), SplitLines(new)
-	return diffGap(make([]Line, 0, len(a)+len(b)), a, b, time.Now().Add(budget))
+	deadline := time.Now().Add(budget)
+	// The lines both sides share at their ends are found in the bytes, before anything is split
+	// (the trim diffGap does on lines): a large file changed in one line costs a comparison of its
+	// bytes, and of new only what differs is split.
+	pre, suf := commonLines(old, new)
+	all := SplitLines(old)
+	npre, nsuf := lineCount(old[:pre]), lineCount(old[len(old)-suf:])
+	b := SplitLines(new[pre : len(new)-suf])
+	out := make([]Line, 0, len(all)+len(b))
+	for _, s := range all[:npre] {
+		out = append(out, Line{Context, s})
+	}
+	out, exact = diffMiddle(out, all[npre:len(all)-nsuf], b, deadline)
+	for _, s := range all[len(all)-nsuf:] {
+		out = append(out, Line{Context, s})
+	}
+	return out, exact
+}
+
+// CountLines counts the lines DiffLines would insert and delete, splitting only what lies between
+// the lines old and new share at both ends.
+func CountLines(old, new []byte, budget time.Duration) (added, deleted int, exact bool) {
+	if budget <= 0 {
+		budget = DefaultBudget
+	}
+	pre, suf := commonLines(old, new)
+	a, b := SplitLines(old[pre:len(old)-suf]), SplitLines(new[pre:len(new)-suf])
+	lines, exact := diffMiddle(make([]Line, 0, len(a)+len(b)), a, b, time.Now().Add(budget))
+	added, deleted = countOps(lines)
+	return added, deleted, exact
+}
+
+// commonLines returns the lengths in bytes of the longest run of whole lines that old and new
+// share at their start, and of the longest run of whole lines after it that they share at their
+// end.
+func commonLines(old, new []byte) (pre, suf int) {
+	n := min(len(old), len(new))
+	for pre < n && old[pre] == new[pre] {
+		pre++
+	}
+	if pre < len(old) || pre < len(new) {
+		// Within a line that differs: back to its start (what is before it is the same on
+		// both sides).
+		pre = bytes.LastIndexByte(old[:pre], '\n') + 1
+	}
+	n = min(len(old), len(new)) - pre
+	for suf < n && old[len(old)-1-suf] == new[len(new)-1-suf] {
+		suf++
+	}
+	// The shared end must start a line on both sides, else it starts after its first "\n".
+	lineStart := func(b []byte, i int) bool { return i == pre || b[i-1] == '\n' }
+	if suf > 0 && !(lineStart(old, len(old)-suf) && lineStart(new, len(new)-suf)) {
+		if i := bytes.IndexByte(old[len(old)-suf:], '\n'); i >= 0 {
+			suf -= i + 1
+		} else {
+			suf = 0
+		}
+	}
+	return pre, suf
+}
+
+// lineCount is the number of lines SplitLines cuts b into.
+func lineCount(b []byte) int {
+	n := bytes.Count(b, []byte{'\n'})
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		n++
+	}
+	return n
 }
 
 // anchorThreshold is the size (lines of both sides) above which the diff

@@ -36,9 +36,9 @@ func StatOf(p FilePatch, opts Options) StatEntry {
 		e.Binary = true
 		return e
 	}
-	// Counting needs only the line diff, not the hunks and their IDs.
-	lines, _ := DiffLines(p.Old, p.New, opts.Budget)
-	e.Added, e.Deleted = countOps(lines)
+	// Counting needs only the line diff of what lies between the lines both sides share at
+	// their ends, not the hunks and their IDs.
+	e.Added, e.Deleted, _ = CountLines(p.Old, p.New, opts.Budget)
 	return e
 }
 
