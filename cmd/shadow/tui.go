@@ -33,6 +33,7 @@ With --ask, a request the allow-list proxy has for a host not on the list is put
 dialog over the pane (where it goes, its method and path when the proxy sees them): o lets it
 through once, s for the rest of the run, d or esc denies it, and no answer in 30 s denies it. The
 answer is the request's rule in 'shadow net'. Without --ask (and in 'shadow run') it is refused.
+Asking needs the allow-list proxy: --allow-domain, or a preset's domains.
 
 Exit status: as shadow run's once the agent ran: CMD's own; 124 when --timeout stopped it; 125 when
 the jail could not be built; 128+N when it died of signal N. 3 when the preflight blocked it; 0 when
