@@ -23,15 +23,15 @@ type entryState struct {
 	size         int64
 	mode         uint32
 	rdev         uint64
-	opaque       bool
+	kind         Kind
 	// racy is set when the entry changed within a clock tick of the
 	// checkpoint: a later write in the same tick would leave its times
 	// alone, so the next checkpoint copies it again.
 	racy bool
 }
 
-func (e entryState) isDir() bool      { return e.mode&unix.S_IFMT == unix.S_IFDIR }
-func (e entryState) isWhiteout() bool { return e.mode&unix.S_IFMT == unix.S_IFCHR && e.rdev == 0 }
+func (e entryState) isDir() bool      { return e.kind == Dir || e.kind == OpaqueDir }
+func (e entryState) isWhiteout() bool { return e.kind == Whiteout }
 
 // Tracker holds the state of an upper layer at its last checkpoint.
 type Tracker struct {
@@ -238,7 +238,7 @@ func (d *delta) visit(p string) error {
 	e := d.cur[p]
 	old, had := d.seen[p]
 	if e.isDir() {
-		newlyOpaque := e.opaque && (!had || !old.opaque || old.ino != e.ino)
+		newlyOpaque := e.kind == OpaqueDir && (!had || old.kind != OpaqueDir || old.ino != e.ino)
 		if newlyOpaque {
 			if err := d.ensureParent(p); err != nil {
 				return err
@@ -469,10 +469,10 @@ func CopyDir(src, dst int) error {
 		if err := unix.Fstatat(src, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return err
 		}
-		switch {
-		case st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == 0:
+		switch KindAt(src, name, &st) {
+		case Whiteout:
 			err = unix.Mknodat(dst, name, unix.S_IFCHR, 0)
-		case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+		case Dir, OpaqueDir:
 			err = copySubdir(src, dst, name, &st, false)
 		default:
 			err = copyEntry(src, dst, name, &st)
@@ -552,15 +552,9 @@ func scanDir(fd int, rel string, out map[string]entryState) ([]string, error) {
 		}
 		e := entryState{
 			ino: st.Ino, ctime: st.Ctim.Nano(), mtime: st.Mtim.Nano(), size: st.Size,
-			mode: st.Mode, rdev: st.Rdev,
+			mode: st.Mode, rdev: st.Rdev, kind: KindAt(fd, name, &st),
 		}
 		if e.isDir() {
-			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			if err != nil {
-				return nil, fmt.Errorf("open %s: %w", visiblePath(p), err)
-			}
-			e.opaque = isOpaque(sub)
-			unix.Close(sub)
 			subdirs = append(subdirs, p)
 		}
 		out[p] = e

@@ -69,12 +69,11 @@ func (m merger) dir(src, dst int, rel string, hidden bool) error {
 
 // entry merges one entry of the run's layer into the staging layer.
 func (m merger) entry(src, dst int, name, p string, st *unix.Stat_t, hidden bool) error {
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFCHR:
-		if st.Rdev != 0 {
-			return fmt.Errorf("%s: a device node in the run's layer", visiblePath(p))
-		}
-		// A whiteout: the path is deleted.
+	switch kind := KindAt(src, name, st); {
+	case kind == Other && st.Mode&unix.S_IFMT == unix.S_IFCHR:
+		return fmt.Errorf("%s: a device node in the run's layer", visiblePath(p))
+	case kind == Whiteout:
+		// The path is deleted.
 		if err := RemoveAt(dst, name); err != nil {
 			return fmt.Errorf("delete %s from the staging layer: %w", visiblePath(p), err)
 		}
@@ -85,7 +84,7 @@ func (m merger) entry(src, dst int, name, p string, st *unix.Stat_t, hidden bool
 			return fmt.Errorf("stage the deletion of %s: %w", visiblePath(p), err)
 		}
 		return nil
-	case unix.S_IFDIR:
+	case kind == Dir || kind == OpaqueDir:
 		return m.subdir(src, dst, name, p, st, hidden)
 	}
 	if err := RemoveAt(dst, name); err != nil {
@@ -270,11 +269,7 @@ func setMeta(fd int, st *unix.Stat_t) error {
 }
 
 // isOpaque reports whether directory fd carries the overlay's opaque mark.
-func isOpaque(fd int) bool {
-	buf := make([]byte, 4)
-	n, err := unix.Fgetxattr(fd, OpaqueXattr, buf)
-	return err == nil && n == 1 && buf[0] == 'y'
-}
+func isOpaque(fd int) bool { return KindFD(fd, nil) == OpaqueDir }
 
 // existsAt reports whether path p exists below dir fd, without following a
 // symlink at its end.

@@ -97,15 +97,18 @@ func sumDir(fd int, rel string, out map[string]sumEntry, known map[string]string
 			return nil, fmt.Errorf("stat %s: %w", visiblePath(p), err)
 		}
 		e := sumEntry{kind: 'n', mode: st.Mode &^ unix.S_IFMT, sum: "-"}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFREG:
+		kind := KindAt(fd, name, &st)
+		switch {
+		case kind == Whiteout:
+			e.kind, e.mode = 'w', 0
+		case kind == File:
 			e.kind = 'f'
 			if sum, ok := known[p]; ok {
 				e.sum = sum
 			} else if e.sum, err = fileSum(fd, name); err != nil {
 				return nil, fmt.Errorf("read %s: %w", visiblePath(p), err)
 			}
-		case unix.S_IFLNK:
+		case kind == Symlink:
 			e.kind = 'l'
 			target, err := readlinkAt(fd, name)
 			if err != nil {
@@ -113,20 +116,11 @@ func sumDir(fd int, rel string, out map[string]sumEntry, known map[string]string
 			}
 			h := sha256.Sum256([]byte(target))
 			e.sum = hex.EncodeToString(h[:])
-		case unix.S_IFCHR:
-			if st.Rdev == 0 {
-				e.kind, e.mode = 'w', 0
-			}
-		case unix.S_IFDIR:
-			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			if err != nil {
-				return nil, fmt.Errorf("open %s: %w", visiblePath(p), err)
-			}
+		case kind == Dir || kind == OpaqueDir:
 			e.kind = 'd'
-			if isOpaque(sub) {
+			if kind == OpaqueDir {
 				e.kind = 'o'
 			}
-			unix.Close(sub)
 			subdirs = append(subdirs, p)
 		}
 		out[p] = e
