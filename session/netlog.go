@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
+	"strconv"
 
 	"github.com/shadow-sandbox/shadow/sandbox/proxy"
 )
@@ -16,6 +18,19 @@ type Request struct {
 	// Checkpoint is the step's checkpoint: the first taken after the
 	// request began. Empty: the request came after the last checkpoint.
 	Checkpoint string `json:"checkpoint"`
+}
+
+// Destination is where the request went, unescaped: the URL where the proxy saw one, the
+// CONNECT target (or host:port) otherwise.
+func (r Request) Destination() string {
+	hp := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+	switch {
+	case r.Scheme != "" && r.Path != "":
+		return r.Scheme + "://" + hp + r.Path
+	case r.Target != "":
+		return r.Target
+	}
+	return hp
 }
 
 // StepRequests is a step's share of the network log.

@@ -126,19 +126,7 @@ func writeRequests(w io.Writer, reqs []session.Request) error {
 
 // destination is where a request went, escaped for the terminal: the URL
 // where the proxy saw one, the CONNECT target (or host:port) otherwise.
-func destination(r session.Request) string {
-	hp := r.Host + ":" + strconv.Itoa(r.Port)
-	if strings.Contains(r.Host, ":") {
-		hp = "[" + r.Host + "]:" + strconv.Itoa(r.Port)
-	}
-	switch {
-	case r.Scheme != "" && r.Path != "":
-		return quote.Path(r.Scheme + "://" + hp + r.Path)
-	case r.Target != "":
-		return quote.Path(r.Target)
-	}
-	return quote.Path(hp)
-}
+func destination(r session.Request) string { return quote.Path(r.Destination()) }
 
 func verdict(r session.Request) string {
 	var v string
