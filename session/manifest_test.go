@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -78,5 +79,61 @@ func TestManifestListsEveryEntry(t *testing.T) {
 	}
 	if _, ok := m.lookup("a/c/d.txt"); !ok {
 		t.Error("a/c/d.txt is missing")
+	}
+}
+
+// Reading a manifest costs a few allocations, however many paths it lists: every command that
+// reads the bases reads the whole manifest of the project.
+func TestReadManifestAllocatesPerFileNot(t *testing.T) {
+	project := t.TempDir()
+	const n = 1000
+	for i := range n {
+		if err := os.Symlink("t", filepath.Join(project, fmt.Sprintf("l%04d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "manifest")
+	if err := writeManifest(project, out, ""); err != nil {
+		t.Fatal(err)
+	}
+	var m *manifest
+	allocs := testing.AllocsPerRun(5, func() {
+		var err error
+		if m, err = readManifest(out); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(m.paths) != n || m.paths[n-1] != fmt.Sprintf("l%04d", n-1) {
+		t.Fatalf("manifest lists %d paths, the last %q", len(m.paths), m.paths[len(m.paths)-1])
+	}
+	if st, ok := m.lookup("l0500"); !ok || st.Type != 'l' {
+		t.Errorf("l0500: %+v, %v", st, ok)
+	}
+	if allocs > 100 {
+		t.Errorf("reading a manifest of %d paths allocated %.0f times, want at most 100", n, allocs)
+	}
+}
+
+// A manifest cut short anywhere is corrupt, never read in part.
+func TestReadManifestRefusesTruncated(t *testing.T) {
+	project := t.TempDir()
+	writeTree(t, project, map[string]file{"a.txt": {Data: "a"}, "b/c.txt": {Data: "bc"}})
+	out := filepath.Join(t.TempDir(), "manifest")
+	if err := writeManifest(project, out, ""); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(t.TempDir(), "cut")
+	for n := len(manifestMagic) + 1; n < len(data); n++ {
+		if err := os.WriteFile(cut, data[:n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		m, err := readManifest(cut)
+		if err == nil && len(m.paths) == 2 {
+			t.Errorf("manifest cut at %d of %d bytes read whole", n, len(data))
+		}
 	}
 }
