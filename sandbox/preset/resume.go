@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // An agent that ends says how to resume its conversation: a command that, run outside shadow,
@@ -15,11 +16,14 @@ import (
 //	Codex        "To continue this session, run codex resume 019b…"
 //	Gemini CLI   "To resume this session: gemini --resume 3f2a…"
 //	opencode     "Continue  opencode -s ses_…"
-var resumeHints = map[string]*regexp.Regexp{
-	"claude":   regexp.MustCompile(`\bclaude ((?:--resume|-r) (?:"[^"\n]{1,200}"|[0-9A-Za-z_-]{1,100}))`),
-	"codex":    regexp.MustCompile(`\bcodex (resume [0-9A-Za-z_-]{1,100})`),
-	"gemini":   regexp.MustCompile(`\bgemini (--resume [0-9A-Za-z_-]{1,100})`),
-	"opencode": regexp.MustCompile(`\bopencode ((?:-s|--session) [0-9A-Za-z_-]{1,100})`),
+//
+// Each is compiled when first used: compiling them (their counted repetitions expanded) was most
+// of the package initialisation of every shadow process, the jail's PID 1 included.
+var resumeHints = map[string]func() *regexp.Regexp{
+	"claude":   lazyRegexp(`\bclaude ((?:--resume|-r) (?:"[^"\n]{1,200}"|[0-9A-Za-z_-]{1,100}))`),
+	"codex":    lazyRegexp(`\bcodex (resume [0-9A-Za-z_-]{1,100})`),
+	"gemini":   lazyRegexp(`\bgemini (--resume [0-9A-Za-z_-]{1,100})`),
+	"opencode": lazyRegexp(`\bopencode ((?:-s|--session) [0-9A-Za-z_-]{1,100})`),
 }
 
 // ResumeArgs finds, in what the agent printed last (text), the resume command the agent of preset
@@ -30,7 +34,7 @@ func ResumeArgs(name, text string) []string {
 	if re == nil {
 		return nil
 	}
-	all := re.FindAllStringSubmatch(text, -1)
+	all := re().FindAllStringSubmatch(text, -1)
 	if len(all) == 0 {
 		return nil
 	}
@@ -39,4 +43,9 @@ func ResumeArgs(name, text string) []string {
 		id = u
 	}
 	return []string{flag, id}
+}
+
+// lazyRegexp is regexp.MustCompile(expr), done once, when first called.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
