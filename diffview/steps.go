@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/english"
@@ -53,6 +55,17 @@ type StepChanges struct {
 	// those the proxy refused, DeniedTo their destinations, in order, each once.
 	Requests, Denied int
 	DeniedTo         []string
+	// Sent are the step's requests, in order, which the narrowed view lists beside its files.
+	Sent []StepRequest
+}
+
+// StepRequest is one request a step sent through the allow-list proxy (`shadow net` says more of
+// it). The source escapes its strings for the terminal.
+type StepRequest struct {
+	Method      string // GET, CONNECT, …
+	Destination string // the URL where the proxy saw one, the CONNECT target otherwise
+	Status      int    // the HTTP status the jail got; 0 for none
+	Allowed     bool
 }
 
 // stepMarks is where one step's changes to a path lie in the path's latest text (the new side
@@ -290,6 +303,7 @@ type narrowing struct {
 	// requests and denied are what it sent through the proxy (StepChanges).
 	requests, denied int
 	deniedTo         []string
+	sent             []StepRequest
 }
 
 func (n *narrowing) step() Step { return n.steps[n.at] }
@@ -310,6 +324,46 @@ func (n *narrowing) network() string {
 		s += ")"
 	}
 	return s
+}
+
+// viewSent draws, under the files of a view narrowed to a step, the step's requests through the
+// proxy: for each, a line with its method and status (DENIED for a refused one), then where it
+// went, wrapped to the pane's width w. It takes at most h lines (none when fewer than four fit);
+// when not all requests fit, the last line says how many more there are.
+func (m *Model) viewSent(h, w int) []string {
+	if m.narrow == nil || len(m.narrow.sent) == 0 || h < 4 || w < 8 {
+		return nil
+	}
+	st := m.styles
+	sent := m.narrow.sent
+	head := fmt.Sprintf("%s: %s", m.narrow.step().ID, english.Count(len(sent), "request"))
+	if m.narrow.denied > 0 {
+		head += fmt.Sprintf(" (%d DENIED)", m.narrow.denied)
+	}
+	out := []string{""}
+	for _, l := range strings.Split(ansi.Wrap(head, w, ""), "\n") {
+		out = append(out, st.Dir.Render(fit(l, w)))
+	}
+	for i, r := range sent {
+		mark, verdict := st.Count.Render("✓ "), ""
+		if r.Status != 0 {
+			verdict = " " + strconv.Itoa(r.Status)
+		}
+		if !r.Allowed {
+			mark, verdict = st.BadgeAlert.Render("✗ "), " DENIED"
+		}
+		lines := []string{mark + fit(r.Method+verdict, w-2)}
+		for _, l := range strings.Split(ansi.Hardwrap(r.Destination, w-2, false), "\n") {
+			lines = append(lines, "  "+fit(l, w-2))
+		}
+		// The last line left is for the count of those that do not fit.
+		if len(out)+len(lines) > h-1 && !(i == len(sent)-1 && len(out)+len(lines) <= h) {
+			out = append(out, st.Count.Render(fit(fmt.Sprintf("… %d more", len(sent)-i), w)))
+			break
+		}
+		out = append(out, lines...)
+	}
+	return out
 }
 
 // stepLoadedMsg carries a step to narrow the view to, worked out in a command.
@@ -348,7 +402,7 @@ func (m *Model) stepCmd(dir int) tea.Cmd {
 			return stepLoadedMsg{gen: gen, err: fmt.Errorf("read step %s: %w", steps[at].ID, err)}
 		}
 		n := &narrowing{steps: steps, at: at, marks: markSteps(sc), files: sc.Files, added: sc.Added, removed: sc.Removed,
-			requests: sc.Requests, denied: sc.Denied, deniedTo: sc.DeniedTo}
+			requests: sc.Requests, denied: sc.Denied, deniedTo: sc.DeniedTo, sent: sc.Sent}
 		return stepLoadedMsg{gen: gen, n: n, edge: edge}
 	}
 }

@@ -172,6 +172,7 @@ func TestStepFiles(t *testing.T) {
 type histSource struct {
 	*memSource
 	trees []map[string]string
+	sent  map[string][]StepRequest // each step's requests through the proxy
 }
 
 func (s *histSource) Steps() ([]Step, error) {
@@ -190,7 +191,13 @@ func (s *histSource) StepChanges(id string) (StepChanges, error) {
 	if _, err := fmt.Sscanf(id, "c%d", &k); err != nil || k < 1 || k >= len(s.trees) {
 		return StepChanges{}, fmt.Errorf("no step %q", id)
 	}
-	sc := StepChanges{Step: treePatches(s.trees[k-1], s.trees[k]), Later: treePatches(s.trees[k], s.trees[len(s.trees)-1])}
+	sc := StepChanges{Step: treePatches(s.trees[k-1], s.trees[k]), Later: treePatches(s.trees[k], s.trees[len(s.trees)-1]), Sent: s.sent[id]}
+	sc.Requests = len(sc.Sent)
+	for _, r := range sc.Sent {
+		if !r.Allowed {
+			sc.Denied++
+		}
+	}
 	// As session.CountStep counts (no renames here).
 	sc.Files = len(sc.Step)
 	for _, p := range sc.Step {
@@ -412,6 +419,72 @@ func TestStepNetworkStatus(t *testing.T) {
 	} {
 		if got := c.n.network(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.n, got, c.want)
+		}
+	}
+}
+
+// A step's requests are listed under its files in the tree pane: each with its method and status,
+// the refused ones marked DENIED, where it went wrapped to the pane's width; what does not fit is
+// counted; a step without requests, and the whole change set, list none.
+func TestStepRequestsBesideFiles(t *testing.T) {
+	src := stepFixture()
+	many := make([]StepRequest, 40)
+	for i := range many {
+		many[i] = StepRequest{Method: "GET", Destination: fmt.Sprintf("http://api.test/%d", i), Status: 200, Allowed: true}
+	}
+	src.sent = map[string][]StepRequest{
+		"c2": {
+			{Method: "GET", Destination: "http://127.0.0.1:8080/v1/models/long/path", Status: 200, Allowed: true},
+			{Method: "CONNECT", Destination: "evil.test:443", Status: 403},
+		},
+		"c3": many,
+	}
+	tree := func(m Model) []string {
+		var out []string
+		for _, l := range strings.Split(ansi.Strip(m.View()), "\n") {
+			out = append(out, strings.TrimRight(ansi.Truncate(l, m.treeWidth(), ""), " "))
+		}
+		return out
+	}
+	for _, sz := range []struct{ w, h int }{{100, 30}, {160, 40}} {
+		m := open(t, src, sz.w, sz.h)
+		m = press(t, m, "<", "<") // c2
+		v := m.View()
+		checkScreen(t, v, sz.w, sz.h)
+		got := strings.Join(tree(m), "\n")
+		for _, want := range []string{"c2: 2 requests (1 DENIED)", "✓ GET 200", "✗ CONNECT DENIED", "  evil.test:443"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%dx%d: the tree pane lacks %q:\n%s", sz.w, sz.h, want, got)
+			}
+		}
+		// The URL, wrapped, is whole.
+		var url strings.Builder
+		for _, l := range tree(m) {
+			if rest, ok := strings.CutPrefix(l, "  "); ok && !strings.Contains(l, "evil") && strings.TrimSpace(rest) != "" &&
+				(strings.HasPrefix(rest, "http") || url.Len() > 0 && !strings.Contains(url.String(), "/path")) {
+				url.WriteString(rest)
+			}
+		}
+		if url.String() != "http://127.0.0.1:8080/v1/models/long/path" {
+			t.Errorf("%dx%d: the wrapped URL reads %q:\n%s", sz.w, sz.h, url.String(), got)
+		}
+
+		m = press(t, m, ">") // c3: more than fit
+		v = m.View()
+		checkScreen(t, v, sz.w, sz.h)
+		got = strings.Join(tree(m), "\n")
+		shown := strings.Count(got, "✓ GET 200")
+		if !strings.Contains(got, "c3: 40 requests") || shown == 0 || !strings.Contains(got, fmt.Sprintf("\n… %d more\n", 40-shown)) {
+			t.Errorf("%dx%d: c3's 40 requests are not cut with a count:\n%s", sz.w, sz.h, got)
+		}
+
+		m = press(t, m, "<", "<") // c1: none
+		if got := strings.Join(tree(m), "\n"); strings.Contains(got, " request") {
+			t.Errorf("%dx%d: c1, which sent nothing, lists requests:\n%s", sz.w, sz.h, got)
+		}
+		m = press(t, m, "=")
+		if got := strings.Join(tree(m), "\n"); strings.Contains(got, " request") {
+			t.Errorf("%dx%d: the whole change set lists a step's requests:\n%s", sz.w, sz.h, got)
 		}
 	}
 }

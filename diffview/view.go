@@ -183,7 +183,7 @@ func (m *Model) viewTree(h int) []string {
 		}
 		out = append(out, indent+letter+" "+nameStyle.Render(name)+right)
 	}
-	return out
+	return append(out, m.viewSent(h-len(out), tw)...)
 }
 
 // viewDiff draws the header and the visible rows of the selected file.

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"testing"
@@ -14,7 +15,8 @@ import (
 )
 
 // The review's step carries the step's requests through the proxy, as `shadow net` puts them in
-// steps: counted, the refused ones' destinations named once each, escaped.
+// steps: counted, the refused ones' destinations named once each, and each listed with its method,
+// destination and status, escaped.
 func TestReviewStepsCountRequests(t *testing.T) {
 	_, lk, s, project := checkpointSession(t)
 	defer lk.Release()
@@ -32,10 +34,10 @@ func TestReviewStepsCountRequests(t *testing.T) {
 	before := func(c int) time.Time { return cps[c].Time.Add(-time.Millisecond) }
 	var log []byte
 	for _, e := range []proxy.Entry{
-		{Time: before(0), Host: "api.test", Port: 443, Allowed: true},
+		{Time: before(0), Method: "CONNECT", Target: "api.test:443", Host: "api.test", Port: 443, Allowed: true, Status: 200},
 		{Time: before(0), Host: "evil.test", Port: 443},
 		{Time: before(0), Host: "evil.test", Port: 443},
-		{Time: before(1), Host: "bad\x1b]0;x\x07.test", Port: 80},
+		{Time: before(1), Method: "GET", Scheme: "http", Host: "bad\x1b]0;x\x07.test", Port: 80, Path: "/p", Status: 403},
 		{Time: cps[1].Time.Add(time.Second), Host: "later.test", Port: 443},
 	} {
 		b, _ := json.Marshal(e)
@@ -49,9 +51,10 @@ func TestReviewStepsCountRequests(t *testing.T) {
 		id               string
 		requests, denied int
 		deniedTo         []string
+		sent             string // the requests listed beside the step's files
 	}{
-		{"c1", 3, 2, []string{"evil.test:443"}},
-		{"c2", 1, 1, []string{`"bad\x1b]0;x\a.test:80"`}},
+		{"c1", 3, 2, []string{"evil.test:443"}, "[{CONNECT api.test:443 200 true} { evil.test:443 0 false} { evil.test:443 0 false}]"},
+		{"c2", 1, 1, []string{`"bad\x1b]0;x\a.test:80"`}, `[{GET "http://bad\x1b]0;x\a.test:80/p" 403 false}]`},
 	} {
 		sc, err := src.StepChanges(want.id)
 		if err != nil {
@@ -60,6 +63,9 @@ func TestReviewStepsCountRequests(t *testing.T) {
 		if sc.Requests != want.requests || sc.Denied != want.denied || !slices.Equal(sc.DeniedTo, want.deniedTo) {
 			t.Errorf("step %s: %d requests, %d denied to %q; want %d, %d to %q", want.id, sc.Requests, sc.Denied, sc.DeniedTo,
 				want.requests, want.denied, want.deniedTo)
+		}
+		if got := fmt.Sprint(sc.Sent); got != want.sent {
+			t.Errorf("step %s lists %s, want %s", want.id, got, want.sent)
 		}
 	}
 }

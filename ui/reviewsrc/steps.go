@@ -53,6 +53,8 @@ func (r *Source) StepChanges(id string) (diffview.StepChanges, error) {
 			continue
 		}
 		sc.Requests++
+		sc.Sent = append(sc.Sent, diffview.StepRequest{Method: quote.Path(q.Method), Destination: quote.Path(q.Destination()),
+			Status: q.Status, Allowed: q.Allowed})
 		if q.Allowed {
 			continue
 		}
