@@ -54,6 +54,9 @@ const maskCacheName = "system-masks.json"
 // maskCacheVersion changes when the file's meaning does.
 const maskCacheVersion = 2
 
+// maxMaskCacheSize is the largest cache file read: past it, the trees are walked.
+const maxMaskCacheSize = 256 << 20
+
 // maskStore is where the scans of the system trees are kept (cacheDir,
 // Policy.MaskCache) and how far they are trusted.
 type maskStore struct {
@@ -551,17 +554,21 @@ func loadMaskCache(dir string) maskCache {
 	if unix.Fstat(int(f.Fd()), &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
 		return empty
 	}
+	// Read at once, in a buffer of its size: a megabyte or so, read on every run, that
+	// growing a buffer to would allocate several times over.
+	if st.Size <= 0 || st.Size > maxMaskCacheSize {
+		return empty
+	}
+	data := make([]byte, st.Size)
+	if _, err := io.ReadFull(f, data); err != nil {
+		return empty
+	}
+	// The JSON document ends with a newline; the directories follow.
+	doc, blobs, ok := bytes.Cut(data, []byte("\n"))
 	var c maskCache
-	dec := json.NewDecoder(f)
-	if dec.Decode(&c) != nil || c.Version != maskCacheVersion || c.Trees == nil {
+	if !ok || json.Unmarshal(doc, &c) != nil || c.Version != maskCacheVersion || c.Trees == nil {
 		return empty
 	}
-	blobs, err := io.ReadAll(io.MultiReader(dec.Buffered(), f))
-	if err != nil {
-		return empty
-	}
-	// The JSON document ends with a newline.
-	blobs, _ = bytes.CutPrefix(blobs, []byte("\n"))
 	for _, t := range slices.Sorted(maps.Keys(c.Trees)) {
 		s := c.Trees[t]
 		if s.DirsSize < 0 || s.DirsSize > len(blobs) {

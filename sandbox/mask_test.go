@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -341,5 +344,34 @@ func TestMaskDirsMalformed(t *testing.T) {
 		if dirsUnchanged(root, bad) {
 			t.Errorf("malformed list %q reads as unchanged", bad)
 		}
+	}
+}
+
+// TestMaskCacheLoadAllocs: the cache, read on every run, is read into one buffer of its size:
+// what loading it allocates stays under one and a half times the file.
+func TestMaskCacheLoadAllocs(t *testing.T) {
+	dir := t.TempDir()
+	var dirs []byte
+	for i := 0; len(dirs) < 1<<20; i++ {
+		dirs = appendDir(dirs, int64(i)*1000, "/share/doc/package-"+strconv.Itoa(i))
+	}
+	c := maskCache{Version: maskCacheVersion, Trees: map[string]treeScan{
+		"/usr": {Scanned: time.Now(), Stamp: map[string]int64{"/var/lib/dpkg/status": 1}, Dirs: dirs, Entries: 100000},
+	}}
+	saveMaskCache(dir, c)
+	fi, err := os.Stat(filepath.Join(dir, maskCacheName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := loadMaskCache(dir).Trees["/usr"].Dirs; !bytes.Equal(got, dirs) {
+		t.Fatalf("the cache read back holds %d bytes of directories, want the %d written", len(got), len(dirs))
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	loadMaskCache(dir)
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 3*uint64(fi.Size())/2 {
+		t.Errorf("loading a cache of %d bytes allocated %d", fi.Size(), got)
 	}
 }
