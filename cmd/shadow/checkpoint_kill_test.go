@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,7 +140,7 @@ var filesChanged = regexp.MustCompile(`(\d+) files? changed`)
 // commands, never leaves part of a step staged: every file the command wrote is staged, or the
 // step is absent and the session says it is incomplete. The kill comes at each phase of a run's
 // end (the command ending, the last checkpoint being written, published and being merged, all
-// done), on shadow, on PID 1, and on both.
+// done), and at random moments after the command's last line, on shadow, on PID 1, and on both.
 func TestKillDuringLastCheckpoint(t *testing.T) {
 	for _, unprivileged := range []bool{false, true} {
 		name := "root"
@@ -153,14 +154,21 @@ func TestKillDuringLastCheckpoint(t *testing.T) {
 func killDuringLastCheckpoint(t *testing.T, unprivileged bool) {
 	const files = 1500
 	script := fmt.Sprintf("mkdir d; i=0; while [ $i -lt %d ]; do echo $i > d/f$i; i=$((i+1)); done; echo LAST\n", files)
-	phases := []struct {
-		name string
-		at   func(cps string) bool
-	}{
-		{"the command ending", func(string) bool { return true }},
-		{"c1 being written", func(cps string) bool { return exists(filepath.Join(cps, "c1.tmp")) }},
-		{"c1 published, being merged", func(cps string) bool { return exists(filepath.Join(cps, "c1")) }},
-		{"all merged", func(cps string) bool { return exists(filepath.Join(cps, "merged")) }},
+	type phase struct {
+		name  string
+		at    func(cps string) bool // nil: delay after the command's last line
+		delay time.Duration
+	}
+	phases := []phase{
+		{"the command ending", func(string) bool { return true }, 0},
+		{"c1 being written", func(cps string) bool { return exists(filepath.Join(cps, "c1.tmp")) }, 0},
+		{"c1 published, being merged", func(cps string) bool { return exists(filepath.Join(cps, "c1")) }, 0},
+		{"all merged", func(cps string) bool { return exists(filepath.Join(cps, "merged")) }, 0},
+	}
+	// Random moments within the end of a run (a second or more under load), each its own.
+	for range 3 {
+		delay := time.Duration(rand.Int64N(int64(1500 * time.Millisecond)))
+		phases = append(phases, phase{name: fmt.Sprintf("%v after the last line", delay.Round(time.Millisecond)), delay: delay})
 	}
 	for _, phase := range phases {
 		for _, victim := range []string{"shadow", "PID 1", "both"} {
@@ -222,7 +230,14 @@ func killDuringLastCheckpoint(t *testing.T, unprivileged bool) {
 				}
 				hit := true
 				deadline := time.Now().Add(60 * time.Second)
-				for !phase.at(cps) {
+				printed := time.Now()
+				reached := func() bool {
+					if phase.at == nil {
+						return time.Since(printed) >= phase.delay
+					}
+					return phase.at(cps)
+				}
+				for !reached() {
 					if !exists(fmt.Sprintf("/proc/%d", init)) || time.Now().After(deadline) {
 						hit = false // the phase passed between two looks
 						break
