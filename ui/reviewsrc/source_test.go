@@ -1,4 +1,4 @@
-package ui
+package reviewsrc
 
 import (
 	"os"
@@ -11,7 +11,6 @@ import (
 	"github.com/shadow-sandbox/shadow/diffview"
 	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/session"
-	"github.com/shadow-sandbox/shadow/ui/reviewsrc"
 )
 
 // testSession is a real session over a project in t.TempDir(), with the
@@ -84,7 +83,7 @@ const (
 	stagedText = "ONE\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\neleven\nTWELVE\n"
 )
 
-func loadFile(t *testing.T, src *reviewsrc.Source, path string) diffview.File {
+func loadFile(t *testing.T, src *Source, path string) diffview.File {
 	t.Helper()
 	files, err := src.Load()
 	if err != nil {
@@ -102,7 +101,7 @@ func loadFile(t *testing.T, src *reviewsrc.Source, path string) diffview.File {
 func TestReviewSourceDecideApplyRollback(t *testing.T) {
 	ts := newTestSession(t, map[string]string{"a.txt": baseText, "b.txt": "b\n"})
 	ts.stage(t, map[string]string{"a.txt": stagedText, "b.txt": "B\n", "new/c.txt": "c\n"})
-	src := reviewsrc.New(ts.lock, ts.s)
+	src := New(ts.lock, ts.s)
 
 	files, err := src.Load()
 	if err != nil {
@@ -135,7 +134,7 @@ func TestReviewSourceDecideApplyRollback(t *testing.T) {
 	}
 
 	// A fresh source over the same session sees the saved decisions.
-	again := reviewsrc.New(ts.lock, ts.s)
+	again := New(ts.lock, ts.s)
 	files, err = again.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +180,7 @@ func TestReviewSourceDecideApplyRollback(t *testing.T) {
 func TestReviewSourceWholeFileVerdictSplitsIntoHunks(t *testing.T) {
 	ts := newTestSession(t, map[string]string{"a.txt": baseText})
 	ts.stage(t, map[string]string{"a.txt": stagedText})
-	src := reviewsrc.New(ts.lock, ts.s)
+	src := New(ts.lock, ts.s)
 	a := loadFile(t, src, "a.txt")
 	// A whole-file accept saved by `shadow apply`-style tooling...
 	cs, err := ts.s.Changes()
@@ -217,7 +216,7 @@ func TestReviewSourceWholeFileVerdictSplitsIntoHunks(t *testing.T) {
 func TestReviewSourceApplyRefusesUnplannedFiles(t *testing.T) {
 	ts := newTestSession(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
 	ts.stage(t, map[string]string{"a.txt": "A\n", "b.txt": "B\n"})
-	src := reviewsrc.New(ts.lock, ts.s)
+	src := New(ts.lock, ts.s)
 	files, err := src.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +241,7 @@ func TestReviewSourceApplyRefusesUnplannedFiles(t *testing.T) {
 func TestReadOnlySourceRefusesChanges(t *testing.T) {
 	ts := newTestSession(t, map[string]string{"a.txt": "a\n"})
 	ts.stage(t, map[string]string{"a.txt": "A\n"})
-	ro := reviewsrc.ReadOnly{Source: reviewsrc.New(ts.lock, ts.s)}
+	ro := ReadOnly{Source: New(ts.lock, ts.s)}
 	files, err := ro.Load()
 	if err != nil || len(files) != 1 {
 		t.Fatalf("Load: %d files, %v", len(files), err)
@@ -270,7 +269,7 @@ func TestReviewSourceOutcomesNameTheirPaths(t *testing.T) {
 	if err := ts.s.EndRun(0); err != nil {
 		t.Fatal(err)
 	}
-	src := reviewsrc.New(ts.lock, ts.s)
+	src := New(ts.lock, ts.s)
 	accept := func(paths ...string) diffview.Outcome {
 		t.Helper()
 		for _, p := range paths {
