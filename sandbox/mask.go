@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,7 +51,7 @@ import (
 const maskCacheName = "system-masks.json"
 
 // maskCacheVersion changes when the file's meaning does.
-const maskCacheVersion = 2
+const maskCacheVersion = 3
 
 // maxMaskCacheSize is the largest cache file read: past it, the trees are walked.
 const maxMaskCacheSize = 256 << 20
@@ -110,7 +109,8 @@ type treeScan struct {
 	Stamp map[string]int64 `json:"stamp"`
 	// Dirs are the directories the walk read, each its change time (ns)
 	// as the walk found it, before reading it, and its path relative to
-	// the tree ("" is the tree), in the form of appendDir. They follow
+	// its anchor (see anchorDirs; "" is the tree), in the form of
+	// appendDir, parents first. They follow
 	// the JSON document in the cache file, DirsSize bytes per tree in the
 	// order of the trees' names: some 17,000 directories under /usr read
 	// in a millisecond this way, in twenty as JSON.
@@ -294,19 +294,107 @@ func scanTree(tree string, racyWindow time.Duration) treeScan {
 	w := walkTree(tree)
 	ts.Masked, ts.Entries = w.masked, int(w.entries.Load())
 	since := ts.Scanned.Add(-racyWindow).UnixNano()
+	anchorOf, number := anchorDirs(w.dirs)
 	for i, d := range w.dirs {
-		ts.Dirs = appendDir(ts.Dirs, w.ctimes[i], strings.TrimPrefix(d, tree))
+		a := anchorOf[i]
+		rel := ""
+		if i > 0 {
+			rel = d[len(w.dirs[a])+1:]
+		}
+		ts.Dirs = appendDir(ts.Dirs, w.ctimes[i], number[a], number[i] > 0, rel)
 		ts.Racy = ts.Racy || w.ctimes[i] >= since
 	}
 	return ts
 }
 
-// appendDir appends one directory of treeScan.Dirs to b: its ctime and the
-// length of its path as varints, then the path.
-func appendDir(b []byte, ctime int64, rel string) []byte {
+// anchorMin is how many directories of a scan must lie below a directory for it to be an
+// anchor.
+const anchorMin = 32
+
+// anchorDirs picks the anchors of the directories dirs of a walk (the tree first, every
+// directory after its parent): those with anchorMin directories or more below them. The check of
+// a cached scan opens each anchor (relative to its own anchor) and looks every other directory
+// up from its nearest one, so that a lookup walks a path or two, not the seven of a path from
+// the root of /usr: path lookups were most of the check's cost. anchorOf[i] is the index of
+// dirs[i]'s nearest anchor above it (0, the tree, for the tree itself and for those with none
+// but the tree), number[i] an anchor's number (from 1, in the order of dirs; 0 for the tree and
+// for a directory that is no anchor).
+func anchorDirs(dirs []string) (anchorOf, number []int) {
+	n := len(dirs)
+	anchorOf, number = make([]int, n), make([]int, n)
+	index := make(map[string]int, n)
+	parent := make([]int, n)
+	for i, d := range dirs {
+		index[d] = i
+		if i > 0 {
+			p, ok := index[filepath.Dir(d)]
+			if !ok {
+				p = 0 // not below a directory of the walk: looked up from the tree
+			}
+			parent[i] = p
+		}
+	}
+	below := make([]int, n)
+	for i := n - 1; i > 0; i-- {
+		below[parent[i]] += below[i] + 1
+	}
+	anchors := 0
+	for i := 1; i < n; i++ {
+		p := parent[i]
+		if number[p] > 0 {
+			anchorOf[i] = p
+		} else {
+			anchorOf[i] = anchorOf[p]
+		}
+		if below[i] >= anchorMin {
+			anchors++
+			number[i] = anchors
+		}
+	}
+	return anchorOf, number
+}
+
+// appendDir appends one directory of treeScan.Dirs to b: its ctime, the number of its anchor
+// (0: the tree) with whether it is an anchor itself in the lowest bit, and the length of its path
+// relative to its anchor, as varints, then that path.
+func appendDir(b []byte, ctime int64, anchor int, isAnchor bool, rel string) []byte {
 	b = binary.AppendVarint(b, ctime)
+	ref := uint64(anchor) << 1
+	if isAnchor {
+		ref |= 1
+	}
+	b = binary.AppendUvarint(b, ref)
 	b = binary.AppendUvarint(b, uint64(len(rel)))
 	return append(b, rel...)
+}
+
+// cachedDir is one directory of treeScan.Dirs, as nextDir reads it.
+type cachedDir struct {
+	ctime    int64
+	anchor   int
+	isAnchor bool
+	rel      []byte
+}
+
+// nextDir reads the first directory of b and returns the rest; ok is false when b is
+// malformed.
+func nextDir(b []byte) (d cachedDir, rest []byte, ok bool) {
+	ctime, n := binary.Varint(b)
+	if n <= 0 {
+		return d, nil, false
+	}
+	b = b[n:]
+	ref, n := binary.Uvarint(b)
+	if n <= 0 || ref>>1 > 1<<30 {
+		return d, nil, false
+	}
+	b = b[n:]
+	size, n := binary.Uvarint(b)
+	if n <= 0 || uint64(len(b)-n) < size {
+		return d, nil, false
+	}
+	d = cachedDir{ctime: ctime, anchor: int(ref >> 1), isAnchor: ref&1 == 1, rel: b[n : n+int(size)]}
+	return d, b[n+int(size):], true
 }
 
 // scanState is what a cached scan is worth to a run.
@@ -342,12 +430,49 @@ func (ts treeScan) state(tree string, now time.Time, maxAge time.Duration) scanS
 	return scanFresh
 }
 
-// dirsUnchanged reports whether every directory of dirs (treeScan.Dirs, relative to tree) is
-// still a directory with the ctime recorded, checked in parallel. It is the whole cost of a fresh
-// cache, one lstat per directory (some 17,000 under /usr): each worker decodes the list itself
-// and builds each path in a buffer of its own (the path is only read while the lstat runs), so
-// that no list of paths is made. A malformed list reads as changed.
+// dirsUnchanged reports whether every directory of dirs (treeScan.Dirs, below tree) is still a
+// directory with the ctime recorded. It is the whole cost of a fresh cache, a stat per directory
+// (some 17,000 under /usr): the anchors are opened first, in order, each from its own anchor;
+// the other directories are then looked up from theirs, in parallel, each worker decoding the
+// list itself. A malformed list reads as changed.
 func dirsUnchanged(tree string, dirs []byte) bool {
+	root, err := unix.Open(tree, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	anchors := []int{root}
+	defer func() {
+		for _, fd := range anchors {
+			unix.Close(fd)
+		}
+	}()
+	same := func(st *unix.Stat_t, ctime int64) bool {
+		return st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Ctim.Nano() == ctime
+	}
+	var st unix.Stat_t
+	first := true
+	for b := dirs; len(b) > 0; {
+		d, rest, ok := nextDir(b)
+		// An anchor, or the tree (first, and only first), names an anchor opened before it.
+		if !ok || d.anchor >= len(anchors) || (len(d.rel) == 0) != first || (first && d.isAnchor) {
+			return false
+		}
+		first, b = false, rest
+		if !d.isAnchor {
+			continue
+		}
+		fd, err := unix.Openat(anchors[d.anchor], string(d.rel), unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return false
+		}
+		anchors = append(anchors, fd)
+		if unix.Fstat(fd, &st) != nil || !same(&st, d.ctime) {
+			return false
+		}
+	}
+	if first {
+		return false // no directory at all
+	}
 	workers := min(runtime.GOMAXPROCS(0), max(len(dirs)/(1024*32), 1))
 	var changed atomic.Bool
 	var wg sync.WaitGroup
@@ -356,27 +481,20 @@ func dirsUnchanged(tree string, dirs []byte) bool {
 		go func() {
 			defer wg.Done()
 			var st unix.Stat_t
-			path := append(make([]byte, 0, 4096), tree...)
 			b := dirs
 			for i := 0; len(b) > 0 && !changed.Load(); i++ {
-				ctime, n := binary.Varint(b)
-				if n <= 0 {
-					changed.Store(true)
-					return
-				}
-				b = b[n:]
-				size, n := binary.Uvarint(b)
-				if n <= 0 || uint64(len(b)-n) < size {
-					changed.Store(true)
-					return
-				}
-				rel := b[n : n+int(size)]
-				b = b[n+int(size):]
-				if i%workers != w {
+				d, rest, _ := nextDir(b) // checked above
+				b = rest
+				if d.isAnchor || i%workers != w {
 					continue
 				}
-				path = append(path[:len(tree)], rel...)
-				if unix.Lstat(unsafe.String(unsafe.SliceData(path), len(path)), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Ctim.Nano() != ctime {
+				var err error
+				if len(d.rel) == 0 {
+					err = unix.Fstat(anchors[d.anchor], &st)
+				} else {
+					err = unix.Fstatat(anchors[d.anchor], unsafe.String(unsafe.SliceData(d.rel), len(d.rel)), &st, unix.AT_SYMLINK_NOFOLLOW)
+				}
+				if err != nil || !same(&st, d.ctime) {
 					changed.Store(true)
 				}
 			}

@@ -351,9 +351,9 @@ func TestMaskDirsMalformed(t *testing.T) {
 // what loading it allocates stays under one and a half times the file.
 func TestMaskCacheLoadAllocs(t *testing.T) {
 	dir := t.TempDir()
-	var dirs []byte
+	dirs := appendDir(nil, 1, 0, false, "")
 	for i := 0; len(dirs) < 1<<20; i++ {
-		dirs = appendDir(dirs, int64(i)*1000, "/share/doc/package-"+strconv.Itoa(i))
+		dirs = appendDir(dirs, int64(i)*1000, 0, false, "share/doc/package-"+strconv.Itoa(i))
 	}
 	c := maskCache{Version: maskCacheVersion, Trees: map[string]treeScan{
 		"/usr": {Scanned: time.Now(), Stamp: map[string]int64{"/var/lib/dpkg/status": 1}, Dirs: dirs, Entries: 100000},
@@ -373,5 +373,103 @@ func TestMaskCacheLoadAllocs(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if got := after.TotalAlloc - before.TotalAlloc; got > 3*uint64(fi.Size())/2 {
 		t.Errorf("loading a cache of %d bytes allocated %d", fi.Size(), got)
+	}
+}
+
+// TestMaskAnchors: the check of a cached scan, which looks directories up from anchors, sees a
+// change in every directory of the scan, anchor or not (enumerated from the scan itself): a file
+// made in it, it made a symlink to a copy of itself, it closed (chmod).
+func TestMaskAnchors(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "tree")
+	for i := range anchorMin + 8 {
+		if err := os.MkdirAll(filepath.Join(root, "big", "d"+strconv.Itoa(i), "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "small", "one"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	scan := func() (treeScan, []string, map[string]bool) {
+		t.Helper()
+		ts := scanTree(root, -time.Hour)
+		var dirs []string
+		anchors := map[string]bool{}
+		var anchorPaths []string
+		for b := ts.Dirs; len(b) > 0; {
+			d, rest, ok := nextDir(b)
+			if !ok {
+				t.Fatal("the scan's list of directories does not read")
+			}
+			b = rest
+			base := root
+			if d.anchor > 0 {
+				base = anchorPaths[d.anchor-1]
+			}
+			p := base
+			if len(d.rel) > 0 {
+				p = base + "/" + string(d.rel)
+			}
+			dirs = append(dirs, p)
+			if d.isAnchor {
+				anchors[p] = true
+				anchorPaths = append(anchorPaths, p)
+			}
+		}
+		if !dirsUnchanged(root, ts.Dirs) {
+			t.Fatal("the scan just made reads as changed")
+		}
+		return ts, dirs, anchors
+	}
+	_, dirs, anchors := scan()
+	if !anchors[root+"/big"] || len(anchors) != 1 {
+		t.Fatalf("anchors %v, want %s/big alone", anchors, root)
+	}
+	if len(dirs) != 2*(anchorMin+8)+4 {
+		t.Fatalf("the scan lists %d directories, want %d", len(dirs), 2*(anchorMin+8)+4)
+	}
+	changes := map[string]func(dir string) func(){
+		"a file made in it": func(dir string) func() {
+			f := filepath.Join(dir, "new")
+			if err := os.WriteFile(f, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return func() { os.Remove(f) }
+		},
+		"closed": func(dir string) func() {
+			if err := os.Chmod(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			return func() { os.Chmod(dir, 0o755) }
+		},
+		"a symlink to a copy": func(dir string) func() {
+			if dir == root {
+				return nil // the tree itself is opened by its name, not followed
+			}
+			moved := dir + ".real"
+			if err := os.Rename(dir, moved); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Base(moved), dir); err != nil {
+				t.Fatal(err)
+			}
+			return func() {
+				os.Remove(dir)
+				os.Rename(moved, dir)
+			}
+		},
+	}
+	for name, change := range changes {
+		for _, dir := range dirs {
+			ts, _, _ := scan()
+			undo := change(dir)
+			if undo == nil {
+				continue
+			}
+			if dirsUnchanged(root, ts.Dirs) {
+				t.Errorf("%s (anchor %v): %s, and the check saw no change", dir, anchors[dir], name)
+			}
+			undo()
+		}
 	}
 }
