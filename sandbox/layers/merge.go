@@ -87,11 +87,22 @@ func (m merger) entry(src, dst int, name, p string, st *unix.Stat_t, hidden bool
 	case kind == Dir || kind == OpaqueDir:
 		return m.subdir(src, dst, name, p, st, hidden)
 	}
+	link := m.link && (st.Mode&unix.S_IFMT == unix.S_IFREG || st.Mode&unix.S_IFMT == unix.S_IFLNK)
+	if link {
+		// Most of what a step writes is new to the staging layer: the link is tried first,
+		// and what it would replace removed only when there is something.
+		if err := unix.Linkat(src, name, dst, name, 0); err != unix.EEXIST {
+			if err != nil {
+				return fmt.Errorf("stage %s: %w", visiblePath(p), err)
+			}
+			return nil
+		}
+	}
 	if err := RemoveAt(dst, name); err != nil {
 		return fmt.Errorf("replace %s in the staging layer: %w", visiblePath(p), err)
 	}
 	var err error
-	if m.link && (st.Mode&unix.S_IFMT == unix.S_IFREG || st.Mode&unix.S_IFMT == unix.S_IFLNK) {
+	if link {
 		err = unix.Linkat(src, name, dst, name, 0)
 	} else {
 		err = copyEntry(src, dst, name, st)
