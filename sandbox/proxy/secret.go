@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -114,13 +116,67 @@ func (e secretRefusal) Error() string {
 	return fmt.Sprintf("the request carries the placeholder of %s in its %s, which %s may not go to", e.name, e.where, e.name)
 }
 
+// Forms of a placeholder: the proxy recognises it as it is (in any case) and
+// base64-encoded (Basic authentication's user:password, or any other
+// base64), in either alphabet. encodedForms lists what base64 holding it
+// contains.
+
+// encodings are the base64 alphabets a placeholder is looked for in.
+var encodings = []*base64.Encoding{base64.StdEncoding, base64.URLEncoding}
+
+// encodedForms returns the text any base64 of bytes holding placeholder
+// contains, whatever the bytes around it: for each alphabet and each of
+// the three places the placeholder can start in base64's groups of three
+// bytes, the characters of the groups that hold only its bytes.
+func encodedForms(placeholder string) []string {
+	var out []string
+	for _, enc := range encodings {
+		for lead := range 3 { // the placeholder's bytes in a group shared with what comes before
+			body := placeholder[lead:]
+			body = body[:len(body)/3*3]
+			f := enc.EncodeToString([]byte(body))
+			if f != "" && !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// encodedIn reports whether s holds the placeholder in one of forms.
+func encodedIn(s string, forms []string) bool {
+	for _, f := range forms {
+		if strings.Contains(s, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// withBasicValue returns v, a header value holding s's placeholder
+// base64-encoded, with s's value in its place, when v is a Basic
+// credential (RFC 7617) that holds the placeholder as it is.
+func withBasicValue(v string, s *Secret) (string, bool) {
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(v), " ")
+	if !ok || !strings.EqualFold(scheme, "Basic") {
+		return "", false
+	}
+	dec, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil || !strings.Contains(string(dec), s.Placeholder) {
+		return "", false
+	}
+	return scheme + " " + base64.StdEncoding.EncodeToString([]byte(strings.ReplaceAll(string(dec), s.Placeholder, s.Value))), true
+}
+
 // applySecrets checks r, a request to host:port, against the secrets: a
-// placeholder in the URL, or in the headers of a request to a host its
-// secret does not go to, refuses the request; in the headers of one to a
-// host it goes to, the real value takes its place. A body to a host a
-// secret does not go to is read through a guard that fails the request on
-// its placeholder. A request the proxy sends on in clear text (plain) gets
-// a value only when it stays on this machine (loopback): the network never
+// placeholder, in any of its forms, in the URL, or in the headers of a
+// request to a host its secret does not go to, refuses the request; in the
+// headers of one to a host it goes to, the real value takes its place (in
+// a Basic credential, encoded again; another encoded form, which the value
+// cannot be put into, refuses it). A body to a host a secret does not go
+// to is read through a guard that fails the request on its placeholder in
+// any form. A request the proxy sends on in clear text (plain) gets a
+// value only when it stays on this machine (loopback): the network never
 // sees one unencrypted. It returns the names of the secrets put in.
 func (p *Proxy) applySecrets(r *http.Request, host string, port int, plain bool) ([]string, error) {
 	if len(p.cfg.Secrets) == 0 {
@@ -128,36 +184,50 @@ func (p *Proxy) applySecrets(r *http.Request, host string, port int, plain bool)
 	}
 	var put []string
 	var guard [][]byte
+	var guarded []string // the secret of each of guard
 	uri := r.URL.String()
 	for i := range p.cfg.Secrets {
 		s := &p.cfg.Secrets[i]
 		if s.Placeholder == "" {
 			continue
 		}
-		if containsFold(uri, s.Placeholder) || containsFold(r.Host, s.Placeholder) {
+		forms := encodedForms(s.Placeholder)
+		if containsFold(uri, s.Placeholder) || containsFold(r.Host, s.Placeholder) || encodedIn(uri, forms) || encodedIn(r.Host, forms) {
 			return nil, secretRefusal{s.Name, "URL"}
 		}
 		ok := s.goesTo(host, port)
 		if !ok {
-			guard = append(guard, []byte(strings.ToLower(s.Placeholder)))
+			for _, f := range append([]string{s.Placeholder}, forms...) {
+				guard, guarded = append(guard, []byte(strings.ToLower(f))), append(guarded, s.Name)
+			}
 		}
 		found := false
 		for k, vs := range r.Header {
-			if containsFold(k, s.Placeholder) { // names come canonicalized
+			if containsFold(k, s.Placeholder) || encodedIn(k, forms) { // names come canonicalized
 				return nil, secretRefusal{s.Name, "headers"}
 			}
 			for j, v := range vs {
-				if !containsFold(v, s.Placeholder) {
+				encoded := encodedIn(v, forms)
+				if !encoded && !containsFold(v, s.Placeholder) {
 					continue
 				}
 				if !ok {
 					return nil, secretRefusal{s.Name, "headers"}
 				}
-				if !strings.Contains(v, s.Placeholder) {
-					return nil, secretRefusal{s.Name, "headers, changed in case,"}
-				}
 				if plain && !loopbackHost(host) {
 					return nil, fmt.Errorf("the request would carry the value of %s unencrypted over the network: use https", s.Name)
+				}
+				if encoded {
+					nv, ok := withBasicValue(v, s)
+					if !ok {
+						return nil, secretRefusal{s.Name, "headers, base64-encoded other than as a Basic credential,"}
+					}
+					vs[j] = nv
+					found = true
+					continue
+				}
+				if !strings.Contains(v, s.Placeholder) {
+					return nil, secretRefusal{s.Name, "headers, changed in case,"}
 				}
 				vs[j] = strings.ReplaceAll(v, s.Placeholder, s.Value)
 				found = true
@@ -168,7 +238,7 @@ func (p *Proxy) applySecrets(r *http.Request, host string, port int, plain bool)
 		}
 	}
 	if len(guard) > 0 && r.Body != nil && r.Body != http.NoBody {
-		r.Body = &guardReader{r: r.Body, pats: guard, names: p.namesOf(guard)}
+		r.Body = &guardReader{r: r.Body, pats: guard, names: guarded}
 	}
 	return put, nil
 }
@@ -183,18 +253,6 @@ func loopbackHost(host string) bool {
 
 func containsFold(s, sub string) bool {
 	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
-}
-
-func (p *Proxy) namesOf(pats [][]byte) []string {
-	var out []string
-	for _, pat := range pats {
-		for _, s := range p.cfg.Secrets {
-			if strings.ToLower(s.Placeholder) == string(pat) {
-				out = append(out, s.Name)
-			}
-		}
-	}
-	return out
 }
 
 // guardReader passes a request body on (pats are lower case, and so is

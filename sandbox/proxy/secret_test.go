@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -378,5 +380,106 @@ func TestGuardReader(t *testing.T) {
 				t.Errorf("body %.20q (one byte at a time: %v): got %d bytes, err %v", body, half, len(got), err)
 			}
 		}
+	}
+}
+
+// TestSecretForms enumerates the forms the proxy recognises a placeholder in (as it is, and
+// base64-encoded in each alphabet at each of the three places it can start in base64's groups
+// of three bytes, encodedForms) and sends each where the placeholder may and may not go: a Basic
+// credential to the secret's host gets the value, encoded again; any other encoded form there is
+// refused, since the value cannot be put into it; to another host, in a header, the URL or the
+// body, every form is refused. The servers never see the value where it may not go, and each
+// form of the code's list is met by the cases.
+func TestSecretForms(t *testing.T) {
+	_, port, roots, rec := tlsBackend(t, "api.test")
+	plainRec := &seen{}
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		plainRec.mu.Lock()
+		plainRec.reqs = append(plainRec.reqs, r.URL.RequestURI()+"\n"+fmt.Sprint(r.Header)+"\n"+string(body))
+		plainRec.mu.Unlock()
+	}))
+	defer plain.Close()
+	_, plainPort, _ := net.SplitHostPort(plain.Listener.Addr().String())
+	e := startSecretProxy(t, []string{"api.test:" + port, "other.test:" + plainPort}, []string{"api.test"},
+		map[string][]netip.Addr{"api.test": addrs("127.0.0.1"), "other.test": addrs("127.0.0.1")}, roots)
+	c := e.trusting()
+	own, other := "https://api.test:"+port, "http://other.test:"+plainPort
+
+	// Every encoding of the placeholder the cases send, and the forms of the code's list each meets.
+	var encoded []string
+	for _, enc := range encodings {
+		for before := range 3 {
+			encoded = append(encoded, enc.EncodeToString([]byte(strings.Repeat("u", before)+testPlaceholder+":pw")))
+		}
+	}
+	for _, f := range encodedForms(testPlaceholder) {
+		if !slices.ContainsFunc(encoded, func(s string) bool { return strings.Contains(s, f) }) {
+			t.Errorf("no case sends the form %q", f)
+		}
+	}
+
+	type result struct {
+		status int
+		reason string
+	}
+	do := func(r *http.Request) result {
+		t.Helper()
+		n := len(e.log.entries(t))
+		resp, err := c.Do(r)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		l := e.log.waitEntries(t, n+1)[n]
+		return result{l.Status, l.Reason}
+	}
+	req := func(method, u, body string, header ...string) *http.Request {
+		r, _ := http.NewRequest(method, u, strings.NewReader(body))
+		for i := 0; i+1 < len(header); i += 2 {
+			r.Header.Set(header[i], header[i+1])
+		}
+		return r
+	}
+
+	// Basic credentials to the secret's host: the value goes in.
+	for _, cred := range []string{"user:" + testPlaceholder, testPlaceholder + ":", "a" + testPlaceholder + "b"} {
+		for _, scheme := range []string{"Basic", "basic"} {
+			v := scheme + " " + base64.StdEncoding.EncodeToString([]byte(cred))
+			if got := do(req("GET", own+"/", "", "Authorization", v)); got.status != 200 {
+				t.Errorf("%s %q to its host: %+v", scheme, cred, got)
+			}
+			want := "Authorization: " + scheme + " " + base64.StdEncoding.EncodeToString([]byte(strings.ReplaceAll(cred, testPlaceholder, testSecret)))
+			if !strings.Contains(rec.all(), want+"\r\n") {
+				t.Errorf("%s %q: the server did not get %q:\n%s", scheme, cred, want, rec.all())
+			}
+		}
+	}
+	// Every encoded form elsewhere.
+	for i, enc := range encoded {
+		for _, tc := range []struct {
+			name, reason string
+			r            *http.Request
+		}{
+			{"a header to its host", "base64-encoded other than as a Basic credential", req("GET", own+"/", "", "X-Token", enc)},
+			{"a Basic credential to another host", "headers", req("GET", other+"/", "", "Authorization", "Basic "+enc)},
+			{"a header to another host", "headers", req("GET", other+"/", "", "X-Token", enc)},
+			{"the URL to another host", "URL", req("GET", other+"/?t="+url.QueryEscape(enc), "")},
+			{"the URL to its host", "URL", req("GET", own+"/?t="+url.QueryEscape(enc), "")},
+			{"the body to another host", "body", req("POST", other+"/", strings.Repeat("x", 40<<10)+enc+"tail")},
+		} {
+			if got := do(tc.r); got.status != http.StatusForbidden || !strings.Contains(got.reason, "placeholder of API_KEY in its") ||
+				!strings.Contains(got.reason, tc.reason) {
+				t.Errorf("form %d (%s) in %s: %+v", i, enc, tc.name, got)
+			}
+		}
+	}
+	if got := plainRec.all(); strings.Contains(got, testSecret) || slices.ContainsFunc(encodedForms(testPlaceholder), func(f string) bool {
+		return strings.Contains(got, f)
+	}) {
+		t.Errorf("another host received the placeholder or the value:\n%s", got)
+	}
+	if got := rec.all(); strings.Contains(got, "X-Token") {
+		t.Errorf("the secret's host received an encoded placeholder the value was not put into:\n%s", got)
 	}
 }
