@@ -727,9 +727,16 @@ func (st *Store) create(project string, lk *ProjectLock) (*Session, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create session %s: %w", id, err)
 	}
+	// The manifest, a stat of every file of the project, is taken while git names the commit
+	// and the session's directories are made.
+	manifest := make(chan error, 1)
+	go func() { manifest <- writeManifest(project, filepath.Join(dir, "manifest"), st.Root) }()
 	s := &Session{store: st, dir: dir, lock: lk, Meta: Meta{Version: metaVersion, ID: id, Project: project, Created: now.UTC(), State: StateOpen,
 		BaseCommit: gitHead(project), Identity: identityOf(project)}}
 	fail := func(err error) (*Session, error) {
+		if manifest != nil {
+			<-manifest
+		}
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -738,7 +745,9 @@ func (st *Store) create(project string, lk *ProjectLock) (*Session, error) {
 			return fail(fmt.Errorf("create session %s: %w", id, err))
 		}
 	}
-	if err := writeManifest(project, filepath.Join(dir, "manifest"), st.Root); err != nil {
+	err := <-manifest
+	manifest = nil
+	if err != nil {
 		return fail(fmt.Errorf("create session %s: %w", id, err))
 	}
 	// The fsync of the directory that makes session.json's entry durable, last, covers this one too.
