@@ -36,7 +36,8 @@ func lockWriter(dir int) (int, error) {
 }
 
 // markWritten records in the lock file fd that everything the run wrote is in a checkpoint or
-// the staging layer: a PID 1 killed from now on loses nothing.
+// the staging layer: a PID 1 killed from now on loses nothing. Like the checkpoints it speaks of,
+// it is not synced: no kill of a process loses the page cache (see runLayer.checkpoint).
 func markWritten(fd int) {
 	if fd < 0 {
 		return
@@ -45,9 +46,7 @@ func markWritten(fd int) {
 	if unix.Fstat(fd, &st) != nil {
 		return
 	}
-	if _, err := unix.Pwrite(fd, []byte(layers.WriterWritten+"\n"), st.Size); err == nil {
-		_ = unix.Fdatasync(fd)
-	}
+	_, _ = unix.Pwrite(fd, []byte(layers.WriterWritten+"\n"), st.Size)
 }
 
 // noteWriter records, for the host, which process holds the checkpoint lock of dir: PID 1 of the
@@ -61,7 +60,5 @@ func noteWriter(dir string, pid int) {
 		return
 	}
 	defer f.Close()
-	if _, err := f.WriteString("pid " + strconv.Itoa(pid) + "\n"); err == nil {
-		_ = f.Sync()
-	}
+	_, _ = f.WriteString("pid " + strconv.Itoa(pid) + "\n")
 }
