@@ -619,7 +619,11 @@ func (m Model) reviewSize() (int, int) {
 
 // readOnlyBanner puts a note above the browser that it is read-only.
 func (m Model) readOnlyBanner(content string) string {
-	banner := m.styles.Warned.Render(" read-only: the agent is still running · q or esc returns to it ")
+	text := " read-only: the agent is still running · q or esc returns to it "
+	if m.asking() {
+		text = " read-only · a network request waits for your answer: q or esc returns to the agent "
+	}
+	banner := m.styles.Warned.Render(text)
 	return fit(ansi.Truncate(banner, m.width, "…")+"\n"+content, m.width, m.height)
 }
 

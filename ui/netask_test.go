@@ -92,6 +92,21 @@ func TestAppAsksAboutARequest(t *testing.T) {
 	late.Store(true)
 	waitScreen(t, tm, obs, 5*time.Second, "the late question to go", func(s string) bool { return !strings.Contains(s, "late.test") })
 
+	// A question that comes while the review is open read-only is named in its banner, and
+	// waits for the return to the pane.
+	tm.Send(press("ctrl+]"))
+	tm.Send(press("r"))
+	waitScreen(t, tm, obs, 5*time.Second, "the read-only review", contains("read-only: the agent is still running"))
+	asks <- question(103, get, later)
+	waitScreen(t, tm, obs, 5*time.Second, "the banner", contains("a network request waits for your answer"))
+	tm.Send(press("q"))
+	waitScreen(t, tm, obs, 5*time.Second, "the dialog over the pane", contains("network request off the allow-list"))
+	tm.Send(press("esc"))
+	if got := <-answers; got != "103:0" {
+		t.Errorf("the answer after the review: %s", got)
+	}
+	waitScreen(t, tm, obs, 5*time.Second, "the dialog to go", func(s string) bool { return !strings.Contains(s, "network request off the allow-list") })
+
 	// None of the keys held back reached the agent: the next line it reads is this one.
 	tm.Send(press("z"))
 	tm.Send(press("enter"))
