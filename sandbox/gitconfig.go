@@ -28,15 +28,17 @@ var identityKeys = []string{"user.name", "user.email"}
 // gitIdentity returns the content of the jail's ~/.gitconfig: user.name and
 // user.email as git resolves them from home's global configuration (includes
 // and conditional includes followed, as git would for a commit there), or ""
-// when neither is set or git is not installed.
-func gitIdentity(home, dir string) string {
-	if home == "" || home == "/" || !hasGlobalGitConfig(home) {
+// when neither is set or git ("": not installed) is not installed. cache (nil: none) holds
+// the answers for global configurations without includes.
+func gitIdentity(home, dir, git string, cache *scrubCache) string {
+	if home == "" || home == "/" || git == "" || !hasGlobalGitConfig(home) {
 		return ""
 	}
-	git, err := exec.LookPath("git")
-	if err != nil {
-		return ""
-	}
+	return cache.identity(home, globalGitConfigs(home), func() string { return readGitIdentity(git, home, dir) })
+}
+
+// readGitIdentity is gitIdentity, read by git.
+func readGitIdentity(git, home, dir string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, git, "config", "--global", "--includes", "-z", "--get-regexp", `^user\.(name|email)$`)
@@ -52,16 +54,22 @@ func gitIdentity(home, dir string) string {
 // hasGlobalGitConfig reports whether home holds a global git configuration
 // file, so that a run without one starts no git process.
 func hasGlobalGitConfig(home string) bool {
-	xdg := os.Getenv("XDG_CONFIG_HOME")
-	if xdg == "" {
-		xdg = filepath.Join(home, ".config")
-	}
-	for _, f := range []string{filepath.Join(home, ".gitconfig"), filepath.Join(xdg, "git", "config")} {
+	for _, f := range globalGitConfigs(home) {
 		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
 			return true
 		}
 	}
 	return false
+}
+
+// globalGitConfigs are the files of home's global git configuration: ~/.gitconfig and
+// $XDG_CONFIG_HOME/git/config.
+func globalGitConfigs(home string) []string {
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	return []string{filepath.Join(home, ".gitconfig"), filepath.Join(xdg, "git", "config")}
 }
 
 // identityConfig turns `git config -z --get-regexp` output (each entry "key\nvalue\x00") into a
@@ -162,14 +170,9 @@ var systemGitConfigs = []string{"/etc/gitconfig", "/usr/local/etc/gitconfig"}
 // gitConfigs returns the git configuration files the jail shows for project, scrubbed: the
 // system's, those of the repositories of the directories dirs (projectDirs), and the files they
 // include that lie in the project or its git directories. Each round reads its files in parallel, a git
-// process per file, but for the files cacheDir's cache holds (gitconfig_cache.go; "": none).
-func gitConfigs(project string, dirs []string, cacheDir string) []shownConfig {
-	git, err := exec.LookPath("git")
-	if err != nil {
-		git = ""
-	}
-	cache := loadScrubCache(cacheDir, git)
-	defer cache.save()
+// process per file, but for the files cache holds (gitconfig_cache.go; nil: none). git is the
+// host's git ("": none).
+func gitConfigs(project string, dirs []string, git string, cache *scrubCache) []shownConfig {
 	var round []string
 	for _, f := range systemGitConfigs {
 		if shownSystemFile(f) {

@@ -1,10 +1,12 @@
 package sandbox
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -66,16 +68,28 @@ type scrubCache struct {
 	git  fileStamp
 	racy time.Duration // scrubRacyWindow
 	mu   sync.Mutex
-	// files are the cached files by path; used those the plan read.
+	// files are the cached files by path; used those the plan read (and the identities it
+	// looked up).
 	files map[string]scrubbedFile
 	used  map[string]bool
-	dirty bool
+	// identities are gitIdentity's answers, by home and XDG_CONFIG_HOME.
+	identities map[string]cachedIdentity
+	dirty      bool
+}
+
+// cachedIdentity is gitIdentity's answer for versions of the global configuration files
+// (globalGitConfigs; a zero stamp for a missing one), with one git.
+type cachedIdentity struct {
+	Files   []fileStamp `json:"files"`
+	Git     fileStamp   `json:"git"`
+	Content string      `json:"content"`
 }
 
 // scrubCacheFile is the cache file's content.
 type scrubCacheFile struct {
-	Version int                     `json:"version"`
-	Files   map[string]scrubbedFile `json:"files"`
+	Version    int                       `json:"version"`
+	Files      map[string]scrubbedFile   `json:"files"`
+	Identities map[string]cachedIdentity `json:"identities,omitempty"`
 }
 
 // loadScrubCache reads the cache of dir for the git binary git; nil (no caching) when dir or
@@ -88,7 +102,8 @@ func loadScrubCache(dir, git string) *scrubCache {
 	if !ok {
 		return nil
 	}
-	c := &scrubCache{dir: dir, git: gs, racy: scrubRacyWindow, files: map[string]scrubbedFile{}, used: map[string]bool{}}
+	c := &scrubCache{dir: dir, git: gs, racy: scrubRacyWindow, files: map[string]scrubbedFile{}, used: map[string]bool{},
+		identities: map[string]cachedIdentity{}}
 	f, err := os.Open(filepath.Join(dir, gitConfigCacheName))
 	if err != nil {
 		return c
@@ -103,7 +118,59 @@ func loadScrubCache(dir, git string) *scrubCache {
 		return c
 	}
 	c.files = cf.Files
+	if cf.Identities != nil {
+		c.identities = cf.Identities
+	}
 	return c
+}
+
+// identity is read() (gitIdentity's answer for home, whose global configuration is files), from
+// the cache when it holds these versions of files. Only a configuration without includes is
+// kept: an include, conditional or not, makes the answer depend on other files, or on the
+// project's directory.
+func (c *scrubCache) identity(home string, files []string, read func() string) string {
+	if c == nil {
+		return read()
+	}
+	key := home + "\x00" + os.Getenv("XDG_CONFIG_HOME")
+	stamps := func() []fileStamp {
+		out := make([]fileStamp, len(files))
+		for i, f := range files {
+			out[i], _ = stampOf(f)
+		}
+		return out
+	}
+	before := stamps()
+	c.mu.Lock()
+	e, hit := c.identities[key]
+	c.used[key] = true
+	c.mu.Unlock()
+	if hit && e.Git == c.git && slices.Equal(e.Files, before) {
+		return e.Content
+	}
+	content := read()
+	recent := time.Now().Add(-c.racy).UnixNano()
+	for i, f := range files {
+		st := before[i]
+		if st.Mtime >= recent || st.Ctime >= recent {
+			return content
+		}
+		if st == (fileStamp{}) {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil || bytes.Contains(bytes.ToLower(b), []byte("include")) {
+			return content
+		}
+	}
+	if !slices.Equal(stamps(), before) {
+		return content
+	}
+	c.mu.Lock()
+	c.identities[key] = cachedIdentity{Files: before, Git: c.git, Content: content}
+	c.dirty = true
+	c.mu.Unlock()
+	return content
 }
 
 // scrub is scrubGitConfig(git, path), from the cache when it holds this version of path.
@@ -140,6 +207,9 @@ func (c *scrubCache) save() {
 	if len(c.files) > maxScrubbedFiles {
 		maps.DeleteFunc(c.files, func(p string, _ scrubbedFile) bool { return !c.used[p] })
 	}
+	if len(c.identities) > maxScrubbedFiles {
+		maps.DeleteFunc(c.identities, func(k string, _ cachedIdentity) bool { return !c.used[k] })
+	}
 	if os.MkdirAll(c.dir, 0o700) != nil {
 		return
 	}
@@ -147,7 +217,7 @@ func (c *scrubCache) save() {
 	if err != nil {
 		return
 	}
-	err = json.NewEncoder(f).Encode(scrubCacheFile{Version: gitConfigCacheVersion, Files: c.files})
+	err = json.NewEncoder(f).Encode(scrubCacheFile{Version: gitConfigCacheVersion, Files: c.files, Identities: c.identities})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

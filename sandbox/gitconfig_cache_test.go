@@ -118,3 +118,87 @@ func TestScrubCache(t *testing.T) {
 		t.Errorf("no cache directory: git ran %d times, want 2", got)
 	}
 }
+
+// TestGitIdentityCache: the jail's identity, read by git from the global configuration, is
+// kept while neither file of it (~/.gitconfig, $XDG_CONFIG_HOME/git/config) nor git changes,
+// read again after each change (one at the same size, one made, git), and never kept while
+// the configuration has an include, whose files it does not watch.
+func TestGitIdentityCache(t *testing.T) {
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	home, xdg, project := filepath.Join(dir, "home"), filepath.Join(dir, "xdg"), filepath.Join(dir, "project")
+	for _, d := range []string{home, filepath.Join(xdg, "git"), project} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("XDG_CONFIG_HOME", xdg)
+	count := filepath.Join(dir, "runs")
+	git := filepath.Join(dir, "git")
+	writeGit := func(extra string) {
+		t.Helper()
+		script := "#!/bin/sh\n" + extra + "echo >> " + count + "\nexec " + realGit + " \"$@\"\n"
+		if err := os.WriteFile(git, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeGit("")
+	runs := func() int {
+		b, _ := os.ReadFile(count)
+		return strings.Count(string(b), "\n")
+	}
+	write := func(path, content string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	global := filepath.Join(home, ".gitconfig")
+	included := filepath.Join(home, "identity.inc")
+	write(global, "[user]\n\tname = Ann\n\temail = ann@example.com\n")
+	cacheDir := filepath.Join(dir, "cache")
+	identity := func(step, want string, wantRuns int) {
+		t.Helper()
+		before := runs()
+		c := loadScrubCache(cacheDir, git)
+		c.racy = -time.Hour // the fixtures are made just before they are read
+		got := gitIdentity(home, project, git, c)
+		c.save()
+		if fresh := readGitIdentity(realGit, home, project); got != fresh || !strings.Contains(got, want) {
+			t.Errorf("%s: identity %q, want git's %q, with %s in it", step, got, fresh, want)
+		}
+		if n := runs() - before; n != wantRuns {
+			t.Errorf("%s: git ran %d times, want %d", step, n, wantRuns)
+		}
+	}
+	identity("first read", `"Ann"`, 1)
+	identity("unchanged", `"Ann"`, 0)
+	write(global, "[user]\n\tname = Bob\n\temail = ann@example.com\n")
+	identity("~/.gitconfig changed, same size", `"Bob"`, 1)
+	identity("unchanged again", `"Bob"`, 0)
+	write(global, "[user]\n\tname = Bob\n")
+	write(filepath.Join(xdg, "git", "config"), "[user]\n\temail = cat@example.com\n")
+	identity("$XDG_CONFIG_HOME/git/config made", `"Bob"`, 1)
+	identity("both unchanged", `"Bob"`, 0)
+	writeGit(": another git\n")
+	identity("another git", `"Bob"`, 1)
+	identity("unchanged with the new git", `"Bob"`, 0)
+
+	if err := os.Remove(filepath.Join(xdg, "git", "config")); err != nil {
+		t.Fatal(err)
+	}
+	write(included, "[user]\n\tname = Dan\n")
+	write(global, "[include]\n\tpath = "+included+"\n")
+	identity("with an include", `"Dan"`, 1)
+	write(included, "[user]\n\tname = Eve\n")
+	identity("the included file changed", `"Eve"`, 1)
+	if out, err := exec.Command(realGit, "init", "-q", project).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	write(global, "[IncludeIf \"gitdir:"+project+"/\"]\n\tpath = "+included+"\n")
+	identity("with a conditional include", `"Eve"`, 1)
+	identity("never kept with an include", `"Eve"`, 1)
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -135,9 +136,12 @@ func lookHost(p Policy, argv []string) (hostFacts, error) {
 		}
 	}
 	f.GitDirs = gitDirsOf(f.Project)
-	f.GitConfig = gitIdentity(f.Home, f.Project)
+	git, _ := exec.LookPath("git")
+	gitCache := loadScrubCache(p.MaskCache, git)
+	f.GitConfig = gitIdentity(f.Home, f.Project, git, gitCache)
 	dirs, creds := projectDirs(f.Project)
-	f.Scrubbed = append(gitConfigs(f.Project, dirs, p.MaskCache), credentialFiles(creds)...)
+	f.Scrubbed = append(gitConfigs(f.Project, dirs, git, gitCache), credentialFiles(creds)...)
+	gitCache.save()
 	if f.Home != "" && p.CacheDir != "" && !p.NoCache {
 		for _, c := range cacheDirs {
 			if fi, err := os.Stat(filepath.Join(f.Home, c)); err != nil || !fi.IsDir() {
