@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -77,12 +78,6 @@ func writeManifest(project, out, skip string) error {
 	if err != nil {
 		return fmt.Errorf("record manifest of %s: %w", project, err)
 	}
-	// Directories are listed in any order, on parallel workers: the records are sorted by path.
-	idx := make([]int, len(m.paths))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.Slice(idx, func(a, b int) bool { return m.paths[idx[a]] < m.paths[idx[b]] })
 	f, err := os.Create(out)
 	if err != nil {
 		return fmt.Errorf("record manifest: %w", err)
@@ -93,7 +88,7 @@ func writeManifest(project, out, skip string) error {
 	var buf [binary.MaxVarintLen64]byte
 	uv := func(v uint64) { w.Write(buf[:binary.PutUvarint(buf[:], v)]) }
 	sv := func(v int64) { w.Write(buf[:binary.PutVarint(buf[:], v)]) }
-	for _, i := range idx {
+	for i := range m.paths {
 		st := m.stats[i]
 		uv(uint64(len(m.paths[i])))
 		w.WriteString(m.paths[i])
@@ -113,7 +108,7 @@ func writeManifest(project, out, skip string) error {
 }
 
 // listProject lists every non-directory entry beneath project (symlinks not followed) with its
-// stat, on applyWorkers goroutines that each take a directory at a time, list it and stat its
+// stat, sorted by path, on applyWorkers goroutines that each take a directory at a time, list it and stat its
 // entries relative to its descriptor. skip is a directory never descended. A subtree that cannot
 // be read is left out (its changes are then conflicts); the project itself must be readable.
 func listProject(project, skip string) (*manifest, error) {
@@ -157,10 +152,25 @@ func listProject(project, skip string) (*manifest, error) {
 		}()
 	}
 	wg.Wait()
-	m := &manifest{}
+	// Directories are listed in any order, on parallel workers: the entries are sorted by path.
+	type entry struct {
+		path string
+		st   fileStat
+	}
+	n := 0
 	for _, p := range parts {
-		m.paths = append(m.paths, p.paths...)
-		m.stats = append(m.stats, p.stats...)
+		n += len(p.paths)
+	}
+	all := make([]entry, 0, n)
+	for _, p := range parts {
+		for i := range p.paths {
+			all = append(all, entry{p.paths[i], p.stats[i]})
+		}
+	}
+	slices.SortFunc(all, func(a, b entry) int { return strings.Compare(a.path, b.path) })
+	m := &manifest{paths: make([]string, len(all)), stats: make([]fileStat, len(all))}
+	for i, e := range all {
+		m.paths[i], m.stats[i] = e.path, e.st
 	}
 	return m, nil
 }
@@ -202,9 +212,10 @@ func listDir(root int, project, rel, skip string, m *manifest) []string {
 
 var errCorruptManifest = errors.New("corrupt manifest")
 
-// readManifest reads the manifest at path. Its paths are cut from one copy of the file, and its
-// varints decoded in place: a 100,000-file project's manifest costs a few allocations, not one
-// per path (every command that reads the bases reads it).
+// readManifest reads the manifest at path. Its paths are cut from one copy of the file, its
+// varints decoded in place, and its records counted first so that each slice is made once: a
+// 100,000-file project's manifest costs a few allocations, not one per path (every command that
+// reads the bases reads it).
 func readManifest(path string) (*manifest, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -213,9 +224,8 @@ func readManifest(path string) (*manifest, error) {
 	if !bytes.HasPrefix(data, []byte(manifestMagic)) {
 		return nil, fmt.Errorf("read manifest %s: %w", path, errCorruptManifest)
 	}
-	corrupt := fmt.Errorf("read manifest %s: %w", path, errCorruptManifest)
 	text := string(data)
-	i := len(manifestMagic)
+	var i int
 	uv := func() (uint64, bool) {
 		v, n := binary.Uvarint(data[i:])
 		i += max(n, 0)
@@ -226,25 +236,32 @@ func readManifest(path string) (*manifest, error) {
 		i += max(n, 0)
 		return v, n > 0
 	}
-	m := &manifest{}
-	for i < len(data) {
+	// record decodes the record at i and moves past it.
+	record := func() (p string, st fileStat, ok bool) {
 		n, ok := uv()
 		if !ok || n >= uint64(len(data)-i) {
-			return nil, corrupt
+			return "", st, false
 		}
-		p := text[i : i+int(n)]
+		p = text[i : i+int(n)]
 		i += int(n)
-		var st fileStat
 		st.Type = data[i]
 		i++
 		mode, ok1 := uv()
 		size, ok2 := sv()
 		mt, ok3 := sv()
 		ino, ok4 := uv()
-		if !ok1 || !ok2 || !ok3 || !ok4 {
-			return nil, corrupt
-		}
 		st.Mode, st.Size, st.Mtime, st.Ino = uint32(mode), size, mt, ino
+		return p, st, ok1 && ok2 && ok3 && ok4
+	}
+	count := 0
+	for i = len(manifestMagic); i < len(data); count++ {
+		if _, _, ok := record(); !ok {
+			return nil, fmt.Errorf("read manifest %s: %w", path, errCorruptManifest)
+		}
+	}
+	m := &manifest{paths: make([]string, 0, count), stats: make([]fileStat, 0, count)}
+	for i = len(manifestMagic); i < len(data); {
+		p, st, _ := record()
 		m.paths = append(m.paths, p)
 		m.stats = append(m.stats, st)
 	}

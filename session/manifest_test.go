@@ -109,8 +109,8 @@ func TestReadManifestAllocatesPerFileNot(t *testing.T) {
 	if st, ok := m.lookup("l0500"); !ok || st.Type != 'l' {
 		t.Errorf("l0500: %+v, %v", st, ok)
 	}
-	if allocs > 100 {
-		t.Errorf("reading a manifest of %d paths allocated %.0f times, want at most 100", n, allocs)
+	if allocs > 10 {
+		t.Errorf("reading a manifest of %d paths allocated %.0f times, want at most 10", n, allocs)
 	}
 }
 
