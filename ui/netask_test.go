@@ -1,7 +1,12 @@
 package ui
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,6 +15,7 @@ import (
 	"charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/sandbox/proxy"
 )
 
@@ -122,4 +128,44 @@ func TestAppAsksAboutARequest(t *testing.T) {
 	waitScreen(t, tm, obs, 10*time.Second, "the stopped agent", contains("stopped from the menu"))
 	tm.Send(press("q"))
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+}
+
+// TestJailAgentAsks: a jail the app runs itself (no agent host) puts its proxy's question to the
+// app as the host does: a jailed request off the allow-list waits for the answer, once lets it
+// through, and the log records the answer as its rule.
+func TestJailAgentAsks(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed (Debian: apt install curl)")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	_, lk, s, project := checkpointSession(t)
+	defer lk.Release()
+	rules, err := proxy.ParseRules([]string{"127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &Jail{Lock: lk, Session: s, Policy: sandbox.Policy{Project: project, NoCache: true, AllowDomains: rules}, AskNetwork: true}
+	app := newAppPty(t)
+	script := `printf 'code-%s\n' "$(curl -s -o /dev/null -w '%{http_code}' --noproxy '' -x "$HTTP_PROXY" ` + srv.URL + `/asked)"`
+	end := runAgent(JailAgent(j, []string{"/bin/sh", "-c", script}), context.Background(), app.tty)
+	var q *NetQuestion
+	select {
+	case ev := <-j.askEvents():
+		q = ev.Asked
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no question came")
+	}
+	if q == nil || q.Method != "GET" || q.Path != "/asked" || "http://"+q.destination() != srv.URL || q.Deadline.IsZero() {
+		t.Fatalf("question %+v", q)
+	}
+	q.answer(proxy.AnswerOnce)
+	app.waitFor(t, "code-200")
+	if e := waitEnd(t, end); e.err != nil || e.res.ExitCode != 0 {
+		t.Fatalf("the run ended with %+v", e)
+	}
+	reqs, err := s.Requests()
+	if err != nil || len(reqs) != 1 || reqs[0].Rule != "asked: once" || !reqs[0].Allowed {
+		t.Errorf("the log holds %+v (%v)", reqs, err)
+	}
 }
