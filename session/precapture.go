@@ -75,7 +75,9 @@ type precapture struct {
 	// layer is the descriptor of the run's layer once PrecaptureLayer gave it (-1 before): the
 	// precapture then looks there instead of in upper.
 	layer atomic.Int64
-	b     *bases // the bases as the run began; its pack holds what was taken
+	b     *bases // the bases as the run's first staged path was found; its pack holds what was taken
+	// dir and id are the session's directory and id, which the bases are loaded from.
+	dir, id string
 	// got holds the pre-images taken, by path; seen the staged paths looked at; dirs what was
 	// read of each upper directory.
 	got  map[string]baseEntry
@@ -172,10 +174,7 @@ func (p *precapture) run(project, dir, id string) {
 		defer unix.Close(fd)
 	}
 	defer os.Remove(filepath.Join(dir, runStagedFile))
-	if p.b, err = loadBases(dir, id); err != nil {
-		p.err = err
-		return
-	}
+	p.dir, p.id = dir, id
 	pause := precaptureEvery
 	src := int64(-1)
 	for {
@@ -289,8 +288,16 @@ func (p *precapture) walk(host *projectRoot, fd int, rel string) (bool, error) {
 	return found, nil
 }
 
-// take copies the host's pre-image of path, when its base still refers to the host.
+// take copies the host's pre-image of path, when its base still refers to the host. The bases
+// are loaded at the first path: a run that stages nothing never reads the project's manifest.
 func (p *precapture) take(host *projectRoot, path string) error {
+	if p.b == nil {
+		b, err := loadBases(p.dir, p.id)
+		if err != nil {
+			return err
+		}
+		p.b = b
+	}
 	if p.b.get(path).Kind != baseHost {
 		return nil
 	}

@@ -325,3 +325,48 @@ func TestPrecaptureCountsTheRunsWrites(t *testing.T) {
 		t.Errorf("after the precapture stopped: RunStaged %d, want 0", n)
 	}
 }
+
+// A run that stages nothing costs its precapture no read of the manifest, which lists every file
+// of the project: the bases are loaded at the first staged path. The manifest is made a FIFO, so
+// that a read of it shows (a writer opens it without blocking only while it has a reader).
+func TestPrecaptureReadsTheManifestOnlyForAStagedPath(t *testing.T) {
+	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
+	man := filepath.Join(f.s.dir, "manifest")
+	data, err := os.ReadFile(man)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(man); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(man, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// read reports whether the manifest has a reader, and gives it the manifest's content.
+	read := func() bool {
+		fd, err := unix.Open(man, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return false
+		}
+		defer unix.Close(fd)
+		if _, err := unix.Write(fd, data); err != nil {
+			t.Errorf("give the manifest to its reader: %v", err)
+		}
+		return true
+	}
+	took := startPrecapture(t, f)
+	// Looks at the upper layer go on meanwhile: the first comes after precaptureEvery, the
+	// pause then doubles to precaptureIdle.
+	for end := time.Now().Add(2 * precaptureIdle); time.Now().Before(end); time.Sleep(precaptureEvery / 2) {
+		if read() {
+			t.Fatal("the precapture read the manifest, with nothing staged")
+		}
+	}
+	f.stage(t, map[string]file{"a.txt": {Data: "a2\n"}})
+	for end := time.Now().Add(time.Minute); !read(); time.Sleep(precaptureEvery / 2) {
+		if time.Now().After(end) {
+			t.Fatal("the precapture never read the manifest for the staged a.txt")
+		}
+	}
+	waitPrecaptured(t, took, "a.txt")
+}
