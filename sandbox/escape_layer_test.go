@@ -42,7 +42,7 @@ func TestEscapeStagingLimit(t *testing.T) {
 	if res.StagingError != "" {
 		t.Errorf("staging: %s", res.StagingError)
 	}
-	if d := time.Since(start); d > 20*time.Second {
+	if d := time.Since(start); d > 90*time.Second { // writes past the limit fail at once; the bound is for a busy machine
 		t.Errorf("the run took %v", d)
 	}
 	// What fits is staged, with the agent's modes; the sparse file keeps its holes on disk.

@@ -136,15 +136,18 @@ func TestTimeout(t *testing.T) {
 	p := j.policy()
 	p.Timeout = 300 * time.Millisecond
 	p.KillGrace = 300 * time.Millisecond
+	// The commands would run for 5 minutes: ended well before that, they were stopped. The
+	// bound is wide because a busy machine stretches the jail's start, not the timeout.
+	const natural, bound = "300", 90 * time.Second
 	start := time.Now()
-	res, _, _ := j.run(t, p, "/bin/sleep", "30")
-	if !res.TimedOut || time.Since(start) > 5*time.Second || res.Signal != syscall.SIGTERM {
-		t.Errorf("sleep 30 with a 300ms timeout: %+v after %v", res, time.Since(start))
+	res, _, _ := j.run(t, p, "/bin/sleep", natural)
+	if !res.TimedOut || time.Since(start) > bound || res.Signal != syscall.SIGTERM {
+		t.Errorf("sleep %s with a 300ms timeout: %+v after %v", natural, res, time.Since(start))
 	}
 	// A command that ignores SIGTERM is killed after the grace period.
 	start = time.Now()
-	res, _, _ = j.run(t, p, "/bin/sh", "-c", `trap "" TERM; sleep 30`)
-	if !res.TimedOut || res.Signal != syscall.SIGKILL || time.Since(start) > 5*time.Second {
+	res, _, _ = j.run(t, p, "/bin/sh", "-c", `trap "" TERM; sleep `+natural)
+	if !res.TimedOut || res.Signal != syscall.SIGKILL || time.Since(start) > bound {
 		t.Errorf("TERM-ignoring command: %+v after %v", res, time.Since(start))
 	}
 	if !strings.Contains(res.StopReason, "timed out") {
@@ -274,16 +277,16 @@ func TestTerminalInterrupt(t *testing.T) {
 		select {
 		case <-seen:
 			m.Write([]byte{3})
-		case <-time.After(10 * time.Second):
+		case <-time.After(90 * time.Second):
 		}
 	}()
 	start := time.Now()
-	res, err := runSetup(context.Background(), p, []string{"/bin/sh", "-c", "echo waiting; exec sleep 30"})
+	res, err := runSetup(context.Background(), p, []string{"/bin/sh", "-c", "echo waiting; exec sleep 300"})
 	s.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Signal != syscall.SIGINT || time.Since(start) > 9*time.Second {
+	if res.Signal != syscall.SIGINT || time.Since(start) > 120*time.Second {
 		t.Errorf("after ^C: %+v after %v, want killed by SIGINT", res, time.Since(start))
 	}
 }

@@ -269,18 +269,20 @@ func FuzzPane(f *testing.F) {
 		width, height := int(w%200)+1, int(h%60)+1
 		p := newPane(width, height)
 		defer p.Close()
-		start := time.Now()
-		half := len(data) / 2
-		p.Write(data[:half])
-		p.SetSize(width/2+1, height)
-		p.Write(data[half:])
-		// A flood of lines made of the input, which the pane may coalesce.
-		line := append(append([]byte(nil), data[:min(len(data), 64)]...), '\r', '\n')
-		p.Write(bytes.Repeat(line, height+3))
-		p.SendKey(tea.KeyPressMsg{Code: tea.KeyUp})
-		v := p.View()
-		if d := time.Since(start); d > 5*time.Second {
-			t.Fatalf("%d bytes took %s", len(data), d)
+		var v string
+		cpu := threadCPU(t, func() {
+			half := len(data) / 2
+			p.Write(data[:half])
+			p.SetSize(width/2+1, height)
+			p.Write(data[half:])
+			// A flood of lines made of the input, which the pane may coalesce.
+			line := append(append([]byte(nil), data[:min(len(data), 64)]...), '\r', '\n')
+			p.Write(bytes.Repeat(line, height+3))
+			p.SendKey(tea.KeyPressMsg{Code: tea.KeyUp})
+			v = p.View()
+		})
+		if cpu > 5*time.Second*raceSlowdown {
+			t.Fatalf("%d bytes took %s of CPU", len(data), cpu)
 		}
 		checkPaneView(t, v, width/2+1, height)
 	})
