@@ -170,7 +170,12 @@ func (m Model) askBox() string {
 	if n := len(m.asks) - 1; n > 0 {
 		fmt.Fprintf(&b, "\n%s", st.Subtle.Render(fmt.Sprintf("%d more waiting", n)))
 	}
-	return m.dialogBox(b.String())
+	if box := m.dialogBox(b.String()); m.fits(box) {
+		return box
+	}
+	// A small screen: where it goes and the keys.
+	return m.dialogBox("network: " + q.destination() + "\n" + st.Key.Render("o") + " once · " + st.Key.Render("s") + " session · " +
+		st.Key.Render("d") + " deny")
 }
 
 // localIP reports whether ip is of this machine or a private network: the proxy lets an IP

@@ -169,3 +169,19 @@ func TestJailAgentAsks(t *testing.T) {
 		t.Errorf("the log holds %+v (%v)", reqs, err)
 	}
 }
+
+// TestAskDialogSizes: the question's dialog fits over the pane at every size the app is tested
+// at, shrinking to where the request goes and the keys on a small screen.
+func TestAskDialogSizes(t *testing.T) {
+	for _, sz := range append(sizes, struct{ w, h int }{40, 10}, struct{ w, h int }{30, 8}) {
+		m := newModel(t, testOptions(nil, idleAgent).withReview(t))
+		m = step(t, m, tea.WindowSizeMsg{Width: sz.w, Height: sz.h})
+		m.phase = phaseAgent
+		m.asks = []NetQuestion{{ID: 1, Question: proxy.Question{Host: "api.example.com", Port: 443, Method: "CONNECT"},
+			Deadline: fixedNow.Add(30 * time.Second)}}
+		s := screen(m)
+		if !strings.Contains(s, "api.example.com:443") || !strings.Contains(s, "once") || !strings.Contains(s, "deny") {
+			t.Errorf("%dx%d: the dialog does not show where the request goes and the answers:\n%s", sz.w, sz.h, s)
+		}
+	}
+}
