@@ -135,6 +135,7 @@ bench: build
 	SHADOW=$(BIN) bash bench/jail.sh 5
 	bash bench/review.sh $(BIN) 10000
 	bash bench/audit.sh $(BIN)
+	bash bench/project.sh $(BIN)
 
 # fuzz runs every fuzz target for FUZZTIME each (make test only runs their seed corpora).
 fuzz:
