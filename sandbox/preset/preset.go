@@ -278,6 +278,11 @@ func within(p, dir string) bool {
 
 // All returns the embedded presets, sorted by name.
 func All() ([]*Preset, error) {
+	return embedded(nil)
+}
+
+// embedded returns the embedded presets whose file keep (nil: any) keeps, sorted by name.
+func embedded(keep func(file []byte) bool) ([]*Preset, error) {
 	entries, err := fs.ReadDir(assets.Agents, "agents")
 	if err != nil {
 		return nil, fmt.Errorf("read embedded presets: %w", err)
@@ -290,6 +295,9 @@ func All() ([]*Preset, error) {
 		b, err := fs.ReadFile(assets.Agents, "agents/"+e.Name())
 		if err != nil {
 			return nil, fmt.Errorf("read embedded preset %s: %w", e.Name(), err)
+		}
+		if keep != nil && !keep(b) {
+			continue
 		}
 		p, err := Parse(e.Name(), b)
 		if err != nil {
@@ -350,7 +358,9 @@ func Select(name, argv0 string) (*Preset, error) {
 	if argv0 == "" || base == "/" || base == "." {
 		return nil, nil
 	}
-	all, err := All()
+	// Only a preset whose file may list the command is parsed (parsing them all was the
+	// largest cost of a run's flags, for a command of none).
+	all, err := embedded(func(b []byte) bool { return mayList(b, base) })
 	if err != nil {
 		return nil, err
 	}
@@ -360,4 +370,38 @@ func Select(name, argv0 string) (*Preset, error) {
 		}
 	}
 	return nil, nil
+}
+
+// mayList reports whether the preset file b may list command in its commands. It is false only
+// when b has no multi-line string, and one line alone starts with the key commands: a line
+// `commands = [...]` before any table, whose array, on that line and without escapes, does not
+// hold command quoted. Any other form is parsed to be told.
+func mayList(b []byte, command string) bool {
+	if bytes.Contains(b, []byte(`"""`)) || bytes.Contains(b, []byte("'''")) {
+		return true
+	}
+	var found []byte
+	table := false
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		line = bytes.TrimLeft(line, " \t")
+		key := bytes.TrimLeft(line, `"'`)
+		switch {
+		case bytes.HasPrefix(key, []byte("commands")):
+			if found != nil || table || len(key) != len(line) {
+				return true // twice, in a table, or quoted
+			}
+			found = line[len("commands"):]
+		case bytes.HasPrefix(line, []byte("[")):
+			table = true
+		}
+	}
+	if found == nil {
+		return true
+	}
+	rest, ok := bytes.CutPrefix(bytes.TrimLeft(found, " \t"), []byte("="))
+	array := bytes.TrimSpace(rest)
+	if !ok || !bytes.HasPrefix(array, []byte("[")) || !bytes.HasSuffix(array, []byte("]")) || bytes.IndexByte(array, '\\') >= 0 {
+		return true
+	}
+	return bytes.Contains(array, []byte(`"`+command+`"`)) || bytes.Contains(array, []byte("'"+command+"'"))
 }
