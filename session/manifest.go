@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -129,6 +130,7 @@ func listProject(project, skip string) (*manifest, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			buf := make([]byte, 32<<10)
 			for {
 				mu.Lock()
 				for len(queue) == 0 && busy > 0 {
@@ -142,7 +144,7 @@ func listProject(project, skip string) (*manifest, error) {
 				queue = queue[:len(queue)-1]
 				busy++
 				mu.Unlock()
-				subdirs := listDir(root, project, rel, skip, &parts[w])
+				subdirs := listDir(root, project, rel, skip, &parts[w], buf)
 				mu.Lock()
 				queue = append(queue, subdirs...)
 				busy--
@@ -176,8 +178,10 @@ func listProject(project, skip string) (*manifest, error) {
 }
 
 // listDir adds the non-directory entries of the project directory rel to m, and returns its
-// subdirectories but skip.
-func listDir(root int, project, rel, skip string, m *manifest) []string {
+// subdirectories but skip. buf is the worker's buffer for the directory's entries, which are read
+// and stated straight from it: a project's 100,000 files cost their fstatat and their path, no
+// other allocation.
+func listDir(root int, project, rel, skip string, m *manifest, buf []byte) []string {
 	name := rel
 	if name == "" {
 		name = "."
@@ -188,26 +192,59 @@ func listDir(root int, project, rel, skip string, m *manifest) []string {
 	if err != nil {
 		return nil
 	}
-	d := os.NewFile(uintptr(fd), filepath.Join(project, rel))
-	defer d.Close()
-	ents, _ := d.ReadDir(-1) // what could be read of a directory failing midway
+	defer unix.Close(fd)
 	var subdirs []string
-	for _, e := range ents {
-		child := relJoin(rel, e.Name())
-		if e.IsDir() {
-			if filepath.Join(project, child) != skip {
-				subdirs = append(subdirs, child)
-			}
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
 			continue
 		}
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			continue // gone meanwhile
+		if err != nil || n <= 0 {
+			return subdirs // what could be read of a directory failing midway
 		}
-		m.paths = append(m.paths, child)
-		m.stats = append(m.stats, statFromUnix(&st))
+		// Each record is a linux_dirent64: inode (8 bytes), offset (8), length (2), type (1),
+		// then the name, ended by a NUL.
+		for b := buf[:n]; len(b) > 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen <= 19 || reclen > len(b) {
+				return subdirs
+			}
+			typ, nul := b[18], b[19:reclen]
+			b = b[reclen:]
+			end := bytes.IndexByte(nul, 0)
+			if end <= 0 {
+				continue
+			}
+			ename := nul[:end]
+			if string(ename) == "." || string(ename) == ".." {
+				continue
+			}
+			var st unix.Stat_t
+			if typ != unix.DT_DIR && fstatatName(fd, nul, &st) != nil {
+				continue // gone meanwhile
+			}
+			child := relJoin(rel, string(ename))
+			if typ == unix.DT_DIR || st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				if filepath.Join(project, child) != skip {
+					subdirs = append(subdirs, child)
+				}
+				continue
+			}
+			m.paths = append(m.paths, child)
+			m.stats = append(m.stats, statFromUnix(&st))
+		}
 	}
-	return subdirs
+}
+
+// fstatatName is fstatat(2) of the entry of dir whose NUL-ended name is nul, not following a
+// symlink: the name is passed as it lies in the entries read, not copied to be ended again.
+func fstatatName(dir int, nul []byte, st *unix.Stat_t) error {
+	_, _, errno := unix.Syscall6(unix.SYS_NEWFSTATAT, uintptr(dir), uintptr(unsafe.Pointer(&nul[0])),
+		uintptr(unsafe.Pointer(st)), unix.AT_SYMLINK_NOFOLLOW, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 var errCorruptManifest = errors.New("corrupt manifest")

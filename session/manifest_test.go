@@ -82,9 +82,9 @@ func TestManifestListsEveryEntry(t *testing.T) {
 	}
 }
 
-// Reading a manifest costs a few allocations, however many paths it lists: every command that
-// reads the bases reads the whole manifest of the project.
-func TestReadManifestAllocatesPerFileNot(t *testing.T) {
+// Reading a manifest costs a few allocations, however many paths it lists (every command that
+// reads the bases reads the whole manifest of the project), and listing the project one per file.
+func TestManifestAllocations(t *testing.T) {
 	project := t.TempDir()
 	const n = 1000
 	for i := range n {
@@ -111,6 +111,16 @@ func TestReadManifestAllocatesPerFileNot(t *testing.T) {
 	}
 	if allocs > 10 {
 		t.Errorf("reading a manifest of %d paths allocated %.0f times, want at most 10", n, allocs)
+	}
+	// Listing the project costs each file its path (and the slices grow): its entries are
+	// stated as they were read.
+	allocs = testing.AllocsPerRun(3, func() {
+		if _, err := listProject(project, ""); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 1.5*n {
+		t.Errorf("listing a project of %d files allocated %.0f times, want at most %d", n, allocs, n*3/2)
 	}
 }
 
