@@ -3,9 +3,11 @@ package proxy
 import (
 	"context"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Answer is the user's answer to a request for a host off the allow-list
@@ -37,6 +39,16 @@ type Asker func(ctx context.Context, q Question) Answer
 // defaultAskTimeout is how long the proxy waits for an answer.
 const defaultAskTimeout = 30 * time.Second
 
+// What the agent writes into a question is bounded, so that the question fits the user's
+// screen whole, with what it warns of: its path is cut at maxQuestionPath bytes (the log keeps
+// it whole), a host that is neither an address nor a name DNS could resolve (too long, a label
+// past 63 bytes, bytes outside letters, digits, '-' and '_', such as controls or bidi marks) is
+// refused without asking, and so is a destination past maxOpenQuestions open at once.
+const (
+	maxQuestionPath  = 200
+	maxOpenQuestions = 8
+)
+
 // asking is the proxy's state of the questions it asked: the answers for
 // the session, and the questions still open, which requests for the same
 // destination wait on rather than ask again.
@@ -58,6 +70,10 @@ type grantKey struct{}
 // ask returns whether q's destination, off the allow-list, may be reached,
 // and the rule (or reason) the log records.
 func (p *Proxy) ask(q0 Question) (bool, string) {
+	if _, err := netip.ParseAddr(q0.Host); err != nil && !validName(q0.Host) {
+		return false, "not in the allow-list; not asked: not a host name"
+	}
+	q0.Path = cutPath(q0.Path)
 	dst := net.JoinHostPort(q0.Host, strconv.Itoa(q0.Port))
 	a := &p.asking
 	a.mu.Lock()
@@ -67,6 +83,10 @@ func (p *Proxy) ask(q0 Question) (bool, string) {
 	}
 	q := a.open[dst]
 	if q == nil {
+		if len(a.open) >= maxOpenQuestions {
+			a.mu.Unlock()
+			return false, "not in the allow-list; not asked: " + strconv.Itoa(maxOpenQuestions) + " questions are open"
+		}
 		q = &question{done: make(chan struct{})}
 		if a.open == nil {
 			a.open = map[string]*question{}
@@ -105,6 +125,19 @@ func (p *Proxy) ask(q0 Question) (bool, string) {
 		return true, "asked: for the session"
 	}
 	return false, "not in the allow-list; asked: denied (or no answer in time)"
+}
+
+// cutPath is path as a question shows it: cut, at a character's start, past maxQuestionPath
+// bytes, and then ending in "…".
+func cutPath(path string) string {
+	if len(path) <= maxQuestionPath {
+		return path
+	}
+	n := maxQuestionPath
+	for n > 0 && !utf8.RuneStart(path[n]) {
+		n--
+	}
+	return path[:n] + "…"
 }
 
 // grantedFor reports whether the user let host:port through: for the

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // askEnv is a proxy whose allow-list is empty and that asks answers[host],
@@ -179,4 +180,120 @@ func atoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// rawStatus sends the request line req (with a Host header) to the proxy and returns the
+// status of its answer.
+func rawStatus(t *testing.T, e env, req string) int {
+	t.Helper()
+	conn, err := net.Dial("tcp", e.proxyURL.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(time.Minute))
+	fmt.Fprintf(conn, "%s\r\nHost: x.test\r\n\r\n", req)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("%.60q: %v", req, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestAskBoundsWhatTheAgentWrites: what the agent writes into a question is bounded so that the
+// question fits the user's screen whole: a host no DNS name or address can be (every way
+// validName refuses one: too long, a label too long, an empty label, a byte outside its
+// alphabet, in a request in absolute form and in a CONNECT, percent-encoded or raw) is refused
+// without asking; a long path is asked cut, and logged whole; past maxOpenQuestions open at once,
+// another destination is refused without asking while the open ones still wait.
+func TestAskBoundsWhatTheAgentWrites(t *testing.T) {
+	_, port := backend(t)
+	answers := map[string]Answer{"path.test": AnswerOnce}
+	for i := range maxOpenQuestions + 1 {
+		answers["open"+strconv.Itoa(i)+".test"] = -1
+	}
+	bad := []string{strings.Repeat("a.", 126) + "aa", strings.Repeat("a", 64) + ".test", "a..test", "-a.test"}
+	for _, r := range []rune{0x01, 0x1b, 0x7f, 0x85, 0x9b, 0x202e, 0x2066, 0x200b, 0xfeff, 'é', ' '} {
+		bad = append(bad, "a"+string(r)+"b.test")
+	}
+	for _, h := range bad {
+		answers[h] = AnswerDeny // asked, the answer is quick
+	}
+	asked := &sync.Map{}
+	e := askEnv(t, answers, asked, time.Minute)
+	questions := func() int {
+		n := 0
+		asked.Range(func(k, _ any) bool {
+			if !strings.HasPrefix(k.(string), "last:") {
+				n++
+			}
+			return true
+		})
+		return n
+	}
+
+	for _, h := range bad {
+		for _, req := range []string{
+			"GET http://" + url.PathEscape(h) + ":" + port + "/ HTTP/1.1",
+			"CONNECT " + url.PathEscape(h) + ":443 HTTP/1.1",
+			"CONNECT " + h + ":443 HTTP/1.1",
+		} {
+			if code := rawStatus(t, e, req); code != 403 && code != 400 {
+				t.Errorf("%.80q: %d, want it refused", req, code)
+			}
+		}
+	}
+	if n := questions(); n != 0 {
+		var hosts []string
+		asked.Range(func(k, _ any) bool { hosts = append(hosts, fmt.Sprintf("%q", k)); return true })
+		t.Errorf("%d questions about hosts no name can be: %v", n, hosts)
+	}
+
+	long := "/" + strings.Repeat("ab", 4000) + "?end"
+	if code, _ := get(t, e.client(), "http://path.test:"+port+long); code != 200 {
+		t.Errorf("a long path let through once: %d", code)
+	}
+	got, _ := asked.Load("last:path.test")
+	if q, _ := got.(Question); len(q.Path) > maxQuestionPath+len("…") || !strings.HasSuffix(q.Path, "…") ||
+		!strings.HasPrefix(long, strings.TrimSuffix(q.Path, "…")) || !utf8.ValidString(q.Path) {
+		t.Errorf("the question's path (%d bytes) is not the path cut at %d: %.80q…", len(q.Path), maxQuestionPath, q.Path)
+	}
+	if p := cutPath("/" + strings.Repeat("é", 4000)); !utf8.ValidString(p) || len(p) > maxQuestionPath+len("…") {
+		t.Errorf("a path of two-byte characters is cut to %d bytes, valid UTF-8 %v", len(p), utf8.ValidString(p))
+	}
+	for _, l := range e.log.entries(t) {
+		if l.Host == "path.test" && l.Path != long {
+			t.Errorf("the log's path is not whole: %d bytes", len(l.Path))
+		}
+	}
+
+	// maxOpenQuestions never answered, then one more.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for i := range maxOpenQuestions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, "GET", "http://open"+strconv.Itoa(i)+".test:"+port+"/", nil)
+			if resp, err := e.client().Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	for deadline := time.Now().Add(30 * time.Second); questions() < 1+maxOpenQuestions; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d questions open, want %d", questions()-1, maxOpenQuestions)
+		}
+	}
+	extra := "open" + strconv.Itoa(maxOpenQuestions) + ".test"
+	if code, _ := get(t, e.client(), "http://"+extra+":"+port+"/"); code != 403 {
+		t.Errorf("a destination past %d open questions: %d, want 403", maxOpenQuestions, code)
+	}
+	if _, ok := asked.Load(extra); ok {
+		t.Errorf("a destination past %d open questions was asked about", maxOpenQuestions)
+	}
 }
