@@ -358,10 +358,17 @@ func configFilesOf(g string) []string {
 // the include paths it names (dropped from the content). git is the host's git; without it, or
 // when git cannot read the file, the jail gets a file with a comment alone.
 func scrubGitConfig(git, path string) (content string, includes []string) {
+	content, includes, _ = scrubGitConfigRan(git, path)
+	return content, includes
+}
+
+// scrubGitConfigRan is scrubGitConfig, with ran true when git read the file: a comment alone
+// for a git that failed (or ran past its time) is no answer to keep for the next plans.
+func scrubGitConfigRan(git, path string) (content string, includes []string, ran bool) {
 	var b strings.Builder
 	b.WriteString("# Shown by shadow: this file without credentials, includes or credential programs.\n")
 	if git == "" {
-		return b.String(), nil
+		return b.String(), nil, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -370,7 +377,7 @@ func scrubGitConfig(git, path string) (content string, includes []string) {
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=/nonexistent"}
 	out, err := cmd.Output()
 	if err != nil {
-		return b.String(), nil
+		return b.String(), nil, false
 	}
 	header := ""
 	for _, entry := range bytes.Split(out, []byte{0}) {
@@ -406,7 +413,7 @@ func scrubGitConfig(git, path string) (content string, includes []string) {
 		}
 		b.WriteString("\t" + name + " = " + quoteConfigValue(stripUserinfo(value)) + "\n")
 	}
-	return b.String(), includes
+	return b.String(), includes, true
 }
 
 // stripUserinfo removes the userinfo (user:token@) of every URL in s. As git and curl read a

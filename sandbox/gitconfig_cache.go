@@ -173,7 +173,8 @@ func (c *scrubCache) identity(home string, files []string, read func() string) s
 	return content
 }
 
-// scrub is scrubGitConfig(git, path), from the cache when it holds this version of path.
+// scrub is scrubGitConfig(git, path), from the cache when it holds this version of path. What
+// a git that failed gave is not kept.
 func (c *scrubCache) scrub(git, path string) (string, []string) {
 	if c == nil {
 		return scrubGitConfig(git, path)
@@ -186,10 +187,10 @@ func (c *scrubCache) scrub(git, path string) (string, []string) {
 	if ok && hit && e.File == before && e.Git == c.git {
 		return e.Content, e.Includes
 	}
-	content, includes := scrubGitConfig(git, path)
+	content, includes, ran := scrubGitConfigRan(git, path)
 	after, same := stampOf(path)
 	recent := time.Now().Add(-c.racy).UnixNano()
-	if ok && same && after == before && before.Mtime < recent && before.Ctime < recent {
+	if ran && ok && same && after == before && before.Mtime < recent && before.Ctime < recent {
 		c.mu.Lock()
 		c.files[path] = scrubbedFile{File: before, Git: c.git, Content: content, Includes: includes}
 		c.dirty = true

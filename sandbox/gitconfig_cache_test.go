@@ -202,3 +202,53 @@ func TestGitIdentityCache(t *testing.T) {
 	identity("with a conditional include", `"Eve"`, 1)
 	identity("never kept with an include", `"Eve"`, 1)
 }
+
+// TestScrubCacheKeepsNoFailure: a git that could not read a configuration file (it failed, or
+// ran past its time, on a loaded machine) gives the jail a file with the comment alone for that
+// run; the cache keeps nothing of it, and the next plan reads the file with git again and shows
+// what git gives. Every way the run of git can fail is tried: an exit status, a signal, nothing
+// to run.
+func TestScrubCacheKeepsNoFailure(t *testing.T) {
+	t.Parallel()
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	for _, fail := range []string{"exit 1", "kill -9 $$", "exec /nonexistent/git"} {
+		dir := t.TempDir()
+		broken := filepath.Join(dir, "broken")
+		git := filepath.Join(dir, "git")
+		script := "#!/bin/sh\nif [ -e " + broken + " ]; then " + fail + "; fi\nexec " + realGit + " \"$@\"\n"
+		if err := os.WriteFile(git, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		config := filepath.Join(dir, "config")
+		if err := os.WriteFile(config, []byte("[remote \"o\"]\n\turl = https://example.com/r\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := scrubGitConfig(realGit, config)
+		if !strings.Contains(want, "example.com") {
+			t.Fatalf("git's scrub of the fixture: %q", want)
+		}
+		cacheDir := filepath.Join(dir, "cache")
+		scrub := func() string {
+			c := loadScrubCache(cacheDir, git)
+			c.racy = -time.Hour // the fixtures are made just before they are read
+			content, _ := c.scrub(git, config)
+			c.save()
+			return content
+		}
+		if err := os.WriteFile(broken, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := scrub(); strings.Contains(got, "example.com") {
+			t.Fatalf("%s: the broken git gave %q", fail, got)
+		}
+		if err := os.Remove(broken); err != nil {
+			t.Fatal(err)
+		}
+		if got := scrub(); got != want {
+			t.Errorf("%s: after git failed once, the file is shown as\n%s\nwant what git gives\n%s", fail, got, want)
+		}
+	}
+}
