@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -34,11 +35,18 @@ func gitIdentity(home, dir, git string, cache *scrubCache) string {
 	if home == "" || home == "/" || git == "" || !hasGlobalGitConfig(home) {
 		return ""
 	}
-	return cache.identity(home, globalGitConfigs(home), func() string { return readGitIdentity(git, home, dir) })
+	return cache.identity(home, globalGitConfigs(home), func() (string, bool) { return readGitIdentityRan(git, home, dir) })
 }
 
 // readGitIdentity is gitIdentity, read by git.
 func readGitIdentity(git, home, dir string) string {
+	id, _ := readGitIdentityRan(git, home, dir)
+	return id
+}
+
+// readGitIdentityRan is readGitIdentity, with ran true when git answered (exit 1 is its answer
+// that no identity is set): none for a git that failed is no answer to keep for the next plans.
+func readGitIdentityRan(git, home, dir string) (string, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, git, "config", "--global", "--includes", "-z", "--get-regexp", `^user\.(name|email)$`)
@@ -47,8 +55,10 @@ func readGitIdentity(git, home, dir string) string {
 	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
 		cmd.Env = append(cmd.Env, "XDG_CONFIG_HOME="+x)
 	}
-	out, _ := cmd.Output() // exit 1: no such key
-	return identityConfig(out)
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	ran := err == nil || errors.As(err, &exit) && exit.ExitCode() == 1 // exit 1: no such key
+	return identityConfig(out), ran
 }
 
 // hasGlobalGitConfig reports whether home holds a global git configuration

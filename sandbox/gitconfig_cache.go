@@ -128,9 +128,10 @@ func loadScrubCache(dir, git string) *scrubCache {
 // the cache when it holds these versions of files. Only a configuration without includes is
 // kept: an include, conditional or not, makes the answer depend on other files, or on the
 // project's directory.
-func (c *scrubCache) identity(home string, files []string, read func() string) string {
+func (c *scrubCache) identity(home string, files []string, read func() (string, bool)) string {
 	if c == nil {
-		return read()
+		content, _ := read()
+		return content
 	}
 	key := home + "\x00" + os.Getenv("XDG_CONFIG_HOME")
 	stamps := func() []fileStamp {
@@ -148,7 +149,10 @@ func (c *scrubCache) identity(home string, files []string, read func() string) s
 	if hit && e.Git == c.git && slices.Equal(e.Files, before) {
 		return e.Content
 	}
-	content := read()
+	content, ran := read()
+	if !ran {
+		return content // a git that failed: asked again next time
+	}
 	recent := time.Now().Add(-c.racy).UnixNano()
 	for i, f := range files {
 		st := before[i]

@@ -252,3 +252,53 @@ func TestScrubCacheKeepsNoFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestGitIdentityCacheKeepsNoFailure: a git that could not answer for the commit identity (it
+// failed, or ran past its time) gives the jail none for that run; the cache keeps nothing of
+// it, and the next plan asks git again. Every way the run of git can fail is tried, beside the
+// exit status 1 of a configuration that names no identity, which is an answer.
+func TestGitIdentityCacheKeepsNoFailure(t *testing.T) {
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	for _, fail := range []string{"exit 2", "exit 128", "kill -9 $$", "exec /nonexistent/git"} {
+		dir := t.TempDir()
+		home, project := filepath.Join(dir, "home"), filepath.Join(dir, "project")
+		for _, d := range []string{home, project} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
+		if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\n\tname = Ann\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		broken := filepath.Join(dir, "broken")
+		git := filepath.Join(dir, "git")
+		script := "#!/bin/sh\nif [ -e " + broken + " ]; then " + fail + "; fi\nexec " + realGit + " \"$@\"\n"
+		if err := os.WriteFile(git, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cacheDir := filepath.Join(dir, "cache")
+		identity := func() string {
+			c := loadScrubCache(cacheDir, git)
+			c.racy = -time.Hour // the fixtures are made just before they are read
+			got := gitIdentity(home, project, git, c)
+			c.save()
+			return got
+		}
+		if err := os.WriteFile(broken, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := identity(); strings.Contains(got, "Ann") {
+			t.Fatalf("%s: the broken git gave %q", fail, got)
+		}
+		if err := os.Remove(broken); err != nil {
+			t.Fatal(err)
+		}
+		if got := identity(); !strings.Contains(got, `"Ann"`) {
+			t.Errorf("%s: after git failed once, the identity is %q", fail, got)
+		}
+	}
+}
