@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +72,7 @@ func setUpSecrets(p Policy, s *jailSpec, runtimeDir string, warn io.Writer) (*ru
 	}
 	rs := &runSecrets{ca: ca}
 	for _, sec := range p.Secrets {
+		warnLoopbackSecretHosts(warn, sec)
 		if sec.Placeholder == "" {
 			sec.Placeholder = proxy.NewPlaceholder(sec.Name)
 		}
@@ -99,6 +102,37 @@ func setUpSecrets(p Policy, s *jailSpec, runtimeDir string, warn io.Writer) (*ru
 		s.Exec.Env = setEnv(s.Exec.Env, v, system)
 	}
 	return rs, nil
+}
+
+// warnLoopbackSecretHosts warns of each of sec's hosts that is a loopback
+// address: the jail reaches those directly (NO_PROXY) and what it sends to
+// them is relayed to the host's loopback as it is, so the proxy sees no
+// request to put the value into, and the service gets the placeholder.
+func warnLoopbackSecretHosts(w io.Writer, sec proxy.Secret) {
+	for _, h := range sec.Hosts {
+		host := h
+		if hh, _, err := net.SplitHostPort(h); err == nil {
+			host = hh
+		}
+		if !loopbackName(host) {
+			continue
+		}
+		fmt.Fprintf(w, "shadow: warning: --secret %s for %s: the jail reaches a loopback address directly and the bytes go "+
+			"to the host's loopback as they are, so %s there is the placeholder, not the value; "+
+			"name the service by a host name that resolves to it (an /etc/hosts entry) to have the proxy put the value in, "+
+			"or pass it with --env %s\n", sec.Name, h, sec.Name, sec.Name)
+	}
+}
+
+// loopbackName reports whether host is what the jail's NO_PROXY sends
+// directly: localhost, 127.0.0.0/8 or ::1.
+func loopbackName(host string) bool {
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
 }
 
 // systemBundles returns the real paths of the distro's bundle files (each
