@@ -55,9 +55,14 @@ func TestDeltaCostFollowsTheCopy(t *testing.T) {
 	if want := files + 8 + len(shapes) + 1; len(paths) != want {
 		t.Fatalf("the delta holds %d paths, want %d", len(paths), want)
 	}
-	// 256 KiB a file would be 100 MiB here.
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
-		t.Errorf("a checkpoint of %d small files allocated %d MiB", files, alloc>>20)
+	// 256 KiB a file would be 100 MiB here; under the race detector a quarter of them, 25 MiB,
+	// comes on top (see raceEnabled).
+	bound := uint64(16 << 20)
+	if raceEnabled {
+		bound += files / 4 * copyBufSize
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > bound {
+		t.Errorf("a checkpoint of %d small files allocated %d MiB, bound %d MiB", files, alloc>>20, bound>>20)
 	}
 	if diff := readTree(t, upper).diff(readTree(t, dst)); diff != "" {
 		t.Fatalf("the delta is not the layer:\n%s", diff)
