@@ -531,6 +531,12 @@ func (r *agentRig) prompt(t *testing.T, scr *tmuxScreen, it interactive, text st
 	// its own commands): the screen settling is not enough on its own, so a floor stays.
 	settledScreen(scr)
 	time.Sleep(2 * time.Second)
+	// A first question the agent put up late, over its prompt, is answered before typing:
+	// Codex's folder trust came up after its prompt had settled, and took the letters.
+	if s := settledScreen(scr); asks(s, it) {
+		t.Logf("a question came up after the agent's prompt:\n%s", s)
+		r.awaitReady(t, scr, it)
+	}
 	scr.sendText(text)
 	waitScreen(t, scr, screenDeadline, text)
 	settledScreen(scr)
