@@ -153,7 +153,9 @@ func (m Model) askBox() string {
 	case q.Method != "":
 		b.WriteString(quote.Path(q.Method) + "\n")
 	}
+	local := false
 	if ip, err := netip.ParseAddr(q.Host); err == nil && localIP(ip) {
+		local = true
 		b.WriteString(st.Error.Render("! ") + "an address of this machine or its network\n")
 	}
 	b.WriteString("\n")
@@ -173,9 +175,12 @@ func (m Model) askBox() string {
 	if box := m.dialogBox(b.String()); m.fits(box) {
 		return box
 	}
-	// A small screen: where it goes and the keys.
-	return m.dialogBox("network: " + q.destination() + "\n" + st.Key.Render("o") + " once · " + st.Key.Render("s") + " session · " +
-		st.Key.Render("d") + " deny")
+	// A small screen: where it goes, that it is local, and the keys.
+	small := "network: " + q.destination() + "\n"
+	if local {
+		small += st.Error.Render("! ") + "this machine or its network\n"
+	}
+	return m.dialogBox(small + st.Key.Render("o") + " once · " + st.Key.Render("s") + " session · " + st.Key.Render("d") + " deny")
 }
 
 // localIP reports whether ip is of this machine or a private network: the proxy lets an IP

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -182,6 +183,32 @@ func TestAskDialogSizes(t *testing.T) {
 		s := screen(m)
 		if !strings.Contains(s, "api.example.com:443") || !strings.Contains(s, "once") || !strings.Contains(s, "deny") {
 			t.Errorf("%dx%d: the dialog does not show where the request goes and the answers:\n%s", sz.w, sz.h, s)
+		}
+	}
+}
+
+// TestAskWarnsOfLocalAddressesAtEverySize: an IP literal of this machine or its network, which
+// the proxy lets through as it is when answered, is named so in the question's dialog at every
+// size the app is tested at, the small screen's short form too, with a short path and with the
+// longest the proxy asks with.
+func TestAskWarnsOfLocalAddressesAtEverySize(t *testing.T) {
+	local := []string{"127.0.0.1", "0.0.0.0", "::1", "::", "10.0.0.1", "172.16.0.1", "192.168.1.1", "169.254.169.254",
+		"fd00::1", "fe80::1"}
+	for _, host := range local {
+		if !localIP(netip.MustParseAddr(host)) {
+			t.Errorf("%s is not taken for a local address", host)
+		}
+		for _, path := range []string{"/", "/" + strings.Repeat("a", 199) + "…"} {
+			for _, sz := range append(sizes, struct{ w, h int }{40, 10}) {
+				m := newModel(t, testOptions(nil, idleAgent).withReview(t))
+				m = step(t, m, tea.WindowSizeMsg{Width: sz.w, Height: sz.h})
+				m.phase = phaseAgent
+				m.asks = []NetQuestion{{ID: 1, Question: proxy.Question{Host: host, Port: 80, Method: "GET", Path: path},
+					Deadline: fixedNow.Add(30 * time.Second)}}
+				if s := screen(m); !strings.Contains(s, "this machine or its network") || !strings.Contains(s, "once") {
+					t.Errorf("%s, a path of %d bytes, %dx%d: no warning that it is a local address:\n%s", host, len(path), sz.w, sz.h, s)
+				}
+			}
 		}
 	}
 }
