@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -189,6 +190,9 @@ type Model struct {
 	resume string
 	// asks are the open questions of the jail's proxy, the first one's dialog showing (netask.go).
 	asks []NetQuestion
+	// askShown is the id of the question whose dialog was last drawn whole: the only one an
+	// answer key answers. Shared by the model's copies, since View draws on a copy.
+	askShown *atomic.Uint64
 
 	review    diffview.Model
 	reviewing bool // a review browser is open (read-only over a running agent, or the review phase)
@@ -206,7 +210,8 @@ func NewModel(ctx context.Context, opts Options) (Model, error) {
 	if opts.Profile == "" {
 		opts.Profile = "dependency"
 	}
-	m := Model{opts: opts, ctx: ctx, keys: keymap.DefaultKeyMap(), rkeys: diffview.DefaultKeyMap(), dark: opts.Dark}
+	m := Model{opts: opts, ctx: ctx, keys: keymap.DefaultKeyMap(), rkeys: diffview.DefaultKeyMap(), dark: opts.Dark,
+		askShown: new(atomic.Uint64)}
 	if opts.PrefixKey != "" {
 		m.keys.SetPrefix(opts.PrefixKey)
 	}
@@ -419,7 +424,7 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.updateReview(msg)
 	case m.phase == phasePreflight:
 		return m.preflightKey(msg)
-	case m.phase == phaseAgent && m.asking():
+	case m.phase == phaseAgent && m.asking() && !m.menu:
 		return m.askKey(msg)
 	case m.phase == phaseAgent:
 		return m.agentKey(msg)
@@ -632,8 +637,12 @@ func (m Model) agentView() string {
 	w, h := m.paneSize()
 	body := m.pane.View()
 	switch {
-	case m.asking():
-		body = overlay(body, m.shown(m.askBox()), w, h)
+	case m.asking() && !m.menu:
+		box := m.askBox()
+		if m.fits(box) {
+			m.askShown.Store(m.asks[0].ID)
+		}
+		body = overlay(body, m.shown(box), w, h)
 	case m.helpOpen:
 		body = overlay(body, m.shown(m.helpBox()), w, h)
 	case m.menu:

@@ -119,11 +119,22 @@ func (m Model) askKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		a, said = proxy.AnswerSession, "let through for the session"
 	case key.Matches(msg, askDeny):
 		a, said = proxy.AnswerDeny, "denied"
+	case key.Matches(msg, m.keys.Prefix):
+		// The menu opens over a question, so that questions without end cannot keep the user
+		// from stopping the agent.
+		m.menu = true
+		return m, nil
 	default:
-		m.note = "answer the network question first"
+		m.note = "answer the network question first (or " + m.keys.Prefix.Help().Key + " for shadow's commands)"
 		return m, nil
 	}
 	q := m.asks[0]
+	if m.askShown == nil || m.askShown.Load() != q.ID {
+		// The question the key was meant for went (answered by a key before, or its time ran
+		// out) and another took its place, not yet on the screen.
+		m.note = "another network question came up: read it, then answer"
+		return m, nil
+	}
 	m.asks = m.asks[1:]
 	m.note = q.destination() + ": " + said
 	answer := q.answer
