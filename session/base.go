@@ -103,21 +103,28 @@ func (s *Session) openView() (*projectRoot, *bases, error) {
 	return host, b, nil
 }
 
+// loadBases loads the session's bases. The manifest the process recorded, when it made the
+// session, serves the first load (the end of the session's first run) and is then dropped: any
+// later load reads the manifest from disk, as another command does.
 func (s *Session) loadBases() (*bases, error) {
-	return loadBases(s.dir, s.Meta.ID)
+	man := s.man
+	s.man = nil
+	return loadBases(s.dir, s.Meta.ID, man)
 }
 
-// loadBases loads the bases of the session whose directory is dir.
-func loadBases(dir, id string) (*bases, error) {
+// loadBases loads the bases of the session whose directory is dir, over its manifest man when
+// the process has it, else the one read from dir.
+func loadBases(dir, id string, man *manifest) (*bases, error) {
 	b, err := loadIndex(dir, id)
 	if err != nil {
 		return nil, err
 	}
-	m, err := readManifest(filepath.Join(dir, "manifest"))
-	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", id, err)
+	if man == nil {
+		if man, err = readManifest(filepath.Join(dir, "manifest")); err != nil {
+			return nil, fmt.Errorf("session %s: %w", id, err)
+		}
 	}
-	b.man = m
+	b.man = man
 	return b, nil
 }
 

@@ -75,13 +75,20 @@ func (m *manifest) hasDir(dir string) bool {
 // compactly: varint-encoded records sorted by path. skip is a directory never descended (the
 // store, should it live inside the project).
 func writeManifest(project, out, skip string) error {
+	_, err := recordManifest(project, out, skip)
+	return err
+}
+
+// recordManifest is writeManifest, returning the manifest written: the process that creates a
+// session keeps it rather than read it back.
+func recordManifest(project, out, skip string) (*manifest, error) {
 	m, err := listProject(project, skip)
 	if err != nil {
-		return fmt.Errorf("record manifest of %s: %w", project, err)
+		return nil, fmt.Errorf("record manifest of %s: %w", project, err)
 	}
 	f, err := os.Create(out)
 	if err != nil {
-		return fmt.Errorf("record manifest: %w", err)
+		return nil, fmt.Errorf("record manifest: %w", err)
 	}
 	defer f.Close()
 	w := bufio.NewWriterSize(f, 1<<16)
@@ -100,12 +107,12 @@ func writeManifest(project, out, skip string) error {
 		uv(st.Ino)
 	}
 	if err := w.Flush(); err != nil {
-		return fmt.Errorf("record manifest %s: %w", out, err)
+		return nil, fmt.Errorf("record manifest %s: %w", out, err)
 	}
 	if err := fsync(f); err != nil {
-		return fmt.Errorf("record manifest %s: fsync: %w", out, err)
+		return nil, fmt.Errorf("record manifest %s: fsync: %w", out, err)
 	}
-	return nil
+	return m, nil
 }
 
 // listProject lists every non-directory entry beneath project (symlinks not followed) with its

@@ -31,6 +31,7 @@ func (s *Session) Precapture() {
 	p := &precapture{stop: make(chan struct{}), done: make(chan struct{}), upper: s.UpperDir(),
 		got: map[string]baseEntry{}, dirs: map[string]*upperDir{}, seen: map[string]bool{}, upperFd: -1, written: -1}
 	p.layer.Store(-1)
+	p.man = s.man
 	s.pre = p
 	// The goroutine gets copies: the session's Meta changes under it (EndRun reloads it).
 	go p.run(s.Meta.Project, s.dir, s.Meta.ID)
@@ -76,8 +77,10 @@ type precapture struct {
 	// precapture then looks there instead of in upper.
 	layer atomic.Int64
 	b     *bases // the bases as the run's first staged path was found; its pack holds what was taken
-	// dir and id are the session's directory and id, which the bases are loaded from.
+	// dir and id are the session's directory and id, which the bases are loaded from, over
+	// its manifest man when the process recorded it.
 	dir, id string
+	man     *manifest
 	// got holds the pre-images taken, by path; seen the staged paths looked at; dirs what was
 	// read of each upper directory.
 	got  map[string]baseEntry
@@ -292,7 +295,7 @@ func (p *precapture) walk(host *projectRoot, fd int, rel string) (bool, error) {
 // are loaded at the first path: a run that stages nothing never reads the project's manifest.
 func (p *precapture) take(host *projectRoot, path string) error {
 	if p.b == nil {
-		b, err := loadBases(p.dir, p.id)
+		b, err := loadBases(p.dir, p.id, p.man)
 		if err != nil {
 			return err
 		}

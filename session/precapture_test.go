@@ -331,29 +331,8 @@ func TestPrecaptureCountsTheRunsWrites(t *testing.T) {
 // that a read of it shows (a writer opens it without blocking only while it has a reader).
 func TestPrecaptureReadsTheManifestOnlyForAStagedPath(t *testing.T) {
 	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
-	man := filepath.Join(f.s.dir, "manifest")
-	data, err := os.ReadFile(man)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(man); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mkfifo(man, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// read reports whether the manifest has a reader, and gives it the manifest's content.
-	read := func() bool {
-		fd, err := unix.Open(man, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return false
-		}
-		defer unix.Close(fd)
-		if _, err := unix.Write(fd, data); err != nil {
-			t.Errorf("give the manifest to its reader: %v", err)
-		}
-		return true
-	}
+	f.s.man = nil // as a later command has it: the process that made the session keeps its manifest
+	read := manifestFIFO(t, f.s)
 	took := startPrecapture(t, f)
 	// Looks at the upper layer go on meanwhile: the first comes after precaptureEvery, the
 	// pause then doubles to precaptureIdle.
@@ -369,4 +348,68 @@ func TestPrecaptureReadsTheManifestOnlyForAStagedPath(t *testing.T) {
 		}
 	}
 	waitPrecaptured(t, took, "a.txt")
+}
+
+// The process that made a session does not read its manifest back for the session's first run:
+// the precapture and the run's end use the manifest it recorded.
+func TestNewSessionsRunReadsNoManifest(t *testing.T) {
+	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
+	read := manifestFIFO(t, f.s)
+	// Whoever reads the manifest is given it, so that nothing waits on the FIFO; the reads are
+	// counted.
+	stop, reads := make(chan struct{}), make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				reads <- n
+				return
+			case <-time.After(precaptureEvery / 2):
+				if read() {
+					n++
+				}
+			}
+		}
+	}()
+	took := startPrecapture(t, f)
+	f.stage(t, map[string]file{"a.txt": {Data: "a2\n"}})
+	waitPrecaptured(t, took, "a.txt")
+	_, err := f.s.EndRunChanges(0)
+	close(stop)
+	if n := <-reads; n > 0 {
+		t.Errorf("the session's first run read back the manifest its process recorded (%d reads)", n)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// manifestFIFO makes the manifest of s a FIFO of the same content, so that a read of it shows: the
+// function returned reports whether it has a reader (a writer opens a FIFO without blocking only
+// while it has one), and gives that reader the manifest.
+func manifestFIFO(t *testing.T, s *Session) (read func() bool) {
+	t.Helper()
+	man := filepath.Join(s.dir, "manifest")
+	data, err := os.ReadFile(man)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(man); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(man, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return func() bool {
+		fd, err := unix.Open(man, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return false
+		}
+		defer unix.Close(fd)
+		if _, err := unix.Write(fd, data); err != nil {
+			t.Errorf("give the manifest to its reader: %v", err)
+		}
+		return true
+	}
 }

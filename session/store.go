@@ -92,6 +92,9 @@ type Session struct {
 	// checked holds, by checkpoint, the paths found damaged when its contents were checked
 	// against its sums (see damage.go): once per command.
 	checked map[string][]string
+	// man is the session's manifest when this process recorded it (create), until the first load
+	// of the bases: the session's first run uses it rather than read it back.
+	man *manifest
 }
 
 // SetProtected adds gitignore-style patterns (matched at any depth) to the protected paths used
@@ -729,13 +732,18 @@ func (st *Store) create(project string, lk *ProjectLock) (*Session, error) {
 	}
 	// The manifest, a stat of every file of the project, is taken while git names the commit
 	// and the session's directories are made.
-	manifest := make(chan error, 1)
-	go func() { manifest <- writeManifest(project, filepath.Join(dir, "manifest"), st.Root) }()
+	var man *manifest
+	recorded := make(chan error, 1)
+	go func() {
+		var err error
+		man, err = recordManifest(project, filepath.Join(dir, "manifest"), st.Root)
+		recorded <- err
+	}()
 	s := &Session{store: st, dir: dir, lock: lk, Meta: Meta{Version: metaVersion, ID: id, Project: project, Created: now.UTC(), State: StateOpen,
 		BaseCommit: gitHead(project), Identity: identityOf(project)}}
 	fail := func(err error) (*Session, error) {
-		if manifest != nil {
-			<-manifest
+		if recorded != nil {
+			<-recorded
 		}
 		os.RemoveAll(dir)
 		return nil, err
@@ -745,11 +753,12 @@ func (st *Store) create(project string, lk *ProjectLock) (*Session, error) {
 			return fail(fmt.Errorf("create session %s: %w", id, err))
 		}
 	}
-	err := <-manifest
-	manifest = nil
+	err := <-recorded
+	recorded = nil
 	if err != nil {
 		return fail(fmt.Errorf("create session %s: %w", id, err))
 	}
+	s.man = man
 	// The fsync of the directory that makes session.json's entry durable, last, covers this one too.
 	if err := writeFileReplace(filepath.Join(dir, "decisions.json"), []byte("{\"version\":1,\"files\":{}}\n"), 0o600, false); err != nil {
 		return fail(err)
