@@ -1,17 +1,16 @@
 package ui
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/internal/testsession"
 	"github.com/shadow-sandbox/shadow/session"
 	"github.com/shadow-sandbox/shadow/ui/reviewsrc"
 )
 
 // testSession is a real session over a project in t.TempDir(), with the
-// project's writer lock held.
+// project's writer lock held (internal/testsession).
 type testSession struct {
 	project string
 	store   *session.Store
@@ -21,58 +20,25 @@ type testSession struct {
 
 func newTestSession(t testing.TB, files map[string]string) *testSession {
 	t.Helper()
-	dir := t.TempDir()
-	project := filepath.Join(dir, "project")
-	writeFiles(t, project, files)
-	st, err := session.Open(filepath.Join(dir, "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lk, err := st.LockProject(project, session.LockOptions{Command: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lk.Release() })
-	s, err := lk.Create()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testSession{project: project, store: st, lock: lk, s: s}
+	x := testsession.New(t, files)
+	return &testSession{project: x.Project, store: x.Store, lock: x.Lock, s: x.S}
 }
 
 // stage writes files into the session's upper layer as a run would, and
 // records the run so the pre-images are taken.
 func (ts *testSession) stage(t testing.TB, files map[string]string) {
 	t.Helper()
-	if err := ts.s.BeginRun([]string{"agent"}); err != nil {
-		t.Fatal(err)
-	}
-	writeFiles(t, ts.s.UpperDir(), files)
-	if err := ts.s.EndRun(0); err != nil {
-		t.Fatal(err)
-	}
+	testsession.Stage(t, ts.s, files)
 }
 
 func writeFiles(t testing.TB, root string, files map[string]string) {
 	t.Helper()
-	for p, data := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testsession.WriteFiles(t, root, files)
 }
 
 func readFile(t testing.TB, path string) string {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return testsession.ReadFile(t, path)
 }
 
 const (
