@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SHADOW_TEST_APPLY_CHILD") != "" {
 		os.Exit(applyChild())
 	}
+	if os.Getenv("SHADOW_TEST_RUN_CHILD") != "" {
+		os.Exit(runEndChild())
+	}
 	os.Exit(m.Run())
 }
 

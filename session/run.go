@@ -53,7 +53,8 @@ func processStart(pid int) uint64 {
 }
 
 // RunActive reports whether a run is recorded as in progress and its process is still alive; the
-// record left by a crashed shadow is stale and does not count.
+// record left by a crashed shadow is stale and does not count, nor does a run whose end is in
+// runsFile (endRecorded), whose process may live on (the app runs one command after another).
 func (s *Session) RunActive() bool {
 	a := s.Meta.Active
 	if a == nil || a.PID <= 0 {
@@ -62,7 +63,62 @@ func (s *Session) RunActive() bool {
 	if err := unix.Kill(a.PID, 0); err != nil && err != unix.EPERM {
 		return false
 	}
-	return processStart(a.PID) == a.PIDStart
+	return processStart(a.PID) == a.PIDStart && !s.endRecorded()
+}
+
+// endRecorded reports whether the active run's end is already recorded: the last line of
+// runsFile is that run. A run that staged nothing ends with that line alone, leaving session.json
+// naming it active (EndRunUnchanged), and so does a process killed between an end's line and the
+// rewrite of session.json. The last line is the one to look at: nothing appends to runsFile while
+// a run is active but that run's end (a stale run is closed before the next one begins). A line
+// cut short does not parse: that end is not recorded.
+func (s *Session) endRecorded() bool {
+	a := s.Meta.Active
+	if a == nil {
+		return false
+	}
+	r, ok := lastRun(filepath.Join(s.dir, runsFile))
+	return ok && recorded([]Run{r}, a)
+}
+
+// dropEndedRun clears, in memory, the active run whose end is already recorded, so that every
+// reader of the session sees it ended. The next write of session.json leaves it out.
+func (s *Session) dropEndedRun() {
+	if s.endRecorded() {
+		s.Meta.Active = nil
+	}
+}
+
+// lastRun returns the last line of the runs file at path, read from its end: the cost is one
+// line's, however many runs came before (the whole file only for a line longer than the tail).
+func lastRun(path string) (Run, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Run{}, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return Run{}, false
+	}
+	size := fi.Size()
+	for n := min(size, 4096); ; n = size {
+		buf := make([]byte, n)
+		if _, err := f.ReadAt(buf, size-n); err != nil {
+			return Run{}, false
+		}
+		// A last line whose line feed alone was lost is still a run (Runs).
+		line := bytes.TrimSuffix(buf, []byte("\n"))
+		i := bytes.LastIndexByte(line, '\n')
+		if i < 0 && n < size {
+			continue // the line is longer than the tail
+		}
+		var r Run
+		if json.Unmarshal(line[i+1:], &r) != nil {
+			return Run{}, false
+		}
+		return r, true
+	}
 }
 
 // BeginRun records that argv starts running over the session now, from this process. It refuses
@@ -163,11 +219,18 @@ func (s *Session) EndRunUnchanged(exitCode int) error {
 	r := *s.Meta.Active
 	r.End = time.Now().UTC()
 	r.ExitCode = exitCode
-	if err := s.appendRun(r); err != nil {
+	// The line alone ends the run: session.json, which still names it active, is not rewritten
+	// (endRecorded; the next run's start rewrites it). Nor is the line fsynced: it records a run
+	// that staged nothing, and nothing else depends on it, so its durability is not worth an
+	// fsync. A power loss may take it (the next fsync of runsFile, at a run's end that staged
+	// something, takes it along): the run is then recorded as active with its process gone, and
+	// the next command closes it as interrupted, finding nothing staged, or, were the next run's
+	// start already recorded, it is not recorded at all.
+	if err := s.appendRunSync(r, false); err != nil {
 		return err
 	}
 	s.Meta.Active = nil
-	return s.saveRunRecord()
+	return nil
 }
 
 // EndRunChanges is EndRun followed by Changes, done as one: the upper layer is scanned and the
@@ -324,12 +387,15 @@ func recorded(runs []Run, a *Run) bool {
 }
 
 // appendRun adds r to the finished runs, durably.
-func (s *Session) appendRun(r Run) error {
+func (s *Session) appendRun(r Run) error { return s.appendRunSync(r, true) }
+
+// appendRunSync is appendRun; with sync unset, the line is not fsynced (appendLineSync).
+func (s *Session) appendRunSync(r Run, sync bool) error {
 	line, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode a run of session %s: %w", s.Meta.ID, err)
 	}
-	if err := appendLine(filepath.Join(s.dir, runsFile), line, true); err != nil {
+	if err := appendLineSync(filepath.Join(s.dir, runsFile), line, true, sync); err != nil {
 		return fmt.Errorf("record the run: %w", err)
 	}
 	return nil
@@ -338,8 +404,8 @@ func (s *Session) appendRun(r Run) error {
 // saveRunRecord writes session.json for a run's start or end: atomically and with its content
 // fsynced, but without the fsync of the directory. Should a crash lose the rename, the previous
 // session.json stays, whole: a start not recorded, or a run still active whose end is already in
-// runsFile, which the next run then only clears (its pre-images are already durable in base/,
-// and taking them again changes nothing).
+// runsFile, which every reader takes as ended (endRecorded: its pre-images are already durable in
+// base/).
 func (s *Session) saveRunRecord() error {
 	data, err := json.MarshalIndent(s.Meta, "", "  ")
 	if err != nil {

@@ -256,7 +256,9 @@ func (st *Store) load(id string) (*Session, error) {
 	if m.Version != metaVersion || m.ID != id || m.Project == "" {
 		return nil, fmt.Errorf("session %s: corrupt session.json (bad version, id or project); inspect or remove %s", id, dir)
 	}
-	return &Session{store: st, dir: dir, Meta: m}, nil
+	s := &Session{store: st, dir: dir, Meta: m}
+	s.dropEndedRun()
+	return s, nil
 }
 
 // Get returns the session with the given id, read-only.
@@ -672,6 +674,13 @@ func writeFileReplace(path string, data []byte, perm os.FileMode, syncParent boo
 // crash or a failed write cut short is ended first, so that it spoils no other, and a write that
 // fails is taken back.
 func appendLine(path string, line []byte, create bool) error {
+	return appendLineSync(path, line, create, true)
+}
+
+// appendLineSync is appendLine; with sync unset, neither the file nor its directory is fsynced:
+// the line is in the page cache, as durable as any write outside the jail, and a power loss may
+// lose it (a kill does not).
+func appendLineSync(path string, line []byte, create, sync bool) error {
 	flags := os.O_RDWR | os.O_APPEND
 	if create {
 		flags |= os.O_CREATE
@@ -700,6 +709,9 @@ func appendLine(path string, line []byte, create bool) error {
 	if _, err := f.Write(rec); err != nil {
 		_ = f.Truncate(size)
 		return err
+	}
+	if !sync {
+		return nil
 	}
 	if err := fsync(f); err != nil {
 		return fmt.Errorf("fsync %s: %w", path, err)
