@@ -165,7 +165,7 @@ func (m Model) askBox() string {
 		b.WriteString(quote.Path(q.Method) + "\n")
 	}
 	local := false
-	if ip, err := netip.ParseAddr(q.Host); err == nil && localIP(ip) {
+	if ip, err := netip.ParseAddr(q.Host); err == nil && proxy.LocalAddr(ip) { // the proxy lets an IP literal answered for go there, not a name
 		local = true
 		b.WriteString(st.Error.Render("! ") + "an address of this machine or its network\n")
 	}
@@ -192,13 +192,6 @@ func (m Model) askBox() string {
 		small += st.Error.Render("! ") + "this machine or its network\n"
 	}
 	return m.dialogBox(small + st.Key.Render("o") + " once · " + st.Key.Render("s") + " session · " + st.Key.Render("d") + " deny")
-}
-
-// localIP reports whether ip is of this machine or a private network: the proxy lets an IP
-// literal the user answered for go there, where it keeps a name from going.
-func localIP(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified()
 }
 
 // netAsking carries a jail's questions to the app.

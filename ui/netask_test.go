@@ -193,9 +193,9 @@ func TestAskDialogSizes(t *testing.T) {
 // longest the proxy asks with.
 func TestAskWarnsOfLocalAddressesAtEverySize(t *testing.T) {
 	local := []string{"127.0.0.1", "0.0.0.0", "::1", "::", "10.0.0.1", "172.16.0.1", "192.168.1.1", "169.254.169.254",
-		"fd00::1", "fe80::1"}
+		"fd00::1", "fe80::1", "100.64.0.1", "100.127.255.254", "224.0.0.1", "ff02::1", "::ffff:10.0.0.1"}
 	for _, host := range local {
-		if !localIP(netip.MustParseAddr(host)) {
+		if !proxy.LocalAddr(netip.MustParseAddr(host)) {
 			t.Errorf("%s is not taken for a local address", host)
 		}
 		for _, path := range []string{"/", "/" + strings.Repeat("a", 199) + "…"} {

@@ -163,10 +163,11 @@ func portAllowed(rulePort, port int) bool {
 // in-cloud services.
 var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 
-// localAddr reports whether a name matched by a wildcard must not reach ip:
-// loopback, private, link-local, unspecified, multicast or shared addresses
-// (DNS rebinding onto the host or its network).
-func localAddr(ip netip.Addr) bool {
+// LocalAddr reports whether ip is of this machine or its networks: loopback,
+// private, link-local, unspecified, multicast or shared (CGNAT) addresses. A
+// name matched by a wildcard must not reach one (DNS rebinding onto the host
+// or its network); the app warns of an IP literal that is one.
+func LocalAddr(ip netip.Addr) bool {
 	ip = ip.Unmap()
 	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
 		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() || cgnat.Contains(ip)

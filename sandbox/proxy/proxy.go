@@ -417,7 +417,7 @@ func (p *Proxy) dialChecked(ctx context.Context, network, addr string) (net.Conn
 	}
 	var ok []netip.Addr
 	for _, a := range addrs {
-		if m == wildcardMatch && localAddr(a) {
+		if m == wildcardMatch && LocalAddr(a) {
 			continue
 		}
 		ok = append(ok, a.Unmap())

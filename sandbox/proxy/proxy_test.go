@@ -406,8 +406,8 @@ func TestLocalAddr(t *testing.T) {
 		"100.64.0.1": true, "0.0.0.0": true, "::1": true, "fe80::1": true, "fd00::1": true, "::ffff:10.0.0.1": true,
 		"8.8.8.8": false, "2606:4700::1111": false, "203.0.113.1": false,
 	} {
-		if got := localAddr(netip.MustParseAddr(a)); got != want {
-			t.Errorf("localAddr(%s) = %v", a, got)
+		if got := LocalAddr(netip.MustParseAddr(a)); got != want {
+			t.Errorf("LocalAddr(%s) = %v", a, got)
 		}
 	}
 }
