@@ -111,7 +111,9 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	if err != nil {
 		return ExitError, err
 	}
-	final, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
+	// At 120 frames a second (bubbletea's most) a frame waits at most 8 ms for the renderer's
+	// tick, half of the default's: a key the agent echoes reaches the screen that much sooner.
+	final, err := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(120)).Run()
 	fm, ok := final.(Model)
 	if r := fm.run; ok && r != nil && fm.result == nil && !fm.Detached() {
 		// The app ended under a running agent (it was quit, killed by its context, or lost
