@@ -253,31 +253,48 @@ func gitConfigs(project string, dirs []string, git string, cache *scrubCache) []
 // projectDirs returns the directories of project where shadow looks for a repository nested in
 // it: the project and the directories below it down to projectDirDepth levels, but .git and
 // node_modules. Of the directories it lists (all but the deepest), it also returns the entries
-// that may be, or lead to, a file a host tool writes credentials into (credentialFiles).
-func projectDirs(project string) (dirs, credentialEntries []string) {
+// that may be, or lead to, a file a host tool writes credentials into (credentialFiles). cache
+// (projectdirs_cache.go; nil: none) holds what it found in the directories unchanged since.
+func projectDirs(project string, cache *dirsCache) (dirs, credentialEntries []string) {
 	dirs = []string{project}
 	level := []string{project}
 	for depth := 0; depth < projectDirDepth && len(level) > 0; depth++ {
 		var next []string
 		for _, d := range level {
-			entries, err := os.ReadDir(d)
-			if err != nil {
+			subdirs, creds, ok := cache.list(d, depth == 0)
+			if !ok {
 				continue
 			}
-			for _, e := range entries {
-				if credentialNames[e.Name()] {
-					credentialEntries = append(credentialEntries, filepath.Join(d, e.Name()))
-				}
-				if !e.IsDir() || e.Name() == ".git" || e.Name() == "node_modules" {
-					continue
-				}
-				next = append(next, filepath.Join(d, e.Name()))
+			for _, name := range creds {
+				credentialEntries = append(credentialEntries, filepath.Join(d, name))
+			}
+			for _, name := range subdirs {
+				next = append(next, filepath.Join(d, name))
 			}
 		}
 		dirs = append(dirs, next...)
 		level = next
 	}
 	return dirs, credentialEntries
+}
+
+// listDir is what projectDirs takes of the directory d: the names of its subdirectories it goes
+// into and of its credential entries; ok is false when d cannot be read.
+func listDir(d string) (subdirs, creds []string, ok bool) {
+	entries, err := os.ReadDir(d)
+	if err != nil {
+		return nil, nil, false
+	}
+	for _, e := range entries {
+		if credentialNames[e.Name()] {
+			creds = append(creds, e.Name())
+		}
+		if !e.IsDir() || e.Name() == ".git" || e.Name() == "node_modules" {
+			continue
+		}
+		subdirs = append(subdirs, e.Name())
+	}
+	return subdirs, creds, true
 }
 
 // projectDirDepth is how many directories below the project projectDirs goes (folder/org/repo

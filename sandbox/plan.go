@@ -139,7 +139,9 @@ func lookHost(p Policy, argv []string) (hostFacts, error) {
 	git, _ := exec.LookPath("git")
 	gitCache := loadScrubCache(p.MaskCache, git)
 	f.GitConfig = gitIdentity(f.Home, f.Project, git, gitCache)
-	dirs, creds := projectDirs(f.Project)
+	dirsCache := loadDirsCache(p.MaskCache)
+	dirs, creds := projectDirs(f.Project, dirsCache)
+	dirsCache.save()
 	f.Scrubbed = append(gitConfigs(f.Project, dirs, git, gitCache), credentialFiles(creds)...)
 	gitCache.save()
 	if f.Home != "" && p.CacheDir != "" && !p.NoCache {

@@ -1,0 +1,152 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// projectDirs lists every directory of the project down to projectDirDepth on every plan: on a
+// project of 100,000 files, a thousand directories and a third of a `shadow run -- true`. What
+// it takes of a directory is the names of its entries and their types alone, which change with
+// the directory's change time (an entry added, removed or renamed, or a permission changed),
+// never with a file's content. So what it found in each directory (its subdirectories and its
+// credential entries) is kept in the directory of the mask cache, keyed by the directory's
+// identity (device, inode) and its modification and change times; a directory whose stamp
+// differs is read again, and so is one whose times lie within scrubRacyWindow of its reading,
+// since a second change in the same tick of the file times would not show in them. What a
+// stale entry would lose is a nested repository's config or a credential file left unscrubbed,
+// so the file has the scrub cache's trust rules: the invoker's, writable by no one else, and
+// read as empty when it is anything but this version's.
+
+// projectDirsCacheName is the cache's file in Policy.MaskCache.
+const projectDirsCacheName = "project-dirs.json"
+
+// projectDirsCacheVersion changes when the file's meaning, or what projectDirs takes of a
+// directory, does.
+const projectDirsCacheVersion = 1
+
+// maxListedDirs bounds the cache: past it, only the directories of the last plan are kept.
+const maxListedDirs = 8192
+
+// listedDir is what projectDirs took of one version of a directory: the names of its
+// subdirectories it goes into and of its credential entries.
+type listedDir struct {
+	Dir     fileStamp `json:"dir"`
+	Subdirs []string  `json:"subdirs,omitempty"`
+	Creds   []string  `json:"creds,omitempty"`
+}
+
+// dirsCache is the cache of one plan: loaded at its start, saved at its end.
+type dirsCache struct {
+	dir   string
+	racy  time.Duration // scrubRacyWindow
+	dirs  map[string]listedDir
+	used  map[string]bool
+	dirty bool
+	reads int // of directories the cache did not hold
+}
+
+// projectDirsCacheFile is the cache file's content.
+type projectDirsCacheFile struct {
+	Version int                  `json:"version"`
+	Dirs    map[string]listedDir `json:"dirs"`
+}
+
+// loadDirsCache reads the cache of dir; nil (no caching) when dir is empty. A missing, corrupt
+// or foreign file reads as empty.
+func loadDirsCache(dir string) *dirsCache {
+	if dir == "" {
+		return nil
+	}
+	c := &dirsCache{dir: dir, racy: scrubRacyWindow, dirs: map[string]listedDir{}, used: map[string]bool{}}
+	f, err := os.Open(filepath.Join(dir, projectDirsCacheName))
+	if err != nil {
+		return c
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		return c
+	}
+	var cf projectDirsCacheFile
+	if json.NewDecoder(f).Decode(&cf) != nil || cf.Version != projectDirsCacheVersion || cf.Dirs == nil {
+		return c
+	}
+	c.dirs = cf.Dirs
+	return c
+}
+
+// dirStampOf is the stamp of the directory d, not followed when a symlink but for the project
+// itself (top), as projectDirs lists it; ok is false when it cannot be had or is no directory.
+func dirStampOf(d string, top bool) (fileStamp, bool) {
+	var st unix.Stat_t
+	var err error
+	if top {
+		err = unix.Stat(d, &st)
+	} else {
+		err = unix.Lstat(d, &st)
+	}
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fileStamp{}, false
+	}
+	return fileStamp{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}, true
+}
+
+// list is listDir(d), from the cache when it holds this version of d.
+func (c *dirsCache) list(d string, top bool) (subdirs, creds []string, ok bool) {
+	if c == nil {
+		return listDir(d)
+	}
+	start := time.Now()
+	before, stamped := dirStampOf(d, top)
+	c.used[d] = true
+	if e, hit := c.dirs[d]; stamped && hit && e.Dir == before {
+		return e.Subdirs, e.Creds, true
+	} else if hit {
+		delete(c.dirs, d)
+		c.dirty = true
+	}
+	subdirs, creds, ok = listDir(d)
+	c.reads++
+	recent := start.Add(-c.racy).UnixNano()
+	if ok && stamped && before.Mtime < recent && before.Ctime < recent {
+		if after, same := dirStampOf(d, top); same && after == before {
+			c.dirs[d] = listedDir{Dir: before, Subdirs: subdirs, Creds: creds}
+			c.dirty = true
+		}
+	}
+	return subdirs, creds, ok
+}
+
+// save writes the cache for the next plans, atomically, when it changed. It is best effort:
+// without it, every directory is read again.
+func (c *dirsCache) save() {
+	if c == nil || !c.dirty {
+		return
+	}
+	if len(c.dirs) > maxListedDirs {
+		maps.DeleteFunc(c.dirs, func(p string, _ listedDir) bool { return !c.used[p] })
+	}
+	if os.MkdirAll(c.dir, 0o700) != nil {
+		return
+	}
+	f, err := os.CreateTemp(c.dir, "."+projectDirsCacheName+"-*")
+	if err != nil {
+		return
+	}
+	err = json.NewEncoder(f).Encode(projectDirsCacheFile{Version: projectDirsCacheVersion, Dirs: c.dirs})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(c.dir, projectDirsCacheName))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+}
