@@ -100,11 +100,7 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 	j := &Jail{Lock: lk, Session: s, Store: st, Policy: sandbox.Policy{Project: project, NoCache: true}}
 	defer j.Release()
 	// An agent host left running by a failed step is stopped with the test.
-	t.Cleanup(func() {
-		if h, err := agenthost.Find(s); err == nil {
-			_ = unix.Kill(h.PID, unix.SIGKILL)
-		}
-	})
+	stopHost(t, s)
 
 	app := newAppPty(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -255,11 +251,7 @@ func TestAgentHostLongStatePath(t *testing.T) {
 	}
 	j := &Jail{Lock: lk, Session: s, Store: st, Policy: sandbox.Policy{Project: project, NoCache: true}}
 	defer j.Release()
-	t.Cleanup(func() {
-		if h, err := agenthost.Find(s); err == nil {
-			_ = unix.Kill(h.PID, unix.SIGKILL)
-		}
-	})
+	stopHost(t, s)
 	app := newAppPty(t)
 	end := runAgent(j.hostAgent([]string{"/bin/sh", "-c", "echo ready-deep"}, PolicyLayers(j.Policy)), context.Background(), app.tty)
 	app.waitFor(t, "ready-deep")
@@ -275,11 +267,7 @@ func TestAgentHostResizeReachesTheAgent(t *testing.T) {
 	argv := []string{"/bin/sh", "-c", "trap 'echo size=$(stty size)' WINCH; echo ready; while :; do sleep 0.1; done"}
 	j := &Jail{Lock: lk, Session: s, Store: st, Policy: sandbox.Policy{Project: project, NoCache: true}}
 	defer j.Release()
-	t.Cleanup(func() {
-		if h, err := agenthost.Find(s); err == nil {
-			_ = unix.Kill(h.PID, unix.SIGKILL)
-		}
-	})
+	stopHost(t, s)
 	app := newAppPty(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -17,7 +17,6 @@ import (
 
 	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/session"
-	"github.com/shadow-sandbox/shadow/ui/agenthost"
 )
 
 // Enter typed into the agent's pane asks for a prompt checkpoint and is held, with what follows
@@ -297,11 +296,7 @@ func TestHostCheckpoints(t *testing.T) {
 	st, lk, s, project := checkpointSession(t)
 	j := &Jail{Lock: lk, Session: s, Store: st, Policy: sandbox.Policy{Project: project, NoCache: true}}
 	defer j.Release()
-	t.Cleanup(func() {
-		if h, err := agenthost.Find(s); err == nil {
-			_ = unix.Kill(h.PID, unix.SIGKILL)
-		}
-	})
+	stopHost(t, s)
 	app := newAppPty(t)
 	end := runAgent(j.hostAgent(checkpointAgent, nil), context.Background(), app.tty)
 	got := promptFlow(t, j, app)

@@ -2,15 +2,18 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/internal/testmnt"
 	"github.com/shadow-sandbox/shadow/sandbox"
+	"github.com/shadow-sandbox/shadow/sandbox/layers"
 	"github.com/shadow-sandbox/shadow/session"
 	"github.com/shadow-sandbox/shadow/ui/agenthost"
 )
@@ -24,13 +27,56 @@ var agentPaths = []struct {
 	{"agent host", func(j *Jail, argv []string) AgentFunc { return j.hostAgent(argv, nil) }},
 }
 
-// stopHost kills, with the test, an agent host that a failed step left running in s.
+// stopHost kills, with the test, an agent host left running in s (by a failed step, or by a
+// test that ends with its agent still running), and waits until nothing writes the session: the
+// host may be ending its run (its state file already gone) and the jail's PID 1 writing the
+// run's last checkpoint as the test's temporary directory is removed.
 func stopHost(t *testing.T, s *session.Session) {
 	t.Cleanup(func() {
 		if h, err := agenthost.Find(s); err == nil {
 			_ = unix.Kill(h.PID, unix.SIGKILL)
 		}
+		st, err := session.Open(filepath.Dir(filepath.Dir(s.Dir())))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		writer := filepath.Join(s.CheckpointDir(), layers.WriterFile)
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			if !writerHeld(writer) {
+				lk, err := st.LockProject(s.Project(), session.LockOptions{Command: "test cleanup"})
+				if err == nil {
+					lk.Release()
+					return
+				}
+				if !errors.Is(err, session.ErrBusy) {
+					t.Error(err)
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("session %s is still written to 90 s after its agent host was killed", s.ID())
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	})
+}
+
+// writerHeld reports whether a jail's PID 1 holds the lock of the checkpoints it writes (from
+// its mount to its exit).
+func writerHeld(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return true
+	}
+	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return false
 }
 
 // A run that stages nothing ends as `shadow run`'s does, on either path: cheaply, reading nothing
