@@ -711,6 +711,11 @@ func appendLineSync(path string, line []byte, create, sync bool) error {
 		return err
 	}
 	if !sync {
+		if create && size == 0 {
+			// The line need not last, but the file may be new: its name must, or a later
+			// line that is fsynced would be in a file a power loss can take away.
+			return syncDir(filepath.Dir(path))
+		}
 		return nil
 	}
 	if err := fsync(f); err != nil {
