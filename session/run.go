@@ -224,8 +224,9 @@ func (s *Session) EndRunUnchanged(exitCode int) error {
 	// that staged nothing, and nothing else depends on it, so its durability is not worth an
 	// fsync. A power loss may take it (the next fsync of runsFile, at a run's end that staged
 	// something, takes it along): the run is then recorded as active with its process gone, and
-	// the next command closes it as interrupted, finding nothing staged, or, were the next run's
-	// start already recorded, it is not recorded at all.
+	// the next command closes it as interrupted, finding nothing staged, or, were session.json
+	// rewritten durably since (the next run's start, an apply, a discard), it is not recorded
+	// at all.
 	if err := s.appendRunSync(r, false); err != nil {
 		return err
 	}
