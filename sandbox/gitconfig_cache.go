@@ -2,10 +2,8 @@ package sandbox
 
 import (
 	"bytes"
-	"encoding/json"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -104,17 +102,8 @@ func loadScrubCache(dir, git string) *scrubCache {
 	}
 	c := &scrubCache{dir: dir, git: gs, racy: scrubRacyWindow, files: map[string]scrubbedFile{}, used: map[string]bool{},
 		identities: map[string]cachedIdentity{}}
-	f, err := os.Open(filepath.Join(dir, gitConfigCacheName))
-	if err != nil {
-		return c
-	}
-	defer f.Close()
-	var st unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
-		return c
-	}
 	var cf scrubCacheFile
-	if json.NewDecoder(f).Decode(&cf) != nil || cf.Version != gitConfigCacheVersion || cf.Files == nil {
+	if !readOwnJSON(dir, gitConfigCacheName, &cf) || cf.Version != gitConfigCacheVersion || cf.Files == nil {
 		return c
 	}
 	c.files = cf.Files
@@ -215,21 +204,5 @@ func (c *scrubCache) save() {
 	if len(c.identities) > maxScrubbedFiles {
 		maps.DeleteFunc(c.identities, func(k string, _ cachedIdentity) bool { return !c.used[k] })
 	}
-	if os.MkdirAll(c.dir, 0o700) != nil {
-		return
-	}
-	f, err := os.CreateTemp(c.dir, "."+gitConfigCacheName+"-*")
-	if err != nil {
-		return
-	}
-	err = json.NewEncoder(f).Encode(scrubCacheFile{Version: gitConfigCacheVersion, Files: c.files, Identities: c.identities})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(c.dir, gitConfigCacheName))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
+	writeJSONAtomic(c.dir, gitConfigCacheName, scrubCacheFile{Version: gitConfigCacheVersion, Files: c.files, Identities: c.identities})
 }

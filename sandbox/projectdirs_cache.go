@@ -1,10 +1,7 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"maps"
-	"os"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -64,17 +61,8 @@ func loadDirsCache(dir string) *dirsCache {
 		return nil
 	}
 	c := &dirsCache{dir: dir, racy: scrubRacyWindow, dirs: map[string]listedDir{}, used: map[string]bool{}}
-	f, err := os.Open(filepath.Join(dir, projectDirsCacheName))
-	if err != nil {
-		return c
-	}
-	defer f.Close()
-	var st unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
-		return c
-	}
 	var cf projectDirsCacheFile
-	if json.NewDecoder(f).Decode(&cf) != nil || cf.Version != projectDirsCacheVersion || cf.Dirs == nil {
+	if !readOwnJSON(dir, projectDirsCacheName, &cf) || cf.Version != projectDirsCacheVersion || cf.Dirs == nil {
 		return c
 	}
 	c.dirs = cf.Dirs
@@ -132,21 +120,5 @@ func (c *dirsCache) save() {
 	if len(c.dirs) > maxListedDirs {
 		maps.DeleteFunc(c.dirs, func(p string, _ listedDir) bool { return !c.used[p] })
 	}
-	if os.MkdirAll(c.dir, 0o700) != nil {
-		return
-	}
-	f, err := os.CreateTemp(c.dir, "."+projectDirsCacheName+"-*")
-	if err != nil {
-		return
-	}
-	err = json.NewEncoder(f).Encode(projectDirsCacheFile{Version: projectDirsCacheVersion, Dirs: c.dirs})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(c.dir, projectDirsCacheName))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
+	writeJSONAtomic(c.dir, projectDirsCacheName, projectDirsCacheFile{Version: projectDirsCacheVersion, Dirs: c.dirs})
 }
