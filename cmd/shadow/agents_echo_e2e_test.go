@@ -19,15 +19,8 @@ import (
 // the agent idle, it logs the CPU time the app's processes take in 10 s. It is a measurement, run on
 // demand (SHADOW_TEST_ECHO=1, or a list of agents: SHADOW_TEST_ECHO=floor,codex).
 func TestAgentKeyEcho(t *testing.T) {
-	only := os.Getenv("SHADOW_TEST_ECHO")
-	if only == "" {
-		t.Skip("a measurement: set SHADOW_TEST_ECHO=1 to run it")
-	}
+	agents := measuredAgents(t, "SHADOW_TEST_ECHO")
 	const keys = 10
-	agents := []string{"floor", "codex", "claude", "gemini", "opencode"}
-	if only != "1" {
-		agents = strings.Split(only, ",")
-	}
 	median := func(ds []time.Duration) time.Duration {
 		s := slices.Clone(ds)
 		slices.Sort(s)

@@ -11,6 +11,19 @@ import (
 	"time"
 )
 
+// measuredAgents is what a measurement of the agent CLIs runs, from the variable env: every
+// agent and the floor for 1, else its comma-separated list; without it the test is skipped.
+func measuredAgents(t *testing.T, env string) []string {
+	only := os.Getenv(env)
+	if only == "" {
+		t.Skip("a measurement: set " + env + "=1 to run it")
+	}
+	if only != "1" {
+		return strings.Split(only, ",")
+	}
+	return []string{"floor", "codex", "claude", "gemini", "opencode"}
+}
+
 // TestAgentStartup measures, for the four agent CLIs, the time from the agent's start to its
 // first screen of its own (its ready screen or the first question it asks), run directly in a
 // terminal and in `shadow tui` (from the Enter that starts it after the preflight), five times
@@ -19,15 +32,8 @@ import (
 // (SHADOW_TEST_STARTUP=1, or a list of agents: SHADOW_TEST_STARTUP=floor,gemini): on a loaded
 // machine its figures are as the machine allows.
 func TestAgentStartup(t *testing.T) {
-	only := os.Getenv("SHADOW_TEST_STARTUP")
-	if only == "" {
-		t.Skip("a measurement: set SHADOW_TEST_STARTUP=1 to run it")
-	}
+	agents := measuredAgents(t, "SHADOW_TEST_STARTUP")
 	const rounds = 5
-	agents := []string{"floor", "codex", "claude", "gemini", "opencode"}
-	if only != "1" {
-		agents = strings.Split(only, ",")
-	}
 	times := map[string][]time.Duration{}
 	n := 0
 	// measure returns the time to the first screen and the CPU time the agent's processes
