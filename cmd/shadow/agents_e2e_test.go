@@ -540,6 +540,8 @@ func (r *agentRig) prompt(t *testing.T, scr *tmuxScreen, it interactive, text st
 	scr.sendText(text)
 	waitScreen(t, scr, screenDeadline, text)
 	settledScreen(scr)
+	// An Enter that follows typed text too closely is read as part of a paste (a new line, not
+	// a send) by agents that detect pastes by timing: their timer shows nothing to wait for.
 	time.Sleep(500 * time.Millisecond)
 	scr.send("Enter")
 	approved := map[string]time.Time{}
