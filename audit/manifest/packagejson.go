@@ -152,6 +152,7 @@ func ParsePackageJSON(path string, data []byte) (*PackageJSON, error) {
 	return p, nil
 }
 
+// field reads the value of the top-level key into p.
 func (p *PackageJSON) field(r *jsonReader, key string) error {
 	var err error
 	switch key {
@@ -166,150 +167,17 @@ func (p *PackageJSON) field(r *jsonReader, key string) error {
 	case "scripts":
 		p.Scripts, err = r.stringMap(p.ScriptLines)
 	case SectionDependencies, SectionDevDependencies, SectionOptionalDependencies, SectionPeerDependencies:
-		lines := map[string]int{}
-		var m map[string]string
-		m, err = r.stringMap(lines)
-		switch key {
-		case SectionDependencies:
-			p.Dependencies = m
-		case SectionDevDependencies:
-			p.DevDependencies = m
-		case SectionOptionalDependencies:
-			p.OptionalDependencies = m
-		case SectionPeerDependencies:
-			p.PeerDependencies = m
-		}
-		// Drop earlier entries of a repeated section: the last one wins, as in JSON.parse.
-		kept := p.Deps[:0]
-		for _, d := range p.Deps {
-			if d.Section != key {
-				kept = append(kept, d)
-			}
-		}
-		p.Deps = kept
-		start := len(p.Deps)
-		for name, spec := range m {
-			p.Deps = append(p.Deps, Dependency{Name: name, Spec: spec, Section: key, Line: lines[name]})
-		}
-		added := p.Deps[start:]
-		sort.Slice(added, func(i, j int) bool { return added[i].Line < added[j].Line })
+		err = p.depSection(r, key)
 	case "bin":
-		p.binString = ""
-		var t json.Token
-		t, err = r.token()
-		if err != nil {
-			return err
-		}
-		switch v := t.(type) {
-		case string:
-			p.binString = v
-		case json.Delim:
-			if v != '{' {
-				return r.skipRest(t)
-			}
-			for r.dec.More() {
-				kt, err := r.token()
-				if err != nil {
-					return err
-				}
-				name, _ := kt.(string)
-				target, ok, err := r.str()
-				if err != nil {
-					return err
-				}
-				if ok {
-					p.Bin[name] = target
-				}
-			}
-			_, err = r.token()
-		}
+		err = p.bin(r)
 	case "workspaces":
-		var t json.Token
-		t, err = r.token()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case json.Delim('['):
-			p.Workspaces = nil
-			for r.dec.More() {
-				s, ok, err := r.str()
-				if err != nil {
-					return err
-				}
-				if ok {
-					p.Workspaces = append(p.Workspaces, s)
-				}
-			}
-			_, err = r.token()
-		case json.Delim('{'):
-			for r.dec.More() {
-				kt, err := r.token()
-				if err != nil {
-					return err
-				}
-				if kt == "packages" {
-					p.Workspaces, _, err = r.stringList()
-				} else {
-					err = r.skip()
-				}
-				if err != nil {
-					return err
-				}
-			}
-			_, err = r.token()
-		default:
-			err = r.skipRest(t)
-		}
+		err = p.workspaces(r)
 	case "lavamoat":
-		_, err = r.object(func(k string, _ int) error {
-			if k != "allowScripts" {
-				return r.skip()
-			}
-			p.LavamoatAllowScripts = map[string]bool{}
-			_, err := r.object(func(name string, _ int) error {
-				v, err := r.value()
-				p.LavamoatAllowScripts[name] = v == true
-				return err
-			})
-			return err
-		})
+		err = p.lavamoat(r)
 	case "pnpm":
-		p.Pnpm = &PnpmSettings{}
-		_, err = r.object(func(k string, _ int) error {
-			var err error
-			switch k {
-			case "onlyBuiltDependencies":
-				p.Pnpm.OnlyBuiltDependencies, p.Pnpm.HasOnlyBuilt, err = r.stringList()
-			case "neverBuiltDependencies":
-				p.Pnpm.NeverBuiltDependencies, p.Pnpm.HasNeverBuilt, err = r.stringList()
-			case "onlyBuiltDependenciesFile":
-				p.Pnpm.OnlyBuiltFile, _, err = r.str()
-			case "overrides":
-				var m map[string]string
-				m, err = r.stringMap(nil)
-				for k, v := range m {
-					p.addOverride(k, v)
-				}
-			default:
-				err = r.skip()
-			}
-			return err
-		})
+		err = p.pnpm(r)
 	case "dependenciesMeta":
-		p.DependenciesMeta = map[string]map[string]bool{}
-		_, err = r.object(func(name string, _ int) error {
-			m := map[string]bool{}
-			p.DependenciesMeta[name] = m
-			_, err := r.object(func(k string, _ int) error {
-				v, err := r.value()
-				if b, ok := v.(bool); ok {
-					m[k] = b
-				}
-				return err
-			})
-			return err
-		})
+		err = p.dependenciesMeta(r)
 	case "trustedDependencies":
 		p.TrustedDependencies, p.HasTrustedDependencies, err = r.stringList()
 	case "gypfile":
@@ -339,6 +207,173 @@ func (p *PackageJSON) field(r *jsonReader, key string) error {
 	default:
 		err = r.skip()
 	}
+	return err
+}
+
+// depSection reads one of the four dependency sections, named by key.
+func (p *PackageJSON) depSection(r *jsonReader, key string) error {
+	lines := map[string]int{}
+	m, err := r.stringMap(lines)
+	switch key {
+	case SectionDependencies:
+		p.Dependencies = m
+	case SectionDevDependencies:
+		p.DevDependencies = m
+	case SectionOptionalDependencies:
+		p.OptionalDependencies = m
+	case SectionPeerDependencies:
+		p.PeerDependencies = m
+	}
+	// Drop earlier entries of a repeated section: the last one wins, as in JSON.parse.
+	kept := p.Deps[:0]
+	for _, d := range p.Deps {
+		if d.Section != key {
+			kept = append(kept, d)
+		}
+	}
+	p.Deps = kept
+	start := len(p.Deps)
+	for name, spec := range m {
+		p.Deps = append(p.Deps, Dependency{Name: name, Spec: spec, Section: key, Line: lines[name]})
+	}
+	added := p.Deps[start:]
+	sort.Slice(added, func(i, j int) bool { return added[i].Line < added[j].Line })
+	return err
+}
+
+// bin reads "bin": one command as a string, or an object of commands.
+func (p *PackageJSON) bin(r *jsonReader) error {
+	p.binString = ""
+	t, err := r.token()
+	if err != nil {
+		return err
+	}
+	switch v := t.(type) {
+	case string:
+		p.binString = v
+	case json.Delim:
+		if v != '{' {
+			return r.skipRest(t)
+		}
+		for r.dec.More() {
+			kt, err := r.token()
+			if err != nil {
+				return err
+			}
+			name, _ := kt.(string)
+			target, ok, err := r.str()
+			if err != nil {
+				return err
+			}
+			if ok {
+				p.Bin[name] = target
+			}
+		}
+		_, err = r.token()
+	}
+	return err
+}
+
+// workspaces reads "workspaces": an array of globs, or an object whose
+// "packages" is one.
+func (p *PackageJSON) workspaces(r *jsonReader) error {
+	t, err := r.token()
+	if err != nil {
+		return err
+	}
+	switch t {
+	case json.Delim('['):
+		p.Workspaces = nil
+		for r.dec.More() {
+			s, ok, err := r.str()
+			if err != nil {
+				return err
+			}
+			if ok {
+				p.Workspaces = append(p.Workspaces, s)
+			}
+		}
+		_, err = r.token()
+	case json.Delim('{'):
+		for r.dec.More() {
+			kt, err := r.token()
+			if err != nil {
+				return err
+			}
+			if kt == "packages" {
+				p.Workspaces, _, err = r.stringList()
+			} else {
+				err = r.skip()
+			}
+			if err != nil {
+				return err
+			}
+		}
+		_, err = r.token()
+	default:
+		err = r.skipRest(t)
+	}
+	return err
+}
+
+// lavamoat reads lavamoat.allowScripts.
+func (p *PackageJSON) lavamoat(r *jsonReader) error {
+	_, err := r.object(func(k string, _ int) error {
+		if k != "allowScripts" {
+			return r.skip()
+		}
+		p.LavamoatAllowScripts = map[string]bool{}
+		_, err := r.object(func(name string, _ int) error {
+			v, err := r.value()
+			p.LavamoatAllowScripts[name] = v == true
+			return err
+		})
+		return err
+	})
+	return err
+}
+
+// pnpm reads the "pnpm" settings that decide which packages build, and its overrides.
+func (p *PackageJSON) pnpm(r *jsonReader) error {
+	p.Pnpm = &PnpmSettings{}
+	_, err := r.object(func(k string, _ int) error {
+		var err error
+		switch k {
+		case "onlyBuiltDependencies":
+			p.Pnpm.OnlyBuiltDependencies, p.Pnpm.HasOnlyBuilt, err = r.stringList()
+		case "neverBuiltDependencies":
+			p.Pnpm.NeverBuiltDependencies, p.Pnpm.HasNeverBuilt, err = r.stringList()
+		case "onlyBuiltDependenciesFile":
+			p.Pnpm.OnlyBuiltFile, _, err = r.str()
+		case "overrides":
+			var m map[string]string
+			m, err = r.stringMap(nil)
+			for k, v := range m {
+				p.addOverride(k, v)
+			}
+		default:
+			err = r.skip()
+		}
+		return err
+	})
+	return err
+}
+
+// dependenciesMeta reads the boolean settings of "dependenciesMeta".
+func (p *PackageJSON) dependenciesMeta(r *jsonReader) error {
+	p.DependenciesMeta = map[string]map[string]bool{}
+	_, err := r.object(func(name string, _ int) error {
+		m := map[string]bool{}
+		p.DependenciesMeta[name] = m
+		_, err := r.object(func(k string, _ int) error {
+			v, err := r.value()
+			if b, ok := v.(bool); ok {
+				m[k] = b
+			}
+			return err
+		})
+		return err
+	})
 	return err
 }
 
