@@ -16,6 +16,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // mergedView is what the jail saw, computed independently of the package: the project with the
@@ -295,8 +296,8 @@ func TestSetuidStrippedAndOutsideLinks(t *testing.T) {
 func TestSymlinksNeverRedirectWrites(t *testing.T) {
 	for _, walk := range []bool{false, true} {
 		t.Run(fmt.Sprintf("walk=%v", walk), func(t *testing.T) {
-			forceWalk = walk
-			defer func() { forceWalk = false }()
+			projectfs.ForceWalk = walk
+			defer func() { projectfs.ForceWalk = false }()
 			outside := t.TempDir()
 			f := newFixture(t, map[string]file{"lnk": {Link: outside}, "sub/a.txt": {Data: "a\n"}})
 			f.stage(t, map[string]file{"lnk/pwn": {Data: "pwned\n"}, "sub/a.txt": {Data: "A\n"}, "sub/b.txt": {Data: "b\n"}})

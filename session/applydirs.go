@@ -9,7 +9,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // The directories an apply removes: those the agent deleted whole, once the apply's deletions
@@ -27,7 +29,7 @@ type removedDir struct {
 // leftEmpty lists the project directories that the deletions of ops leave empty and that the
 // agent's tree no longer has (the agent deleted the whole directory), deepest first, so that the
 // apply removes them too and a rollback makes them again. Directories in known are left out.
-func leftEmpty(root *projectRoot, upper string, ops []op, deleted map[string]bool, known []removedDir) []removedDir {
+func leftEmpty(root *projectfs.Root, upper string, ops []op, deleted map[string]bool, known []removedDir) []removedDir {
 	listed := map[string]bool{}
 	for _, d := range known {
 		listed[d.Path] = true
@@ -38,7 +40,7 @@ func leftEmpty(root *projectRoot, upper string, ops []op, deleted map[string]boo
 		if o.Kind != 'd' {
 			continue
 		}
-		for d := filepathDir(o.Path); d != "" && !seen[d]; d = filepathDir(d) {
+		for d := projectfs.FilepathDir(o.Path); d != "" && !seen[d]; d = projectfs.FilepathDir(d) {
 			seen[d] = true
 			cands = append(cands, d)
 		}
@@ -57,12 +59,12 @@ func leftEmpty(root *projectRoot, upper string, ops []op, deleted map[string]boo
 		if listed[d] || agentHasDir(upper, d) {
 			continue
 		}
-		h, err := root.lstat(d)
-		if err != nil || !h.exists || h.stat.Type != 'd' || !onlyDeleted(root, d, deleted, gone) {
+		h, err := root.Lstat(d)
+		if err != nil || !h.Exists || h.Stat.Type != 'd' || !onlyDeleted(root, d, deleted, gone) {
 			continue
 		}
 		gone[d] = true
-		out = append(out, removedDir{Path: d, Mode: h.stat.Mode, Emptied: true})
+		out = append(out, removedDir{Path: d, Mode: h.Stat.Mode, Emptied: true})
 	}
 	return out
 }
@@ -104,8 +106,8 @@ func agentHasDir(upper, dir string) bool {
 
 // onlyDeleted reports whether every entry of the project directory dir goes with the apply: a
 // non-directory in deleted, or a directory in gone.
-func onlyDeleted(root *projectRoot, dir string, deleted, gone map[string]bool) bool {
-	fd, err := openat(root.fd, dir, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+func onlyDeleted(root *projectfs.Root, dir string, deleted, gone map[string]bool) bool {
+	fd, err := projectfs.Openat(root.FD, dir, unix.O_DIRECTORY|unix.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}
@@ -130,25 +132,25 @@ func onlyDeleted(root *projectRoot, dir string, deleted, gone map[string]bool) b
 
 // emptiedDirs lists dir and every directory below it, parents first, when every non-directory
 // below dir is in deleted; otherwise it fails.
-func emptiedDirs(root *projectRoot, dir string, deleted map[string]bool) ([]removedDir, error) {
-	fd, err := openat(root.fd, dir, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+func emptiedDirs(root *projectfs.Root, dir string, deleted map[string]bool) ([]removedDir, error) {
+	fd, err := projectfs.Openat(root.FD, dir, unix.O_DIRECTORY|unix.O_RDONLY, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", visible(dir), err)
+		return nil, fmt.Errorf("%s: %w", quote.Path(dir), err)
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, err
 	}
-	out := []removedDir{{Path: dir, Mode: statFromUnix(&st).Mode}}
-	err = walkAt(fd, dir, func(rel string, _ int, _ string, st *unix.Stat_t) error {
+	out := []removedDir{{Path: dir, Mode: projectfs.StatFromUnix(&st).Mode}}
+	err = projectfs.WalkAt(fd, dir, func(rel string, _ int, _ string, st *unix.Stat_t) error {
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			if !deleted[rel] {
-				return fmt.Errorf("%s stays", visible(rel))
+				return fmt.Errorf("%s stays", quote.Path(rel))
 			}
 			return nil
 		}
-		out = append(out, removedDir{Path: rel, Mode: statFromUnix(st).Mode})
+		out = append(out, removedDir{Path: rel, Mode: projectfs.StatFromUnix(st).Mode})
 		return nil
 	})
 	return out, err

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // The plan of an apply: which changes, hunks and merges it writes, worked out against the bases
@@ -46,7 +48,7 @@ func (s *Session) PlanApply(opts ApplyOptions) (*ApplyPlan, error) {
 }
 
 // plan works out an apply against bases already loaded and the open project root.
-func (s *Session) plan(opts ApplyOptions, b *bases, host *projectRoot) (*ApplyPlan, error) {
+func (s *Session) plan(opts ApplyOptions, b *bases, host *projectfs.Root) (*ApplyPlan, error) {
 	if s.Meta.State == StateDiscarded {
 		return nil, fmt.Errorf("session %s was discarded; nothing to apply", s.Meta.ID)
 	}
@@ -63,7 +65,7 @@ func (s *Session) plan(opts ApplyOptions, b *bases, host *projectRoot) (*ApplyPl
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("apply: %s has no staged change", visible(p))
+			return nil, fmt.Errorf("apply: %s has no staged change", quote.Path(p))
 		}
 	}
 	decs, err := s.LoadDecisions()
@@ -159,7 +161,7 @@ func (s *Session) planWhole(pl *ApplyPlan, c *Change) {
 	case KindFile:
 		mode := c.New.Mode & 0o777
 		if c.New.Mode&0o7000 != 0 {
-			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s: setuid/setgid/sticky bits stripped (mode %04o applied as %04o)", visible(c.Path), c.New.Mode, mode))
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s: setuid/setgid/sticky bits stripped (mode %04o applied as %04o)", quote.Path(c.Path), c.New.Mode, mode))
 		}
 		pl.ops = append(pl.ops, op{Path: c.Path, Kind: 'f', Mode: mode, Hash: c.New.Hash, Whole: true})
 		pl.Files = append(pl.Files, PlannedFile{Path: c.Path, Action: "write", Whole: true})
@@ -168,7 +170,7 @@ func (s *Session) planWhole(pl *ApplyPlan, c *Change) {
 }
 
 // planHunks plans writing base + the accepted hunks of c.
-func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectRoot, c *Change, fd FileDecision) error {
+func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectfs.Root, c *Change, fd FileDecision) error {
 	old, new, err := s.contents(b, host, c, s.store.maxDiffBytes())
 	if err != nil {
 		return err
@@ -204,7 +206,7 @@ func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 	}
 	content, err := diff.Apply(old, hunks, fd.Hunks)
 	if err != nil {
-		return fmt.Errorf("apply hunks of %s: %w", visible(c.Path), err)
+		return fmt.Errorf("apply hunks of %s: %w", quote.Path(c.Path), err)
 	}
 	if bytes.Equal(content, old) && c.Old.Exists() {
 		return nil
@@ -213,7 +215,7 @@ func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 	if !c.Old.Exists() {
 		mode = c.New.Mode & 0o777
 	}
-	sum := contentName(content)
+	sum := projectfs.ContentName(content)
 	pl.contents[sum] = content
 	pl.ops = append(pl.ops, op{Path: c.Path, Kind: 'f', Mode: mode, Hash: sum})
 	pl.Files = append(pl.Files, PlannedFile{Path: c.Path, Action: "write", Accepted: acc, Rejected: rej, Pending: und})

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -73,7 +75,7 @@ type journalEntry struct {
 // and the entry committed. Reading the prior bytes, writing the temp files and renaming them run
 // on parallel workers, one directory at a time each. Cancelling ctx before the renames undoes
 // the apply (abort); from the renames on, it is finished.
-func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *bases, root *projectRoot) error {
+func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *bases, root *projectfs.Root) error {
 	// Partial contents become base objects first: a recovered, done apply records them as bases.
 	partial := false
 	for _, o := range pl.ops {
@@ -128,11 +130,11 @@ func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *bas
 				// everything in it; the directories are removed and recorded for a rollback.
 				removed, err := emptiedDirs(root, o.Path, deleted)
 				if err != nil || o.Kind == 'd' {
-					return fail(fmt.Errorf("apply %s: the project has a directory there that this apply does not empty; not replacing it", visible(o.Path)))
+					return fail(fmt.Errorf("apply %s: the project has a directory there that this apply does not empty; not replacing it", quote.Path(o.Path)))
 				}
 				e.RemovedDirs = append(e.RemovedDirs, removed...)
 			default:
-				return fail(fmt.Errorf("apply %s: the project has a special file there; not replacing it", visible(o.Path)))
+				return fail(fmt.Errorf("apply %s: the project has a special file there; not replacing it", quote.Path(o.Path)))
 			}
 		}
 		if o.Kind != 'd' {
@@ -141,16 +143,16 @@ func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *bas
 				if dirs[d] || isDir[d] {
 					break
 				}
-				dh, err := root.lstat(d)
+				dh, err := root.Lstat(d)
 				if err != nil {
-					return fail(fmt.Errorf("apply %s: %w", visible(o.Path), err))
+					return fail(fmt.Errorf("apply %s: %w", quote.Path(o.Path), err))
 				}
-				if dh.exists && dh.stat.Type == 'd' {
+				if dh.Exists && dh.Stat.Type == 'd' {
 					isDir[d] = true
 					break
 				}
-				if dh.exists && !deleted[d] {
-					return fail(fmt.Errorf("apply %s: %s is not a directory in the project", visible(o.Path), visible(d)))
+				if dh.Exists && !deleted[d] {
+					return fail(fmt.Errorf("apply %s: %s is not a directory in the project", quote.Path(o.Path), quote.Path(d)))
 				}
 				dirs[d] = true
 				e.Dirs = append(e.Dirs, d)
@@ -170,7 +172,7 @@ func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *bas
 	}
 	step("journal")
 	// Resolve every directory afresh from here on: the host may have changed the tree meanwhile.
-	root.invalidate()
+	root.Invalidate()
 
 	for i, jp := range e.Paths {
 		if jp.Kind == 'd' {
@@ -185,16 +187,16 @@ func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *bas
 	}
 	for i := len(e.RemovedDirs) - 1; i >= 0; i-- {
 		d := e.RemovedDirs[i]
-		err := root.rmdir(d.Path)
+		err := root.Rmdir(d.Path)
 		if err != nil && d.Emptied && (errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOENT)) {
 			continue // the host put something in it meanwhile: it stays
 		}
 		if err != nil {
-			return s.abort(root, e, fmt.Errorf("apply: remove directory %s: %w", visible(d.Path), err))
+			return s.abort(root, e, fmt.Errorf("apply: remove directory %s: %w", quote.Path(d.Path), err))
 		}
 		step("rmdir " + d.Path)
 	}
-	root.invalidate()
+	root.Invalidate()
 	if err := s.writeTemps(ctx, root, b, e); err != nil {
 		return s.abort(root, e, err)
 	}
@@ -207,7 +209,7 @@ func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *bas
 	if ctx.Err() != nil {
 		return s.abort(root, e, errInterrupted)
 	}
-	root.invalidate()
+	root.Invalidate()
 	if err := renameTemps(root, e); err != nil {
 		return s.abort(root, e, err)
 	}
@@ -235,7 +237,7 @@ var linkPriors = true
 // and a regular file itself, hard-linked into jdir/keep, or where that cannot be done its bytes,
 // appended to one pack per worker in jdir (prior.pack, prior-1.pack, ...), each fsynced. Paths are
 // read beneath root, never through a symlink.
-func savePriors(ctx context.Context, root *projectRoot, jdir string, ops []op) ([]priorState, error) {
+func savePriors(ctx context.Context, root *projectfs.Root, jdir string, ops []op) ([]priorState, error) {
 	out := make([]priorState, len(ops))
 	paths := make([]string, len(ops))
 	for i, o := range ops {
@@ -253,7 +255,7 @@ func savePriors(ctx context.Context, root *projectRoot, jdir string, ops []op) (
 		defer unix.Close(fd)
 		keep = fd
 	}
-	packs := make([]*packWriter, applyWorkers)
+	packs := make([]*packWriter, projectfs.ApplyWorkers)
 	closeAll := func() {
 		for _, p := range packs {
 			if p != nil {
@@ -261,7 +263,7 @@ func savePriors(ctx context.Context, root *projectRoot, jdir string, ops []op) (
 			}
 		}
 	}
-	err := root.inDirs(groupByDir(paths, nil), func(w, dir int, dirErr error, i int) error {
+	err := root.InDirs(projectfs.GroupByDir(paths, nil), func(w, dir int, dirErr error, i int) error {
 		if ctx.Err() != nil {
 			return errInterrupted
 		}
@@ -277,7 +279,7 @@ func savePriors(ctx context.Context, root *projectRoot, jdir string, ops []op) (
 			return packs[w], nil
 		})
 		if err != nil {
-			return fmt.Errorf("apply %s: save prior content: %w", visible(paths[i]), err)
+			return fmt.Errorf("apply %s: save prior content: %w", quote.Path(paths[i]), err)
 		}
 		out[i] = pr
 		return nil
@@ -320,15 +322,15 @@ func priorPackName(w int) string {
 // as keepName in the directory keep (when keep >= 0), or else appends its bytes to the pack that
 // pack returns.
 func readPrior(dir int, dirErr error, name string, keep int, keepName string, pack func() (*packWriter, error)) (priorState, error) {
-	st, exists, err := statAt(dir, dirErr, name)
+	st, exists, err := projectfs.StatAt(dir, dirErr, name)
 	if err != nil || !exists {
 		return priorState{}, err
 	}
-	fs := statFromUnix(&st)
+	fs := projectfs.StatFromUnix(&st)
 	pr := priorState{Exists: true, Type: fs.Type, Mode: fs.Mode}
 	switch fs.Type {
 	case 'l':
-		t, err := readlinkat(dir, name)
+		t, err := projectfs.Readlinkat(dir, name)
 		if err != nil {
 			return priorState{}, err
 		}
@@ -346,7 +348,7 @@ func readPrior(dir int, dirErr error, name string, keep int, keepName string, pa
 			}
 			unix.Unlinkat(keep, keepName, 0)
 		}
-		fd, fst, err := openRegularAt(dir, name)
+		fd, fst, err := projectfs.OpenRegularAt(dir, name)
 		if err != nil {
 			return priorState{}, err
 		}
@@ -359,7 +361,7 @@ func readPrior(dir int, dirErr error, name string, keep int, keepName string, pa
 		if err != nil {
 			return priorState{}, err
 		}
-		pr.Pack, pr.Off, pr.Len, pr.Hash = p.name, off, sum.size, sum.hash
+		pr.Pack, pr.Off, pr.Len, pr.Hash = p.name, off, sum.Size, sum.Hash
 		if p.name == "prior.pack" {
 			pr.Pack = ""
 		}
@@ -369,7 +371,7 @@ func readPrior(dir int, dirErr error, name string, keep int, keepName string, pa
 
 // abort rolls back an apply that failed (or was interrupted: cause is errInterrupted) part-way,
 // then reports the original error, or an *InterruptedError.
-func (s *Session) abort(root *projectRoot, e *journalEntry, cause error) error {
+func (s *Session) abort(root *projectfs.Root, e *journalEntry, cause error) error {
 	u, err := s.rollbackEntry(root, e, false)
 	if err != nil {
 		return fmt.Errorf("%w; rolling it back failed too (the next shadow command retries): %v", cause, err)
@@ -385,13 +387,13 @@ func (s *Session) abort(root *projectRoot, e *journalEntry, cause error) error {
 
 // writeTemps writes each planned file or symlink as a temp file next to its target, on parallel
 // workers that each take one directory at a time.
-func (s *Session) writeTemps(ctx context.Context, root *projectRoot, b *bases, e *journalEntry) error {
+func (s *Session) writeTemps(ctx context.Context, root *projectfs.Root, b *bases, e *journalEntry) error {
 	for _, d := range e.Dirs {
-		if err := root.mkdirAll(d); err != nil {
+		if err := root.MkdirAll(d); err != nil {
 			return err
 		}
 	}
-	upper, err := openRoot(s.UpperDir())
+	upper, err := projectfs.OpenRoot(s.UpperDir())
 	if err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
@@ -401,7 +403,7 @@ func (s *Session) writeTemps(ctx context.Context, root *projectRoot, b *bases, e
 			return errInterrupted
 		}
 		if err := writeTemp(upper, b, dir, jp); err != nil {
-			return fmt.Errorf("apply %s: write: %w", visible(jp.Path), err)
+			return fmt.Errorf("apply %s: write: %w", quote.Path(jp.Path), err)
 		}
 		step(fmt.Sprintf("temp %d", i))
 		return nil
@@ -410,17 +412,17 @@ func (s *Session) writeTemps(ctx context.Context, root *projectRoot, b *bases, e
 
 // writeTemp writes one path's temp file (or symlink) in its directory dir: the staged file, read
 // beneath the upper layer without following a symlink, or the base object of a partial apply.
-func writeTemp(upper *projectRoot, b *bases, dir int, jp journalPath) error {
+func writeTemp(upper *projectfs.Root, b *bases, dir int, jp journalPath) error {
 	if jp.Kind == 'l' {
 		return unix.Symlinkat(jp.Target, dir, jp.Temp)
 	}
 	var src int
 	var err error
 	if jp.Whole {
-		src, err = openat(upper.fd, jp.Path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+		src, err = projectfs.Openat(upper.FD, jp.Path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 		if err == unix.EACCES {
-			// Closed to its owner by its mode: opened as openRegularAt does.
-			src, err = upper.openReadFD(jp.Path)
+			// Closed to its owner by its mode: opened as projectfs.OpenRegularAt does.
+			src, err = upper.OpenReadFD(jp.Path)
 		}
 	} else {
 		src, err = unix.Open(b.objectPath(jp.Hash), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -443,7 +445,7 @@ func writeTemp(upper *projectRoot, b *bases, dir int, jp journalPath) error {
 
 // writeTempAt creates name in dir (never following a symlink, never reusing a file), copies the
 // n bytes at off of the regular file src into it and sets mode; a large file is copied by its
-// data segments, its holes left holes (copySparse). A non-empty hash must match the copied
+// data segments, its holes left holes (projectfs.CopySparse). A non-empty hash must match the copied
 // content.
 func writeTempAt(dir int, name string, src int, off, n int64, mode uint32, hash string) error {
 	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
@@ -451,10 +453,10 @@ func writeTempAt(dir int, name string, src int, off, n int64, mode uint32, hash 
 		return err
 	}
 	var sum string
-	if n >= sparseMin {
-		var s fileSum
-		s, err = copySparse(fd, src, off, n)
-		sum = s.hash
+	if n >= projectfs.SparseMin {
+		var s projectfs.FileSum
+		s, err = projectfs.CopySparse(fd, src, off, n)
+		sum = s.Hash
 	} else {
 		sum, err = copySmall(fd, src, off, n)
 	}
@@ -473,22 +475,22 @@ func writeTempAt(dir int, name string, src int, off, n int64, mode uint32, hash 
 	return err
 }
 
-// copySmall copies the n bytes at off of src, fewer than sparseMin, to dst and returns their
-// sha256 (which is their contentSum).
+// copySmall copies the n bytes at off of src, fewer than projectfs.SparseMin, to dst and returns their
+// sha256 (which is their projectfs.ContentSum).
 func copySmall(dst, src int, off, n int64) (string, error) {
 	h := sha256.New()
-	bp := copyBuffers.Get().(*[]byte)
-	defer copyBuffers.Put(bp)
+	bp := projectfs.CopyBuffers.Get().(*[]byte)
+	defer projectfs.CopyBuffers.Put(bp)
 	buf := *bp
 	for done := int64(0); done < n; {
-		k, err := pread(src, buf[:min(int64(len(buf)), n-done)], off+done)
+		k, err := projectfs.Pread(src, buf[:min(int64(len(buf)), n-done)], off+done)
 		if err != nil {
 			return "", err
 		}
 		if k == 0 {
-			return "", errShrank
+			return "", projectfs.ErrShrank
 		}
-		if _, err := fdIO(dst).Write(buf[:k]); err != nil {
+		if _, err := projectfs.FdIO(dst).Write(buf[:k]); err != nil {
 			return "", err
 		}
 		h.Write(buf[:k])
@@ -499,11 +501,11 @@ func copySmall(dst, src int, off, n int64) (string, error) {
 
 // renameTemps renames every temp file of an apply over its target, on parallel workers that each
 // take one directory at a time.
-func renameTemps(root *projectRoot, e *journalEntry) error {
+func renameTemps(root *projectfs.Root, e *journalEntry) error {
 	return e.inWrittenDirs(root, func(dir, i int, jp journalPath) error {
 		name := jp.Path[strings.LastIndexByte(jp.Path, '/')+1:]
 		if err := unix.Renameat(dir, jp.Temp, dir, name); err != nil {
-			return fmt.Errorf("apply %s: rename into place: %w", visible(jp.Path), err)
+			return fmt.Errorf("apply %s: rename into place: %w", quote.Path(jp.Path), err)
 		}
 		step(fmt.Sprintf("rename %d", i))
 		return nil
@@ -511,33 +513,33 @@ func renameTemps(root *projectRoot, e *journalEntry) error {
 }
 
 // inWrittenDirs calls fn for every path the entry writes (all but deletions), with its directory
-// open beneath root, on parallel workers that each take one directory at a time (see inDirs).
-func (e *journalEntry) inWrittenDirs(root *projectRoot, fn func(dir, i int, jp journalPath) error) error {
+// open beneath root, on parallel workers that each take one directory at a time (see projectfs.InDirs).
+func (e *journalEntry) inWrittenDirs(root *projectfs.Root, fn func(dir, i int, jp journalPath) error) error {
 	paths := make([]string, len(e.Paths))
 	for i, jp := range e.Paths {
 		paths[i] = jp.Path
 	}
-	groups := groupByDir(paths, func(i int) bool { return e.Paths[i].Kind != 'd' })
-	return root.inDirs(groups, func(_, dir int, dirErr error, i int) error {
+	groups := projectfs.GroupByDir(paths, func(i int) bool { return e.Paths[i].Kind != 'd' })
+	return root.InDirs(groups, func(_, dir int, dirErr error, i int) error {
 		jp := e.Paths[i]
 		if dirErr != nil {
-			return fmt.Errorf("apply %s: open its directory: %w", visible(jp.Path), dirErr)
+			return fmt.Errorf("apply %s: open its directory: %w", quote.Path(jp.Path), dirErr)
 		}
 		return fn(dir, i, jp)
 	})
 }
 
 // deletePath deletes a path an apply deletes.
-func deletePath(root *projectRoot, jp journalPath) error {
-	dir, name, err := root.openParent(jp.Path, false)
+func deletePath(root *projectfs.Root, jp journalPath) error {
+	dir, name, err := root.OpenParent(jp.Path, false)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("apply %s: open its directory: %w", visible(jp.Path), err)
+		return fmt.Errorf("apply %s: open its directory: %w", quote.Path(jp.Path), err)
 	}
 	if err := unix.Unlinkat(dir, name, 0); err != nil && err != unix.ENOENT {
-		return fmt.Errorf("apply %s: delete: %w", visible(jp.Path), err)
+		return fmt.Errorf("apply %s: delete: %w", quote.Path(jp.Path), err)
 	}
 	return nil
 }
@@ -567,7 +569,7 @@ type ApplyRecord struct {
 // commitApply records a done apply in the session: the applied content becomes the base of each
 // path, decisions move on, the apply is listed. It is idempotent, so recovery can repeat it.
 // root is the project, opened; b, when not nil, is the session's bases already loaded.
-func (s *Session) commitApply(root *projectRoot, e *journalEntry, b *bases) error {
+func (s *Session) commitApply(root *projectfs.Root, e *journalEntry, b *bases) error {
 	var err error
 	if b == nil {
 		if b, err = s.loadBases(); err != nil {
@@ -576,23 +578,23 @@ func (s *Session) commitApply(root *projectRoot, e *journalEntry, b *bases) erro
 		defer b.close()
 	}
 	for _, jp := range e.Paths {
-		h, err := root.lstat(jp.Path)
+		h, err := root.Lstat(jp.Path)
 		if err != nil {
 			return err
 		}
 		switch {
 		case jp.Merge:
 			// The pre-image stays the base the next merge is made against.
-		case jp.Kind == 'd' || !h.exists:
+		case jp.Kind == 'd' || !h.Exists:
 			b.index.Paths[jp.Path] = baseEntry{Kind: baseAbsent}
 		case jp.Kind == 'l':
-			b.index.Paths[jp.Path] = baseEntry{Kind: baseObject, Type: 'l', Mode: h.stat.Mode, Target: jp.Target, Host: h.stat}
+			b.index.Paths[jp.Path] = baseEntry{Kind: baseObject, Type: 'l', Mode: h.Stat.Mode, Target: jp.Target, Host: h.Stat}
 		case jp.Whole:
 			// The content is on the host (and in the upper layer): the hash is enough to tell the
 			// staged copy is unchanged, whatever the host does with the file later.
-			b.index.Paths[jp.Path] = baseEntry{Kind: baseHost, Type: 'f', Mode: h.stat.Mode, Hash: jp.Hash, Host: h.stat}
+			b.index.Paths[jp.Path] = baseEntry{Kind: baseHost, Type: 'f', Mode: h.Stat.Mode, Hash: jp.Hash, Host: h.Stat}
 		default:
-			b.index.Paths[jp.Path] = baseEntry{Kind: baseObject, Type: 'f', Mode: h.stat.Mode, Hash: jp.Hash, Host: h.stat}
+			b.index.Paths[jp.Path] = baseEntry{Kind: baseObject, Type: 'f', Mode: h.Stat.Mode, Hash: jp.Hash, Host: h.Stat}
 		}
 	}
 	if err := b.save(); err != nil {

@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // The base of a path is what the review diffs against and what partial applies start from: the
@@ -37,7 +39,7 @@ type baseEntry struct {
 	Kind   baseKind `json:"k"`
 	Type   byte     `json:"t,omitempty"` // 'f', 'l' or 'o'
 	Mode   uint32   `json:"m,omitempty"`
-	Hash   string   `json:"h,omitempty"` // contentSum of the content of a regular file
+	Hash   string   `json:"h,omitempty"` // projectfs.ContentSum of the content of a regular file
 	Target string   `json:"l,omitempty"`
 	// Pack, when set, names the pack file in base/ holding the content at Off, Len bytes long;
 	// otherwise the content is the object base/<Hash>.
@@ -51,7 +53,7 @@ type baseEntry struct {
 	Holes int64 `json:"z,omitempty"`
 	// Host is the host file's stat when this base was recorded: a host file that still matches it
 	// is unchanged.
-	Host fileStat `json:"s"`
+	Host projectfs.FileStat `json:"s"`
 }
 
 type baseIndex struct {
@@ -90,8 +92,8 @@ func (b *bases) close() {
 
 // openView opens the project root and loads the session's bases: what planning, capturing and
 // reading contents work against. The caller closes it.
-func (s *Session) openView() (*projectRoot, *bases, error) {
-	host, err := openRoot(s.Meta.Project)
+func (s *Session) openView() (*projectfs.Root, *bases, error) {
+	host, err := projectfs.OpenRoot(s.Meta.Project)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -172,7 +174,7 @@ func (b *bases) putObject(r io.Reader, sync bool) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("store pre-image: %w", err)
 	}
-	h := newContentSum()
+	h := projectfs.NewContentSum()
 	_, err = io.Copy(io.MultiWriter(f, h), r)
 	if err == nil && sync {
 		err = fsync(f)
@@ -193,22 +195,22 @@ func (b *bases) putObject(r io.Reader, sync bool) (string, error) {
 }
 
 // sameStat reports whether a host file still looks as it was recorded.
-func sameStat(a, b fileStat) bool {
+func sameStat(a, b projectfs.FileStat) bool {
 	return a.Type == b.Type && a.Mode == b.Mode && a.Size == b.Size && a.Mtime == b.Mtime && a.Ino == b.Ino
 }
 
 // captureAll takes the pre-image of every path of paths whose base still refers to the host (see
-// captureEntry) on up to applyWorkers goroutines, a directory at a time, each directory opened once
+// captureEntry) on up to projectfs.ApplyWorkers goroutines, a directory at a time, each directory opened once
 // beneath the root. It returns the new entries by index of paths (Kind "" where nothing was to be
 // taken), for the caller to record in the index.
-func (b *bases) captureAll(root *projectRoot, paths []string) ([]baseEntry, error) {
+func (b *bases) captureAll(root *projectfs.Root, paths []string) ([]baseEntry, error) {
 	out := make([]baseEntry, len(paths))
 	want := func(i int) bool { return b.get(paths[i]).Kind == baseHost }
-	err := root.inDirs(groupByDir(paths, want), func(_, dir int, dirErr error, i int) error {
+	err := root.InDirs(projectfs.GroupByDir(paths, want), func(_, dir int, dirErr error, i int) error {
 		name := paths[i][strings.LastIndexByte(paths[i], '/')+1:]
 		e, err := b.captureAt(dir, dirErr, name, b.get(paths[i]))
 		if err != nil {
-			return fmt.Errorf("take pre-image of %s: %w", visible(paths[i]), err)
+			return fmt.Errorf("take pre-image of %s: %w", quote.Path(paths[i]), err)
 		}
 		out[i] = e
 		return nil
@@ -219,17 +221,17 @@ func (b *bases) captureAll(root *projectRoot, paths []string) ([]baseEntry, erro
 // captureAt is captureEntry for name in the project directory dir (or dirErr, why it could not be
 // opened), looked up now.
 func (b *bases) captureAt(dir int, dirErr error, name string, e baseEntry) (baseEntry, error) {
-	st, exists, err := statAt(dir, dirErr, name)
+	st, exists, err := projectfs.StatAt(dir, dirErr, name)
 	if err != nil {
 		return e, err
 	}
 	if !exists {
 		return baseEntry{Kind: baseUnknown}, nil // the path is gone
 	}
-	h := hostEntry{exists: true, stat: statFromUnix(&st)}
-	if h.stat.Type == 'l' && sameStat(h.stat, e.Host) {
+	h := projectfs.HostEntry{Exists: true, Stat: projectfs.StatFromUnix(&st)}
+	if h.Stat.Type == 'l' && sameStat(h.Stat, e.Host) {
 		var err error
-		if h.target, err = readlinkat(dir, name); err != nil {
+		if h.Target, err = projectfs.Readlinkat(dir, name); err != nil {
 			return e, err
 		}
 	}
@@ -238,16 +240,16 @@ func (b *bases) captureAt(dir int, dirErr error, name string, e baseEntry) (base
 
 // captureSeen is captureEntry for path, whose host entry h was just looked up through root; Kind
 // is "" when the base of path does not refer to the host.
-func (b *bases) captureSeen(root *projectRoot, path string, h hostEntry) (baseEntry, error) {
+func (b *bases) captureSeen(root *projectfs.Root, path string, h projectfs.HostEntry) (baseEntry, error) {
 	e := b.get(path)
 	if e.Kind != baseHost {
 		return baseEntry{}, nil
 	}
 	dir, name := -1, ""
-	if h.exists && e.Type == 'f' && sameStat(h.stat, e.Host) {
+	if h.Exists && e.Type == 'f' && sameStat(h.Stat, e.Host) {
 		var err error
 		// The directory the lookup just went through, from root's cache.
-		if dir, name, err = root.openParent(path, false); err != nil {
+		if dir, name, err = root.OpenParent(path, false); err != nil {
 			return e, err
 		}
 	}
@@ -259,20 +261,20 @@ func (b *bases) captureSeen(root *projectRoot, path string, h hostEntry) (baseEn
 // symlink's target recorded. When the host no longer matches what e recorded, the base becomes
 // "unknown". h is checked before anything is opened: a special file put in place of a regular one
 // never is.
-func (b *bases) captureEntry(dir int, name string, h hostEntry, e baseEntry) (baseEntry, error) {
-	if !h.exists {
+func (b *bases) captureEntry(dir int, name string, h projectfs.HostEntry, e baseEntry) (baseEntry, error) {
+	if !h.Exists {
 		return baseEntry{Kind: baseUnknown}, nil
 	}
-	if !sameStat(h.stat, e.Host) {
-		return baseEntry{Kind: baseUnknown, Host: h.stat}, nil
+	if !sameStat(h.Stat, e.Host) {
+		return baseEntry{Kind: baseUnknown, Host: h.Stat}, nil
 	}
 	switch e.Type {
 	case 'l':
-		return baseEntry{Kind: baseObject, Type: 'l', Mode: e.Mode, Target: h.target, Host: h.stat}, nil
+		return baseEntry{Kind: baseObject, Type: 'l', Mode: e.Mode, Target: h.Target, Host: h.Stat}, nil
 	case 'f':
 		return b.captureFile(dir, name, e)
 	}
-	return baseEntry{Kind: baseUnknown, Host: h.stat}, nil
+	return baseEntry{Kind: baseUnknown, Host: h.Stat}, nil
 }
 
 // captureFile copies the regular file name of dir, which a stat just found as e recorded it, into
@@ -281,36 +283,36 @@ func (b *bases) captureEntry(dir int, name string, h hostEntry, e baseEntry) (ba
 // (another inode), or written while it was copied (its size or mtime moved), makes the base
 // unknown, and the copy is never referred to.
 func (b *bases) captureFile(dir int, name string, e baseEntry) (baseEntry, error) {
-	fd, st, err := openRegularAt(dir, name)
+	fd, st, err := projectfs.OpenRegularAt(dir, name)
 	switch {
 	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP):
 		return baseEntry{Kind: baseUnknown}, nil // gone, or a symlink now, since the stat
-	case errors.Is(err, errNotRegular):
-		return baseEntry{Kind: baseUnknown, Host: statFromUnix(&st)}, nil
+	case errors.Is(err, projectfs.ErrNotRegular):
+		return baseEntry{Kind: baseUnknown, Host: projectfs.StatFromUnix(&st)}, nil
 	case err != nil:
 		return e, err
 	}
 	defer unix.Close(fd)
-	before := statFromUnix(&st)
+	before := projectfs.StatFromUnix(&st)
 	if !sameStat(before, e.Host) {
 		return baseEntry{Kind: baseUnknown, Host: before}, nil
 	}
 	var p packed
-	bp := copyBuffers.Get().(*[]byte)
-	data, whole, err := readSized(fd, before.Size, *bp)
+	bp := projectfs.CopyBuffers.Get().(*[]byte)
+	data, whole, err := projectfs.ReadSized(fd, before.Size, *bp)
 	switch {
 	case err != nil:
 	case whole:
 		p, err = b.packBytes(data)
 	case len(data) > 0:
 		// More than its size said: written since the stat.
-		copyBuffers.Put(bp)
+		projectfs.CopyBuffers.Put(bp)
 		return baseEntry{Kind: baseUnknown, Host: before}, nil
 	default:
 		// Too large for one buffer: streamed into the pack, its holes left holes.
 		p, err = b.packFile(fd, before.Size)
 	}
-	copyBuffers.Put(bp)
+	projectfs.CopyBuffers.Put(bp)
 	if err != nil {
 		return e, err
 	}
@@ -319,25 +321,25 @@ func (b *bases) captureFile(dir int, name string, e baseEntry) (baseEntry, error
 	}
 	// Looked up by name: the path must still name the file copied, unchanged (the descriptor
 	// holds its inode, whose number no other file can take meanwhile).
-	st, exists, err := statAt(dir, nil, name)
+	st, exists, err := projectfs.StatAt(dir, nil, name)
 	if err != nil {
 		return e, err
 	}
 	if !exists {
 		return baseEntry{Kind: baseUnknown}, nil
 	}
-	if after := statFromUnix(&st); !sameStat(after, e.Host) {
+	if after := projectfs.StatFromUnix(&st); !sameStat(after, e.Host) {
 		return baseEntry{Kind: baseUnknown, Host: after}, nil
 	}
 	return baseEntry{Kind: baseObject, Type: 'f', Mode: e.Mode, Hash: p.sum, Host: before,
-		Pack: p.pack, Off: p.off, Len: p.n, Bin: p.bin, Holes: sparseHoles(p.holes)}, nil
+		Pack: p.pack, Off: p.off, Len: p.n, Bin: p.bin, Holes: projectfs.SparseHoles(p.holes)}, nil
 }
 
 // preimageCopied, when set, is called when a pre-image has been copied, before the file is
 // checked again (tests change the file there).
 var preimageCopied func(dir int, name string)
 
-// packed is where a pre-image went: its pack, offset and length, contentSum, whether its first
+// packed is where a pre-image went: its pack, offset and length, projectfs.ContentSum, whether its first
 // 8000 bytes hold a NUL, and its bytes in holes.
 type packed struct {
 	pack   string
@@ -349,7 +351,7 @@ type packed struct {
 
 // packBytes appends data to the run's pack (created on first use); parallel captures share it.
 func (b *bases) packBytes(data []byte) (packed, error) {
-	p := packed{n: int64(len(data)), sum: sha256Hex(data), bin: diff.IsBinary(data)}
+	p := packed{n: int64(len(data)), sum: projectfs.Sha256Hex(data), bin: diff.IsBinary(data)}
 	b.packMu.Lock()
 	defer b.packMu.Unlock()
 	w, err := b.packWriter()
@@ -378,7 +380,7 @@ func (b *bases) packFile(fd int, size int64) (packed, error) {
 	if err != nil {
 		return packed{}, err
 	}
-	return packed{pack: w.name, off: off, n: s.size, sum: s.hash, bin: s.binary, holes: s.holes}, nil
+	return packed{pack: w.name, off: off, n: s.Size, sum: s.Hash, bin: s.Binary, holes: s.Holes}, nil
 }
 
 // packWriter returns the run's pack, created on first use; packMu is held.
@@ -394,7 +396,7 @@ func (b *bases) packWriter() (*packWriter, error) {
 }
 
 // open returns the base content of a regular-file base for reading.
-func (b *bases) open(root *projectRoot, path string, e baseEntry) (io.ReadCloser, error) {
+func (b *bases) open(root *projectfs.Root, path string, e baseEntry) (io.ReadCloser, error) {
 	switch e.Kind {
 	case baseObject:
 		if e.Pack != "" {
@@ -402,20 +404,20 @@ func (b *bases) open(root *projectRoot, path string, e baseEntry) (io.ReadCloser
 		}
 		f, err := os.Open(b.objectPath(e.Hash))
 		if err != nil {
-			return nil, fmt.Errorf("read base of %s: %w", visible(path), err)
+			return nil, fmt.Errorf("read base of %s: %w", quote.Path(path), err)
 		}
 		return f, nil
 	case baseHost:
-		h, err := root.lstat(path)
+		h, err := root.Lstat(path)
 		if err != nil {
 			return nil, err
 		}
-		if !h.exists || !sameStat(h.stat, e.Host) {
-			return nil, fmt.Errorf("read base of %s: the host file changed and no pre-image was taken", visible(path))
+		if !h.Exists || !sameStat(h.Stat, e.Host) {
+			return nil, fmt.Errorf("read base of %s: the host file changed and no pre-image was taken", quote.Path(path))
 		}
-		return root.openRead(path)
+		return root.OpenRead(path)
 	}
-	return nil, fmt.Errorf("read base of %s: no content (%s)", visible(path), e.Kind)
+	return nil, fmt.Errorf("read base of %s: no content (%s)", quote.Path(path), e.Kind)
 }
 
 // errCorruptBase marks a pre-image that base/ should hold but does not: a base that is lost, not a
@@ -441,25 +443,25 @@ func newPackWriter(dir string) (*packWriter, error) {
 }
 
 // addFile appends the regular file fd, size bytes long by its stat, and returns what it holds
-// (fileSum) and where it starts. Only its data segments are written; its holes are skipped over,
+// (projectfs.FileSum) and where it starts. Only its data segments are written; its holes are skipped over,
 // holes of the pack.
-func (p *packWriter) addFile(fd int, size int64) (fileSum, int64, error) {
+func (p *packWriter) addFile(fd int, size int64) (projectfs.FileSum, int64, error) {
 	off := p.off
-	bp := copyBuffers.Get().(*[]byte)
-	defer copyBuffers.Put(bp)
-	h := newContentSum()
-	s := fileSum{size: size}
-	err := readSegments(fd, 0, size, *bp, func(at int64, b []byte) error {
-		if at < diff.SniffLen && !s.binary {
-			s.binary = diff.IsBinary(b[:min(int64(len(b)), diff.SniffLen-at)])
+	bp := projectfs.CopyBuffers.Get().(*[]byte)
+	defer projectfs.CopyBuffers.Put(bp)
+	h := projectfs.NewContentSum()
+	s := projectfs.FileSum{Size: size}
+	err := projectfs.ReadSegments(fd, 0, size, *bp, func(at int64, b []byte) error {
+		if at < diff.SniffLen && !s.Binary {
+			s.Binary = diff.IsBinary(b[:min(int64(len(b)), diff.SniffLen-at)])
 		}
 		h.Write(b)
 		n, err := p.w.Write(b)
 		p.off += int64(n) // bytes written even on error: later entries start after them
 		return err
 	}, func(at, n int64) error {
-		s.binary = s.binary || at < diff.SniffLen
-		s.holes += n
+		s.Binary = s.Binary || at < diff.SniffLen
+		s.Holes += n
 		h.Zeros(n)
 		if err := p.w.Flush(); err != nil {
 			return err
@@ -472,9 +474,9 @@ func (p *packWriter) addFile(fd int, size int64) (fileSum, int64, error) {
 		return nil
 	})
 	if err != nil {
-		return fileSum{}, 0, fmt.Errorf("store pre-image in %s: %w", p.name, err)
+		return projectfs.FileSum{}, 0, fmt.Errorf("store pre-image in %s: %w", p.name, err)
 	}
-	s.hash = h.Sum()
+	s.Hash = h.Sum()
 	return s, off, nil
 }
 
@@ -542,17 +544,17 @@ func (b *bases) checkPacked(path string, e baseEntry) error {
 // not hash to what was captured: a damaged pack never passes for a base.
 func (b *bases) openPacked(path string, e baseEntry) (io.ReadCloser, error) {
 	if strings.ContainsAny(e.Pack, "/\\") || !strings.HasPrefix(e.Pack, "pack-") || e.Off < 0 || e.Len < 0 {
-		return nil, fmt.Errorf("read base of %s: base/index.json is %w (bad pack reference %q)", visible(path), errCorruptBase, e.Pack)
+		return nil, fmt.Errorf("read base of %s: base/index.json is %w (bad pack reference %q)", quote.Path(path), errCorruptBase, e.Pack)
 	}
 	f, size, err := b.openPack(e.Pack)
 	if err != nil {
-		return nil, fmt.Errorf("read base of %s: base/%s is %w: %w", visible(path), e.Pack, errCorruptBase, err)
+		return nil, fmt.Errorf("read base of %s: base/%s is %w: %w", quote.Path(path), e.Pack, errCorruptBase, err)
 	}
 	if size < e.Off+e.Len {
 		return nil, fmt.Errorf("read base of %s: base/%s is %w (truncated: %d bytes, the pre-image ends at %d)",
-			visible(path), e.Pack, errCorruptBase, size, e.Off+e.Len)
+			quote.Path(path), e.Pack, errCorruptBase, size, e.Off+e.Len)
 	}
-	return &packedReader{r: io.NewSectionReader(f, e.Off, e.Len), h: newContentSum(), want: e.Hash,
+	return &packedReader{r: io.NewSectionReader(f, e.Off, e.Len), h: projectfs.NewContentSum(), want: e.Hash,
 		path: path, pack: e.Pack}, nil
 }
 
@@ -583,7 +585,7 @@ func (b *bases) openPack(name string) (*os.File, int64, error) {
 // packedReader reads one pre-image from a pack and checks its hash at the end.
 type packedReader struct {
 	r          *io.SectionReader
-	h          *contentSum
+	h          *projectfs.ContentSum
 	want       string
 	path, pack string
 }
@@ -592,7 +594,7 @@ func (p *packedReader) Read(buf []byte) (int, error) {
 	n, err := p.r.Read(buf)
 	p.h.Write(buf[:n])
 	if err == io.EOF && p.want != "" && p.h.Sum() != p.want {
-		return n, fmt.Errorf("base/%s is %w (the pre-image of %s does not match its hash)", p.pack, errCorruptBase, visible(p.path))
+		return n, fmt.Errorf("base/%s is %w (the pre-image of %s does not match its hash)", p.pack, errCorruptBase, quote.Path(p.path))
 	}
 	return n, err
 }

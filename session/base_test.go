@@ -14,21 +14,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"golang.org/x/sys/unix"
 )
 
 // The index is written without reflection: it must be what encoding/json writes, and read back
 // exactly, whatever the paths and targets hold.
 func TestBaseIndexEncoding(t *testing.T) {
-	host := fileStat{Type: 'f', Mode: 0o644, Size: 12, Mtime: 1764517000123456789, Ino: 1 << 40}
+	host := projectfs.FileStat{Type: 'f', Mode: 0o644, Size: 12, Mtime: 1764517000123456789, Ino: 1 << 40}
 	x := baseIndex{Version: 1, Paths: map[string]baseEntry{
 		"a.txt":                       {Kind: baseObject, Type: 'f', Mode: 0o644, Hash: strings.Repeat("ab", 32), Pack: "pack-123", Off: 7, Len: 12, Bin: true, Holes: 1 << 40, Host: host},
-		"empty":                       {Kind: baseObject, Type: 'f', Mode: 0o600, Hash: strings.Repeat("e3", 32), Pack: "pack-123", Host: fileStat{Type: 'f', Mode: 0o600}},
+		"empty":                       {Kind: baseObject, Type: 'f', Mode: 0o600, Hash: strings.Repeat("e3", 32), Pack: "pack-123", Host: projectfs.FileStat{Type: 'f', Mode: 0o600}},
 		"obj":                         {Kind: baseObject, Type: 'f', Mode: 0o4755, Hash: strings.Repeat("01", 32), Host: host},
-		"link":                        {Kind: baseObject, Type: 'l', Mode: 0o777, Target: "../a <&> \"b\"\\c", Host: fileStat{Type: 'l', Mode: 0o777, Size: 3}},
+		"link":                        {Kind: baseObject, Type: 'l', Mode: 0o777, Target: "../a <&> \"b\"\\c", Host: projectfs.FileStat{Type: 'l', Mode: 0o777, Size: 3}},
 		"bad-link":                    {Kind: baseObject, Type: 'l', Target: "bad\xffutf8"},
 		"gone":                        {Kind: baseUnknown},
-		"changed":                     {Kind: baseUnknown, Host: fileStat{Type: 'o', Mode: 0o644, Mtime: -1}},
+		"changed":                     {Kind: baseUnknown, Host: projectfs.FileStat{Type: 'o', Mode: 0o644, Mtime: -1}},
 		"was.txt":                     {Kind: baseAbsent},
 		"host":                        {Kind: baseHost, Type: 'f', Mode: 0o644, Hash: strings.Repeat("cd", 32), Host: host},
 		"évian/ü":                     {Kind: baseUnknown},
@@ -39,9 +40,9 @@ func TestBaseIndexEncoding(t *testing.T) {
 		"a-":                          {Kind: baseUnknown}, // sorts before "a.txt" and "a/b" by byte
 		"a/b":                         {Kind: baseUnknown},
 	}}
-	// Every field is set in some entry: a field added to baseEntry or fileStat must join the
+	// Every field is set in some entry: a field added to baseEntry or projectfs.FileStat must join the
 	// fixture, where the comparison below tells whether the encoder writes it.
-	for _, typ := range []reflect.Type{reflect.TypeFor[baseEntry](), reflect.TypeFor[fileStat]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[baseEntry](), reflect.TypeFor[projectfs.FileStat]()} {
 		for i := range typ.NumField() {
 			set := false
 			for _, e := range x.Paths {
@@ -83,7 +84,7 @@ func TestBaseIndexEncoding(t *testing.T) {
 	}
 }
 
-// readSized reads a file in one go when its size is as its stat says, and says when it is not.
+// projectfs.ReadSized reads a file in one go when its size is as its stat says, and says when it is not.
 func TestReadSized(t *testing.T) {
 	buf := make([]byte, 64)
 	for _, tc := range []struct {
@@ -110,7 +111,7 @@ func TestReadSized(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer unix.Close(fd)
-			data, whole, err := readSized(fd, tc.size, buf)
+			data, whole, err := projectfs.ReadSized(fd, tc.size, buf)
 			if err != nil || string(data) != tc.data || whole != tc.whole {
 				t.Errorf("readSized = %q, %v, %v; want %q, %v", data, whole, err, tc.data, tc.whole)
 			}

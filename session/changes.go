@@ -1,22 +1,17 @@
 package session
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // Status is a change's git-style letter.
@@ -51,7 +46,7 @@ type Side struct {
 	Target string `json:"target,omitempty"`
 	// Hash names a regular file's content ("" when unknown): its sha256, or for a content with
 	// at least 1 MiB of zeros in aligned 4 KiB blocks, "zeros-" and a sha256 that counts those
-	// blocks rather than reading them (contentSum).
+	// blocks rather than reading them (projectfs.ContentSum).
 	Hash string `json:"sha256,omitempty"`
 	// Holes is how many bytes of a sparse regular file are holes, when at least 1 MiB are: such
 	// a side is never read for a diff, only named, and an apply writes its holes as holes.
@@ -141,7 +136,7 @@ func (s *Session) changes(extraProtected []string) (*ChangeSet, error) {
 	if s.Meta.State == StateDiscarded {
 		return nil, fmt.Errorf("session %s was discarded: its staged changes are gone", s.Meta.ID)
 	}
-	host, err := openRoot(s.Meta.Project)
+	host, err := projectfs.OpenRoot(s.Meta.Project)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +153,7 @@ func (s *Session) changes(extraProtected []string) (*ChangeSet, error) {
 }
 
 // changesIn computes the change set against bases already loaded and the open project root.
-func (s *Session) changesIn(b *bases, host *projectRoot, extraProtected []string) (*ChangeSet, error) {
+func (s *Session) changesIn(b *bases, host *projectfs.Root, extraProtected []string) (*ChangeSet, error) {
 	if s.Meta.State == StateDiscarded {
 		return nil, fmt.Errorf("session %s was discarded: its staged changes are gone", s.Meta.ID)
 	}
@@ -174,8 +169,8 @@ func (s *Session) changesIn(b *bases, host *projectRoot, extraProtected []string
 }
 
 // changesFrom computes the change set of the upper entries raw, scanned already.
-func (s *Session) changesFrom(b *bases, host *projectRoot, raw []rawEntry, extraProtected []string) (*ChangeSet, error) {
-	upper, err := openRoot(s.UpperDir())
+func (s *Session) changesFrom(b *bases, host *projectfs.Root, raw []rawEntry, extraProtected []string) (*ChangeSet, error) {
+	upper, err := projectfs.OpenRoot(s.UpperDir())
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", s.Meta.ID, err)
 	}
@@ -198,16 +193,16 @@ func (s *Session) changesFrom(b *bases, host *projectRoot, raw []rawEntry, extra
 // directories, whose descriptors each worker caches.
 const changeChunk = 128
 
-// buildChanges runs buildChange over every upper entry, in order, on up to applyWorkers goroutines
+// buildChanges runs buildChange over every upper entry, in order, on up to projectfs.ApplyWorkers goroutines
 // when there are many (a base may have to be read and hashed, the host looked at); each worker
 // resolves paths through descriptors of its own.
-func buildChanges(b *bases, host *projectRoot, raw []rawEntry) (*ChangeSet, error) {
+func buildChanges(b *bases, host *projectfs.Root, raw []rawEntry) (*ChangeSet, error) {
 	changes := make([]Change, len(raw))
 	changed := make([]bool, len(raw))
 	chunks := (len(raw) + changeChunk - 1) / changeChunk
 	errs := make([]error, chunks)
 	var next atomic.Int64
-	work := func(h *projectRoot) {
+	work := func(h *projectfs.Root) {
 		for {
 			k := int(next.Add(1)) - 1
 			if k >= chunks {
@@ -223,12 +218,12 @@ func buildChanges(b *bases, host *projectRoot, raw []rawEntry) (*ChangeSet, erro
 			}
 		}
 	}
-	if workers := min(applyWorkers, chunks); workers <= 1 {
+	if workers := min(projectfs.ApplyWorkers, chunks); workers <= 1 {
 		work(host)
 	} else {
 		var wg sync.WaitGroup
 		for range workers {
-			h, err := host.clone()
+			h, err := host.Clone()
 			if err != nil {
 				next.Store(int64(chunks)) // the workers started stop after their chunk
 				wg.Wait()
@@ -259,96 +254,6 @@ func buildChanges(b *bases, host *projectRoot, raw []rawEntry) (*ChangeSet, erro
 	return &ChangeSet{Changes: out}, nil
 }
 
-// sha256Hex is the sha256 of b in hex: how the session names a content smaller than sparseMin
-// (contentSum).
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
-// headHash reads r fully, returning its contentSum, its size and whether it looks binary
-// (diff.IsBinary); a large regular file is read by its data segments (sumReader).
-func headHash(r io.Reader) (string, int64, bool, error) {
-	s, err := sumReader(r)
-	return s.hash, s.size, s.binary, err
-}
-
-// readSized reads the regular file open as fd, which its stat says is size bytes long, into buf
-// when it fits, in one read where the file is as said: a read short of what was asked is, for a
-// regular file, its end. whole reports that data is the whole file; otherwise data is empty when
-// the file does not fit (nothing was read), or holds size+1 bytes when it grew since the stat.
-func readSized(fd int, size int64, buf []byte) (data []byte, whole bool, err error) {
-	if size >= int64(len(buf)) {
-		return nil, false, nil
-	}
-	want, n := int(size)+1, 0
-	for n < want {
-		m, err := unix.Read(fd, buf[n:want])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		if m == 0 {
-			return buf[:n], true, nil
-		}
-		n += m
-		if n == int(size) {
-			return buf[:n], true, nil
-		}
-	}
-	return buf[:n], false, nil
-}
-
-// sumRegular is sumReader of the regular file open as fd, which its stat says is size bytes long.
-// A file smaller than sparseMin is read whole, in one read when it fits a buffer; a larger one by
-// its data segments (sumFD).
-func sumRegular(fd int, size int64) (fileSum, error) {
-	if size >= sparseMin {
-		return sumFD(fd, size)
-	}
-	bp := copyBuffers.Get().(*[]byte)
-	defer copyBuffers.Put(bp)
-	data, whole, err := readSized(fd, size, *bp)
-	if err != nil {
-		return fileSum{}, err
-	}
-	if whole {
-		return fileSum{hash: sha256Hex(data), size: int64(len(data)), binary: diff.IsBinary(data)}, nil
-	}
-	if len(data) > 0 {
-		if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {
-			return fileSum{}, err
-		}
-	}
-	return sumReader(fdIO(fd))
-}
-
-// copyBuffers hold the buffers of copyPooled: one change set reads thousands of small files, and
-// io.Copy from an *os.File would allocate (and clear) 32 KiB for each.
-var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
-// copyPooled copies r to w through buf (never through r's WriteTo, which allocates its own).
-func copyPooled(w io.Writer, r io.Reader, buf []byte) (int64, error) {
-	return io.CopyBuffer(w, struct{ io.Reader }{r}, buf)
-}
-
-// fileHash is the sha256 of the regular file p under root, the staged layer or the project
-// ("" when unreadable).
-func fileHash(upper *projectRoot, p string) string {
-	fd, err := upper.openReadFD(p)
-	if err != nil {
-		return ""
-	}
-	defer unix.Close(fd)
-	sum, _, _, err := headHash(fdIO(fd))
-	if err != nil {
-		return ""
-	}
-	return sum
-}
-
 func kindOf(t byte) FileKind {
 	switch t {
 	case 'f':
@@ -363,7 +268,7 @@ func kindOf(t byte) FileKind {
 
 // buildChange compares one upper entry with its base; changed is false for a copied-up file that is
 // identical to its base in content and mode.
-func buildChange(b *bases, host *projectRoot, r rawEntry) (Change, bool, error) {
+func buildChange(b *bases, host *projectfs.Root, r rawEntry) (Change, bool, error) {
 	c := Change{Path: r.path, shadowed: r.shadowed}
 	if r.readErr != nil {
 		c.Unreadable = r.readErr.Error()
@@ -375,18 +280,18 @@ func buildChange(b *bases, host *projectRoot, r rawEntry) (Change, bool, error) 
 	case baseAbsent:
 	case baseUnknown:
 		c.BaseUnknown = true
-		h, err := host.lstat(r.path)
+		h, err := host.Lstat(r.path)
 		if err != nil {
 			return c, false, err
 		}
-		if h.exists && h.stat.Type != 'd' {
-			c.Old = Side{Kind: kindOf(h.stat.Type), Mode: h.stat.Mode, Size: h.stat.Size, Target: h.target}
+		if h.Exists && h.Stat.Type != 'd' {
+			c.Old = Side{Kind: kindOf(h.Stat.Type), Mode: h.Stat.Mode, Size: h.Stat.Size, Target: h.Target}
 		}
 	default:
 		c.Old = Side{Kind: kindOf(e.Type), Mode: e.Mode, Size: e.Host.Size, Target: e.Target, Hash: e.Hash}
 		if e.Type == 'f' && e.Kind == baseHost && e.Hash != "" && r.kind == 'f' && r.hash == e.Hash {
 			// An applied file whose staged copy is what was applied: nothing to read on the host.
-			c.Old.Size, c.Old.Holes = r.stat.Size, sparseHoles(r.holes)
+			c.Old.Size, c.Old.Holes = r.stat.Size, projectfs.SparseHoles(r.holes)
 		} else if e.Type == 'f' && e.Kind == baseObject && e.Pack != "" {
 			// A packed pre-image: its hash, size and binary test were recorded when it was
 			// taken; its content is read (and checked against the hash) only when shown.
@@ -403,19 +308,19 @@ func buildChange(b *bases, host *projectRoot, r rawEntry) (Change, bool, error) 
 				// The host moved on without a pre-image: review treats it as a conflict.
 				c.BaseUnknown = true
 			} else {
-				sum, err := sumReader(rc)
+				sum, err := projectfs.SumReader(rc)
 				rc.Close()
 				if err != nil {
-					return c, false, fmt.Errorf("read base of %s: %w", visible(r.path), err)
+					return c, false, fmt.Errorf("read base of %s: %w", quote.Path(r.path), err)
 				}
-				c.Old.Hash, c.Old.Size, c.Old.Holes, oldBinary = sum.hash, sum.size, sparseHoles(sum.holes), sum.binary
+				c.Old.Hash, c.Old.Size, c.Old.Holes, oldBinary = sum.Hash, sum.Size, projectfs.SparseHoles(sum.Holes), sum.Binary
 			}
 		}
 	}
 	switch r.kind {
 	case 'w':
 	case 'f':
-		c.New = Side{Kind: KindFile, Mode: r.stat.Mode, Size: r.size, Hash: r.hash, Holes: sparseHoles(r.holes)}
+		c.New = Side{Kind: KindFile, Mode: r.stat.Mode, Size: r.size, Hash: r.hash, Holes: projectfs.SparseHoles(r.holes)}
 		if r.readErr != nil {
 			c.New.Size = r.stat.Size
 		}
@@ -560,11 +465,11 @@ func Summarize(cs *ChangeSet, limit int) Summary {
 		if c.Unreadable != "" {
 			flags = append(flags, "cannot be read, not applied")
 		} else if c.New.Holes > 0 {
-			flags = append(flags, "sparse: "+humanSize(c.New.Size)+" apparent, "+humanSize(c.New.Size-c.New.Holes)+" stored")
+			flags = append(flags, "sparse: "+projectfs.HumanSize(c.New.Size)+" apparent, "+projectfs.HumanSize(c.New.Size-c.New.Holes)+" stored")
 		}
-		name := visible(c.Path)
+		name := quote.Path(c.Path)
 		if c.From != "" {
-			name = visible(c.From) + " -> " + name
+			name = quote.Path(c.From) + " -> " + name
 		}
 		line := string(c.Status) + " " + name
 		if len(flags) > 0 {
@@ -606,4 +511,3 @@ func (s Summary) Headline() string {
 
 // visible quotes a path for a one-line message when it holds control characters, invalid UTF-8 or
 // spaces at its ends, so that a file name can never inject terminal escapes or fake lines.
-func visible(p string) string { return quote.Path(p) }

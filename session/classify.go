@@ -5,10 +5,13 @@ import (
 	"io"
 	"path"
 	"strings"
+
+	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // classify marks each change ignored, protected, conflict and outside-link.
-func (s *Session) classify(cs *ChangeSet, b *bases, host, upper *projectRoot, extraProtected []string) error {
+func (s *Session) classify(cs *ChangeSet, b *bases, host, upper *projectfs.Root, extraProtected []string) error {
 	exclude := readSmall(host, ".git/info/exclude")
 	ign := newIgnoreMatcher(exclude, func(dir string) []byte {
 		p := ".gitignore"
@@ -106,8 +109,8 @@ func linkLeavesProject(project, p, target string) bool {
 	return abs != project && !strings.HasPrefix(abs, project+"/")
 }
 
-func readSmall(root *projectRoot, p string) []byte {
-	f, err := root.openRead(p)
+func readSmall(root *projectfs.Root, p string) []byte {
+	f, err := root.OpenRead(p)
 	if err != nil {
 		return nil
 	}
@@ -118,8 +121,8 @@ func readSmall(root *projectRoot, p string) []byte {
 
 // conflictReason says why the host's p no longer matches the base the change was computed on, or
 // "" when it matches.
-func conflictReason(b *bases, host *projectRoot, p string, e baseEntry) (string, error) {
-	h, err := host.lstat(p)
+func conflictReason(b *bases, host *projectfs.Root, p string, e baseEntry) (string, error) {
+	h, err := host.Lstat(p)
 	if err != nil {
 		return "", err
 	}
@@ -127,44 +130,44 @@ func conflictReason(b *bases, host *projectRoot, p string, e baseEntry) (string,
 	case baseUnknown:
 		return "conflict, base unknown: the host changed it before its pre-image was taken", nil
 	case baseAbsent:
-		if h.exists && h.stat.Type != 'd' {
+		if h.Exists && h.Stat.Type != 'd' {
 			return "the host created it after the session started", nil
 		}
 		// A host directory where the agent put a file: its contents are deletions of the change set.
 		return "", nil
 	case baseHost:
-		if !h.exists {
+		if !h.Exists {
 			return "the host deleted it since the session started", nil
 		}
-		if !sameStat(h.stat, e.Host) {
+		if !sameStat(h.Stat, e.Host) {
 			return "the host changed it since the session started", nil
 		}
 		return "", nil
 	}
 	// A captured base: compare content when the stat moved.
-	if !h.exists {
+	if !h.Exists {
 		return "the host deleted it since its pre-image was taken", nil
 	}
-	if sameStat(h.stat, e.Host) {
+	if sameStat(h.Stat, e.Host) {
 		return "", nil
 	}
-	if h.stat.Type != e.Type || h.stat.Mode != e.Mode {
+	if h.Stat.Type != e.Type || h.Stat.Mode != e.Mode {
 		return "the host changed it since its pre-image was taken", nil
 	}
 	switch e.Type {
 	case 'l':
-		if h.target == e.Target {
+		if h.Target == e.Target {
 			return "", nil
 		}
 	case 'f':
-		f, err := host.openRead(p)
+		f, err := host.OpenRead(p)
 		if err != nil {
-			return "", fmt.Errorf("check %s for host changes: %w", visible(p), err)
+			return "", fmt.Errorf("check %s for host changes: %w", quote.Path(p), err)
 		}
-		sum, _, _, err := headHash(f)
+		sum, _, _, err := projectfs.HeadHash(f)
 		f.Close()
 		if err != nil {
-			return "", fmt.Errorf("check %s for host changes: %w", visible(p), err)
+			return "", fmt.Errorf("check %s for host changes: %w", quote.Path(p), err)
 		}
 		if sum == e.Hash {
 			return "", nil

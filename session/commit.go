@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/shadow-sandbox/shadow/internal/english"
+	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // An apply made with --commit (SPEC §13) becomes a git commit of exactly the paths it wrote. The
@@ -81,7 +83,7 @@ func noFilters(dir string, env []string) ([]string, error) {
 		}
 		seen[name] = true
 		if strings.ContainsAny(name, "=\n") {
-			return nil, fmt.Errorf("git: the filter driver %s cannot be turned off for shadow's git commands (its name has = or a newline): rename it in your git config", visible(name))
+			return nil, fmt.Errorf("git: the filter driver %s cannot be turned off for shadow's git commands (its name has = or a newline): rename it in your git config", quote.Path(name))
 		}
 		for _, k := range []string{"clean=", "smudge=", "process=", "required=false"} {
 			opts = append(opts, "-c", "filter."+name+"."+k)
@@ -229,30 +231,30 @@ func (s *Session) CommitApply(res *ApplyResult, msg string) (string, error) {
 // each path has in the project now (read without following a symlink), or its removal; paths
 // are the same paths relative to the git work tree's top.
 func (s *Session) appliedEntries(res *ApplyResult, paths []string, dir string) ([]treeEntry, error) {
-	root, err := openRoot(s.Meta.Project)
+	root, err := projectfs.OpenRoot(s.Meta.Project)
 	if err != nil {
 		return nil, fmt.Errorf("apply --commit: %w", err)
 	}
 	defer root.Close()
 	entries := make([]treeEntry, len(res.Files))
 	for i, f := range res.Files {
-		h, err := root.lstat(f.Path)
+		h, err := root.Lstat(f.Path)
 		if err != nil {
 			return nil, fmt.Errorf("apply --commit: %w", err)
 		}
 		e := treeEntry{Path: paths[i]}
 		switch {
-		case !h.exists:
-		case h.stat.Type == 'l':
-			e.Mode, e.Target = "120000", h.target
-		case h.stat.Type == 'f':
-			e.Mode = blobMode(h.stat.Mode)
+		case !h.Exists:
+		case h.Stat.Type == 'l':
+			e.Mode, e.Target = "120000", h.Target
+		case h.Stat.Type == 'f':
+			e.Mode = blobMode(h.Stat.Mode)
 			p := filepath.Join(s.Meta.Project, filepath.FromSlash(f.Path))
-			if e.Source, err = blobSource(p, h.stat.Mode, func() (*os.File, error) { return root.openRead(f.Path) }, dir, i); err != nil {
-				return nil, fmt.Errorf("apply --commit: read %s: %w", visible(f.Path), err)
+			if e.Source, err = blobSource(p, h.Stat.Mode, func() (*os.File, error) { return root.OpenRead(f.Path) }, dir, i); err != nil {
+				return nil, fmt.Errorf("apply --commit: read %s: %w", quote.Path(f.Path), err)
 			}
 		default:
-			return nil, fmt.Errorf("apply --commit: %s is no longer a file or a symlink", visible(f.Path))
+			return nil, fmt.Errorf("apply --commit: %s is no longer a file or a symlink", quote.Path(f.Path))
 		}
 		entries[i] = e
 	}
@@ -347,7 +349,7 @@ func argvText(argv []string) string {
 			parts[i] = shellQuote(a)
 		}
 	}
-	return visible(strings.Join(parts, " "))
+	return quote.Path(strings.Join(parts, " "))
 }
 
 // readCommit reads the commit record of the apply whose journal directory is jdir (nil when the

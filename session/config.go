@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // ProjectConfigName is the per-project configuration file. It is a protected path: an agent that
@@ -575,7 +576,7 @@ func LoadConfig(userPath, project, stateRoot string) (LoadedConfig, error) {
 
 func trustFile(stateRoot string) string { return filepath.Join(stateRoot, "trusted-configs.json") }
 
-func contentHash(data []byte) string { return "sha256:" + sha256Hex(data) }
+func contentHash(data []byte) string { return "sha256:" + projectfs.Sha256Hex(data) }
 
 func readTrusted(stateRoot string) (map[string]string, error) {
 	m := map[string]string{}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // FileDecision is what review decided about one path. It holds only while the base and staged
@@ -134,14 +136,14 @@ func (s *Session) Contents(c *Change, limit int64) (old, new []byte, err error) 
 	return s.contents(b, host, c, limit)
 }
 
-func (s *Session) contents(b *bases, host *projectRoot, c *Change, limit int64) (old, new []byte, err error) {
+func (s *Session) contents(b *bases, host *projectfs.Root, c *Change, limit int64) (old, new []byte, err error) {
 	read := func(r io.Reader, what string) ([]byte, error) {
 		if limit <= 0 {
 			return io.ReadAll(r)
 		}
 		data, err := io.ReadAll(io.LimitReader(r, limit+1))
 		if err == nil && int64(len(data)) > limit {
-			return nil, fmt.Errorf("%s of %s is larger than %d bytes", what, visible(c.Path), limit)
+			return nil, fmt.Errorf("%s of %s is larger than %d bytes", what, quote.Path(c.Path), limit)
 		}
 		return data, err
 	}
@@ -153,7 +155,7 @@ func (s *Session) contents(b *bases, host *projectRoot, c *Change, limit int64) 
 		}
 		var rc io.ReadCloser
 		if c.BaseUnknown {
-			rc, err = host.openRead(p)
+			rc, err = host.OpenRead(p)
 		} else {
 			rc, err = b.open(host, p, e)
 		}
@@ -163,18 +165,18 @@ func (s *Session) contents(b *bases, host *projectRoot, c *Change, limit int64) 
 		old, err = read(rc, "the base")
 		rc.Close()
 		if err != nil {
-			return nil, nil, fmt.Errorf("read base of %s: %w", visible(p), err)
+			return nil, nil, fmt.Errorf("read base of %s: %w", quote.Path(p), err)
 		}
 	}
 	if c.New.Kind == KindFile {
 		f, err := s.openStaged(c.Path)
 		if err != nil {
-			return nil, nil, fmt.Errorf("read staged %s: %w", visible(c.Path), err)
+			return nil, nil, fmt.Errorf("read staged %s: %w", quote.Path(c.Path), err)
 		}
 		new, err = read(f, "the staged file")
 		f.Close()
 		if err != nil {
-			return nil, nil, fmt.Errorf("read staged %s: %w", visible(c.Path), err)
+			return nil, nil, fmt.Errorf("read staged %s: %w", quote.Path(c.Path), err)
 		}
 	}
 	return old, new, nil
@@ -197,7 +199,7 @@ func (s *Session) Diff(c *Change) (diff.FileDiff, error) {
 }
 
 // diff is Diff against bases already loaded and the open project root.
-func (s *Session) diff(b *bases, host *projectRoot, c *Change) (diff.FileDiff, error) {
+func (s *Session) diff(b *bases, host *projectfs.Root, c *Change) (diff.FileDiff, error) {
 	if !s.hunkable(c) {
 		return diff.FileDiff{Path: c.Path, Exact: true}, nil
 	}
@@ -211,15 +213,15 @@ func (s *Session) diff(b *bases, host *projectRoot, c *Change) (diff.FileDiff, e
 // diffBudget is the time a line diff may take (diffview's default when zero); tests shorten it.
 var diffBudget time.Duration
 
-// openStaged opens the staged regular file p beneath the upper layer, as openRegularAt does (a
+// openStaged opens the staged regular file p beneath the upper layer, as projectfs.OpenRegularAt does (a
 // file closed to its owner by its mode is opened all the same).
 func (s *Session) openStaged(p string) (*os.File, error) {
-	upper, err := openRoot(s.UpperDir())
+	upper, err := projectfs.OpenRoot(s.UpperDir())
 	if err != nil {
 		return nil, err
 	}
 	defer upper.Close()
-	return upper.openRead(p)
+	return upper.OpenRead(p)
 }
 
 // hunkable reports whether a change is decided hunk by hunk rather than as a whole file.

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/internal/english"
+	"github.com/shadow-sandbox/shadow/internal/quote"
 )
 
 // ExportOptions choose what `shadow export` puts in its branch: the changes apply --all would
@@ -142,7 +143,7 @@ func (s *Session) exportSource(c *Change, dir string, i int) (string, error) {
 	p := filepath.Join(s.UpperDir(), filepath.FromSlash(c.Path))
 	src, err := blobSource(p, c.New.Mode, func() (*os.File, error) { return s.openStaged(c.Path) }, dir, i)
 	if err != nil {
-		return "", fmt.Errorf("export: read staged %s: %w", visible(c.Path), err)
+		return "", fmt.Errorf("export: read staged %s: %w", quote.Path(c.Path), err)
 	}
 	return src, nil
 }

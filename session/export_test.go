@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // gitState is what export must not touch: HEAD, the index file and the work tree's status.
@@ -17,7 +18,7 @@ func gitState(t *testing.T, f *fixture) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return gitT(t, f.project, "rev-parse", "HEAD") + "\n" + gitT(t, f.project, "status", "--porcelain") + "\n" + sha256Hex(index)
+	return gitT(t, f.project, "rev-parse", "HEAD") + "\n" + gitT(t, f.project, "status", "--porcelain") + "\n" + projectfs.Sha256Hex(index)
 }
 
 // workTree is the snapshot of the project without its .git.

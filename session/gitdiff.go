@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // maxPatchBytes bounds each side of a file put into a patch (it is held in memory).
@@ -65,7 +67,7 @@ func (s *Session) Patches(changes []*Change) ([]diff.FilePatch, error) {
 		}
 		old, new, err := s.contents(b, host, c, maxPatchBytes)
 		if err != nil {
-			return nil, fmt.Errorf("diff %s: %w", visible(c.Path), err)
+			return nil, fmt.Errorf("diff %s: %w", quote.Path(c.Path), err)
 		}
 		fp.Old, fp.New = old, new
 		if c.Old.Kind == KindSymlink {
@@ -93,7 +95,7 @@ func (c *Change) Note() string {
 	}{{"base", c.Old}, {"staged", c.New}} {
 		if s.side.Holes > 0 {
 			sides = append(sides, fmt.Sprintf("%s %s apparent, %s stored", s.name,
-				humanSize(s.side.Size), humanSize(s.side.Size-s.side.Holes)))
+				projectfs.HumanSize(s.side.Size), projectfs.HumanSize(s.side.Size-s.side.Holes)))
 		}
 	}
 	if len(sides) == 0 {

@@ -3,13 +3,14 @@ package session
 import (
 	"errors"
 	"fmt"
-	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/shadow-sandbox/shadow/diffview/diff"
 
 	"golang.org/x/sys/unix"
 )

@@ -13,7 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // Step diffs (`shadow diff --checkpoint ID`, `--since ID`, `shadow log`): the tree at a moment of
@@ -29,15 +31,15 @@ const Base = -1
 type momentEntry struct {
 	exists bool
 	dir    bool
-	layer  *projectRoot // the layer holding it; nil for the base
+	layer  *projectfs.Root // the layer holding it; nil for the base
 	base   baseEntry
 }
 
 // history reads the session's tree at any moment.
 type history struct {
 	s      *Session
-	layers []*projectRoot // the layers, oldest first (nil: a layer that could not be opened)
-	host   *projectRoot
+	layers []*projectfs.Root // the layers, oldest first (nil: a layer that could not be opened)
+	host   *projectfs.Root
 	b      *bases
 }
 
@@ -50,7 +52,7 @@ func (s *Session) openHistory(cps []Checkpoint) (*history, error) {
 	// Every layer is read beneath a descriptor of its root, a directory at a time: a staged path
 	// may be longer than PATH_MAX.
 	for _, c := range cps {
-		l, err := openRoot(filepath.Join(s.CheckpointDir(), c.ID, "layer"))
+		l, err := projectfs.OpenRoot(filepath.Join(s.CheckpointDir(), c.ID, "layer"))
 		if err != nil {
 			l = nil // holds nothing, as a layer with no such directory did
 		}
@@ -71,19 +73,19 @@ func (h *history) close() {
 
 // layerStat describes rel in the layer l without following a symlink; ok is false when the layer
 // holds nothing there.
-func layerStat(l *projectRoot, rel string) (st unix.Stat_t, ok bool) {
+func layerStat(l *projectfs.Root, rel string) (st unix.Stat_t, ok bool) {
 	if l == nil {
 		return st, false
 	}
-	dir, name, err := l.openParent(rel, false)
-	st, exists, err := statAt(dir, err, name)
+	dir, name, err := l.OpenParent(rel, false)
+	st, exists, err := projectfs.StatAt(dir, err, name)
 	return st, exists && err == nil
 }
 
 // layerOpaque reports whether the directory rel of the layer l replaces what the layers below
 // hold there.
-func layerOpaque(l *projectRoot, rel string) bool {
-	dir, name, err := l.openParent(rel, false)
+func layerOpaque(l *projectfs.Root, rel string) bool {
+	dir, name, err := l.OpenParent(rel, false)
 	return err == nil && opaqueAt(dir, name)
 }
 
@@ -94,9 +96,9 @@ func opaqueAt(dir int, name string) bool {
 }
 
 // layerWhiteout reports whether rel in the layer l deletes what the layers below hold there.
-func layerWhiteout(l *projectRoot, rel string) bool {
-	dir, name, err := l.openParent(rel, false)
-	st, exists, err := statAt(dir, err, name)
+func layerWhiteout(l *projectfs.Root, rel string) bool {
+	dir, name, err := l.OpenParent(rel, false)
+	st, exists, err := projectfs.StatAt(dir, err, name)
 	return exists && err == nil && layers.KindAt(dir, name, &st) == layers.Whiteout
 }
 
@@ -138,7 +140,7 @@ layers:
 	switch e.Kind {
 	case baseAbsent:
 		// A directory of the project is not in the manifest's files: ask the host.
-		if hs, err := h.host.lstat(p); err == nil && hs.exists && hs.stat.Type == 'd' {
+		if hs, err := h.host.Lstat(p); err == nil && hs.Exists && hs.Stat.Type == 'd' {
 			return momentEntry{exists: true, dir: true, base: baseEntry{Kind: baseHost, Type: 'd'}}
 		}
 		return momentEntry{}
@@ -149,7 +151,7 @@ layers:
 }
 
 // entryIn is p in layer l alone.
-func entryIn(l *projectRoot, p string) momentEntry {
+func entryIn(l *projectfs.Root, p string) momentEntry {
 	st, ok := layerStat(l, p)
 	if !ok || layerWhiteout(l, p) {
 		return momentEntry{}
@@ -166,7 +168,7 @@ func (h *history) touched(from, to int) []string {
 		if l == nil {
 			continue
 		}
-		_ = walkAt(l.fd, "", func(rel string, dir int, name string, st *unix.Stat_t) error {
+		_ = projectfs.WalkAt(l.FD, "", func(rel string, dir int, name string, st *unix.Stat_t) error {
 			replaced := !isDirStat(st) || opaqueAt(dir, name)
 			if !isDirStat(st) {
 				set[rel] = true
@@ -198,11 +200,11 @@ func (h *history) below(k int, dir string) []string {
 		if l == nil {
 			continue
 		}
-		fd, err := openat(l.fd, dir, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+		fd, err := projectfs.Openat(l.FD, dir, unix.O_DIRECTORY|unix.O_RDONLY, 0)
 		if err != nil {
 			continue
 		}
-		_ = walkAt(fd, dir, func(rel string, _ int, _ string, st *unix.Stat_t) error {
+		_ = projectfs.WalkAt(fd, dir, func(rel string, _ int, _ string, st *unix.Stat_t) error {
 			if !isDirStat(st) {
 				cands[rel] = true
 			}
@@ -230,7 +232,7 @@ func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note 
 		return 0, nil, "", 0, nil
 	}
 	if e.layer != nil {
-		dir, name, err := e.layer.openParent(p, false)
+		dir, name, err := e.layer.OpenParent(p, false)
 		if err != nil {
 			return 0, nil, "", 0, err
 		}
@@ -240,7 +242,7 @@ func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note 
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFLNK:
-			t, err := readlinkat(dir, name)
+			t, err := projectfs.Readlinkat(dir, name)
 			return diff.ModeSymlink, []byte(t), "", int64(len(t)), err
 		case unix.S_IFREG:
 		default:
@@ -253,12 +255,12 @@ func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note 
 		if n := tooLargeToShow(st.Size, st.Blocks); n != "" {
 			return mode, nil, n, st.Size, nil
 		}
-		fd, _, err := openRegularAt(dir, name)
+		fd, _, err := projectfs.OpenRegularAt(dir, name)
 		if err != nil {
 			return 0, nil, "", 0, err
 		}
 		defer unix.Close(fd)
-		data, err = io.ReadAll(io.LimitReader(fdIO(fd), maxPatchBytes+1))
+		data, err = io.ReadAll(io.LimitReader(projectfs.FdIO(fd), maxPatchBytes+1))
 		return mode, data, "", st.Size, err
 	}
 	b := e.base
@@ -266,11 +268,11 @@ func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note 
 	case 'l':
 		t := b.Target
 		if b.Kind == baseHost {
-			hs, err := h.host.lstat(p)
+			hs, err := h.host.Lstat(p)
 			if err != nil {
 				return 0, nil, "", 0, err
 			}
-			t = hs.target
+			t = hs.Target
 		}
 		return diff.ModeSymlink, []byte(t), "", int64(len(t)), nil
 	case 'f':
@@ -283,7 +285,7 @@ func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note 
 		}
 		var rc io.ReadCloser
 		if b.Kind == baseUnknown {
-			rc, err = h.host.openRead(p)
+			rc, err = h.host.OpenRead(p)
 		} else {
 			rc, err = h.b.open(h.host, p, b)
 		}
@@ -324,11 +326,11 @@ func (s *Session) HistoryPatches(cps []Checkpoint, from, to int) ([]diff.FilePat
 	for _, p := range h.touched(from, to) {
 		oldMode, old, oldNote, oldSize, err := h.side(p, h.at(from, p))
 		if err != nil {
-			return nil, fmt.Errorf("diff %s: %w", visible(p), err)
+			return nil, fmt.Errorf("diff %s: %w", quote.Path(p), err)
 		}
 		newMode, new, newNote, newSize, err := h.side(p, h.at(to, p))
 		if err != nil {
-			return nil, fmt.Errorf("diff %s: %w", visible(p), err)
+			return nil, fmt.Errorf("diff %s: %w", quote.Path(p), err)
 		}
 		if oldMode == newMode && oldNote == "" && newNote == "" && bytes.Equal(old, new) {
 			continue

@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/internal/english"
+	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // The journal of a session holds one directory per apply: keep/ (hard links to the files each
@@ -44,50 +46,50 @@ func readEntry(jdir string) (*journalEntry, error) {
 }
 
 // matchesPrior reports whether the host path holds exactly what it held before the apply.
-func matchesPrior(root *projectRoot, p string, pr priorState) (bool, error) {
-	h, err := root.lstat(p)
+func matchesPrior(root *projectfs.Root, p string, pr priorState) (bool, error) {
+	h, err := root.Lstat(p)
 	if err != nil {
 		return false, err
 	}
-	if !h.exists || !pr.Exists {
-		return h.exists == pr.Exists, nil
+	if !h.Exists || !pr.Exists {
+		return h.Exists == pr.Exists, nil
 	}
-	if h.stat.Type != pr.Type || (pr.Type != 'l' && h.stat.Mode != pr.Mode) {
+	if h.Stat.Type != pr.Type || (pr.Type != 'l' && h.Stat.Mode != pr.Mode) {
 		return false, nil
 	}
 	if pr.Type == 'l' {
-		return h.target == pr.Target, nil
+		return h.Target == pr.Target, nil
 	}
 	if pr.Keep != "" {
-		return h.dev == pr.Dev && h.stat.Ino == pr.Ino, nil
+		return h.Dev == pr.Dev && h.Stat.Ino == pr.Ino, nil
 	}
-	return fileHash(root, p) == pr.Hash, nil
+	return projectfs.FileHash(root, p) == pr.Hash, nil
 }
 
 // matchesApplied reports whether the host path holds exactly what the apply wrote.
-func matchesApplied(root *projectRoot, jp journalPath) (bool, error) {
-	h, err := root.lstat(jp.Path)
+func matchesApplied(root *projectfs.Root, jp journalPath) (bool, error) {
+	h, err := root.Lstat(jp.Path)
 	if err != nil {
 		return false, err
 	}
 	switch jp.Kind {
 	case 'd':
 		// A deleted file may have become a directory of the same apply.
-		return !h.exists || h.stat.Type == 'd', nil
+		return !h.Exists || h.Stat.Type == 'd', nil
 	case 'l':
-		return h.exists && h.stat.Type == 'l' && h.target == jp.Target, nil
+		return h.Exists && h.Stat.Type == 'l' && h.Target == jp.Target, nil
 	}
-	if !h.exists || h.stat.Type != 'f' || h.stat.Mode&0o7777 != jp.Mode {
+	if !h.Exists || h.Stat.Type != 'f' || h.Stat.Mode&0o7777 != jp.Mode {
 		return false, nil
 	}
-	return fileHash(root, jp.Path) == jp.Hash, nil
+	return projectfs.FileHash(root, jp.Path) == jp.Hash, nil
 }
 
 // rollbackEntry puts every path of an apply back as it was (skipping those that already are),
 // removes leftover temp files and the directories the apply created, and syncs; it counts what it
 // changed. With check set it first refuses, naming them, when paths no longer hold what the apply
 // wrote.
-func (s *Session) rollbackEntry(root *projectRoot, e *journalEntry, check bool) (Undone, error) {
+func (s *Session) rollbackEntry(root *projectfs.Root, e *journalEntry, check bool) (Undone, error) {
 	jdir := filepath.Join(s.journalDir(), e.ID)
 	if check {
 		var changed []string
@@ -113,17 +115,17 @@ func (s *Session) rollbackEntry(root *projectRoot, e *journalEntry, check bool) 
 	for _, jp := range e.Paths {
 		n, temps, err := clearPath(root, jp)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", visible(jp.Path), err))
+			errs = append(errs, fmt.Errorf("%s: %w", quote.Path(jp.Path), err))
 		}
 		u.Restored += n
 		u.Removed += temps
 	}
 	for i := len(e.Dirs) - 1; i >= 0; i-- {
-		root.rmdir(e.Dirs[i]) // only succeeds when empty, as it should
+		root.Rmdir(e.Dirs[i]) // only succeeds when empty, as it should
 	}
 	for _, d := range e.RemovedDirs {
-		if err := root.mkdir(d.Path, d.Mode); err != nil {
-			errs = append(errs, fmt.Errorf("make directory %s again: %w", visible(d.Path), err))
+		if err := root.Mkdir(d.Path, d.Mode); err != nil {
+			errs = append(errs, fmt.Errorf("make directory %s again: %w", quote.Path(d.Path), err))
 		}
 	}
 	for i := len(e.Paths) - 1; i >= 0; i-- {
@@ -133,7 +135,7 @@ func (s *Session) rollbackEntry(root *projectRoot, e *journalEntry, check bool) 
 		}
 		n, err := restorePath(root, jp, packs)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", visible(jp.Path), err))
+			errs = append(errs, fmt.Errorf("%s: %w", quote.Path(jp.Path), err))
 		}
 		u.Restored += n
 	}
@@ -149,8 +151,8 @@ func (s *Session) rollbackEntry(root *projectRoot, e *journalEntry, check bool) 
 // clearPath removes a path's leftover temp file and, when the path held nothing or a directory
 // before the apply, whatever non-directory the apply put there. It returns 1 when it removed that
 // (restored), and 1 when it removed a temp file (temps).
-func clearPath(root *projectRoot, jp journalPath) (restored, temps int, err error) {
-	dir, name, err := root.openParent(jp.Path, false)
+func clearPath(root *projectfs.Root, jp journalPath) (restored, temps int, err error) {
+	dir, name, err := root.OpenParent(jp.Path, false)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return 0, 0, nil
 	}
@@ -223,16 +225,16 @@ func (p *priorPacks) close() {
 }
 
 // restorePath puts one path back to its prior state; it returns 1 when it changed the project.
-func restorePath(root *projectRoot, jp journalPath, packs *priorPacks) (int, error) {
-	dir, name, err := root.openParent(jp.Path, false)
+func restorePath(root *projectfs.Root, jp journalPath, packs *priorPacks) (int, error) {
+	dir, name, err := root.OpenParent(jp.Path, false)
 	if errors.Is(err, unix.ENOENT) {
 		if !jp.Prior.Exists {
 			return 0, nil
 		}
-		if err := root.mkdirAll(filepathDir(jp.Path)); err != nil {
+		if err := root.MkdirAll(projectfs.FilepathDir(jp.Path)); err != nil {
 			return 0, err
 		}
-		dir, name, err = root.openParent(jp.Path, false)
+		dir, name, err = root.OpenParent(jp.Path, false)
 	}
 	if err != nil {
 		return 0, err
@@ -278,24 +280,17 @@ func restorePath(root *projectRoot, jp journalPath, packs *priorPacks) (int, err
 	return 1, nil
 }
 
-func filepathDir(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		return p[:i]
-	}
-	return ""
-}
-
 func quoteAll(ps []string) []string {
 	out := make([]string, len(ps))
 	for i, p := range ps {
-		out[i] = visible(p)
+		out[i] = quote.Path(p)
 	}
 	return out
 }
 
 // commitRollback records a finished rollback in the session: bases and decisions as before the
 // apply (with the restored files' new stats), the apply marked rolled back, the session open again.
-func (s *Session) commitRollback(root *projectRoot, e *journalEntry) error {
+func (s *Session) commitRollback(root *projectfs.Root, e *journalEntry) error {
 	b, err := s.loadBases()
 	if err != nil {
 		return err
@@ -305,19 +300,19 @@ func (s *Session) commitRollback(root *projectRoot, e *journalEntry) error {
 		if jp.Merge {
 			continue // its base was left as it was: the pre-image, which the host's file is not
 		}
-		h, err := root.lstat(jp.Path)
+		h, err := root.Lstat(jp.Path)
 		if err != nil {
 			return err
 		}
 		switch {
-		case !h.exists:
+		case !h.Exists:
 			b.index.Paths[jp.Path] = baseEntry{Kind: baseAbsent}
 		case jp.PriorBase != nil && jp.PriorBase.Kind == baseObject:
 			pb := *jp.PriorBase
-			pb.Host = h.stat
+			pb.Host = h.Stat
 			b.index.Paths[jp.Path] = pb
 		default:
-			b.index.Paths[jp.Path] = baseEntry{Kind: baseHost, Type: h.stat.Type, Mode: h.stat.Mode, Target: h.target, Host: h.stat}
+			b.index.Paths[jp.Path] = baseEntry{Kind: baseHost, Type: h.Stat.Type, Mode: h.Stat.Mode, Target: h.Target, Host: h.Stat}
 		}
 	}
 	if err := b.save(); err != nil {
@@ -419,7 +414,7 @@ func (s *Session) recoverEntry(jdir string) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	root, err := openRoot(s.Meta.Project)
+	root, err := projectfs.OpenRoot(s.Meta.Project)
 	if err != nil {
 		return "", err
 	}
@@ -529,7 +524,7 @@ func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
 		return nil, err
 	}
 	defer unlock()
-	root, err := openRoot(l.project)
+	root, err := projectfs.OpenRoot(l.project)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/internal/overlayforms"
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // TestEveryReaderReadsEveryForm: every form an entry of a layer can take (overlayforms.All) is
@@ -26,7 +27,7 @@ func TestEveryReaderReadsEveryForm(t *testing.T) {
 	if err := overlayforms.Write(layer, project, forms); err != nil {
 		t.Fatal(err)
 	}
-	host, err := openRoot(project)
+	host, err := projectfs.OpenRoot(project)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestEveryReaderReadsEveryForm(t *testing.T) {
 	for _, r := range raw {
 		scanned[r.path] = r.kind
 	}
-	l, err := openRoot(layer)
+	l, err := projectfs.OpenRoot(layer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func scanView(scanned map[string]byte, f overlayforms.Form) string {
 }
 
 // historyView is what the history makes of the entry p of the layer l.
-func historyView(l *projectRoot, p string, st *unix.Stat_t) string {
+func historyView(l *projectfs.Root, p string, st *unix.Stat_t) string {
 	switch {
 	case layerWhiteout(l, p):
 		return "whiteout"

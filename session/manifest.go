@@ -13,55 +13,26 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"unsafe"
 
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"golang.org/x/sys/unix"
 )
-
-// fileStat is what the manifest records of a project file: enough to notice that the host changed
-// it, without reading its content.
-type fileStat struct {
-	Type  byte // 'f' regular, 'l' symlink, 'd' directory, 'o' other
-	Mode  uint32
-	Size  int64
-	Mtime int64 // nanoseconds
-	Ino   uint64
-}
-
-func statOf(fi fs.FileInfo) fileStat {
-	st := fileStat{Mode: uint32(fi.Mode().Perm()), Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.Ino = sys.Ino
-		st.Mode = sys.Mode & 0o7777
-	}
-	switch {
-	case fi.Mode().IsRegular():
-		st.Type = 'f'
-	case fi.Mode()&fs.ModeSymlink != 0:
-		st.Type = 'l'
-	case fi.IsDir():
-		st.Type = 'd'
-	default:
-		st.Type = 'o'
-	}
-	return st
-}
 
 const manifestMagic = "shadow-manifest 1\n"
 
 // manifest is a project's file list at session start, sorted by path.
 type manifest struct {
 	paths []string
-	stats []fileStat
+	stats []projectfs.FileStat
 }
 
-func (m *manifest) lookup(path string) (fileStat, bool) {
+func (m *manifest) lookup(path string) (projectfs.FileStat, bool) {
 	i := sort.SearchStrings(m.paths, path)
 	if i < len(m.paths) && m.paths[i] == path {
 		return m.stats[i], true
 	}
-	return fileStat{}, false
+	return projectfs.FileStat{}, false
 }
 
 // hasDir reports whether the manifest holds an entry below dir: it lists no directories, so an
@@ -116,7 +87,7 @@ func recordManifest(project, out, skip string) (*manifest, error) {
 }
 
 // listProject lists every non-directory entry beneath project (symlinks not followed) with its
-// stat, sorted by path, on applyWorkers goroutines that each take a directory at a time, list it and stat its
+// stat, sorted by path, on projectfs.ApplyWorkers goroutines that each take a directory at a time, list it and stat its
 // entries relative to its descriptor. skip is a directory never descended. A subtree that cannot
 // be read is left out (its changes are then conflicts); the project itself must be readable.
 func listProject(project, skip string) (*manifest, error) {
@@ -132,7 +103,7 @@ func listProject(project, skip string) (*manifest, error) {
 		busy  int            // workers listing one
 		wg    sync.WaitGroup
 	)
-	parts := make([]manifest, applyWorkers)
+	parts := make([]manifest, projectfs.ApplyWorkers)
 	for w := range parts {
 		wg.Add(1)
 		go func() {
@@ -164,7 +135,7 @@ func listProject(project, skip string) (*manifest, error) {
 	// Directories are listed in any order, on parallel workers: the entries are sorted by path.
 	type entry struct {
 		path string
-		st   fileStat
+		st   projectfs.FileStat
 	}
 	n := 0
 	for _, p := range parts {
@@ -177,7 +148,7 @@ func listProject(project, skip string) (*manifest, error) {
 		}
 	}
 	slices.SortFunc(all, func(a, b entry) int { return strings.Compare(a.path, b.path) })
-	m := &manifest{paths: make([]string, len(all)), stats: make([]fileStat, len(all))}
+	m := &manifest{paths: make([]string, len(all)), stats: make([]projectfs.FileStat, len(all))}
 	for i, e := range all {
 		m.paths[i], m.stats[i] = e.path, e.st
 	}
@@ -195,7 +166,7 @@ func listDir(root int, project, rel, skip string, m *manifest, buf []byte) []str
 	}
 	// Beneath the root's descriptor, in parts for a path past PATH_MAX (openat): a deep subtree
 	// is in the manifest like any other.
-	fd, err := openat(root, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	fd, err := projectfs.Openat(root, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return nil
 	}
@@ -230,7 +201,7 @@ func listDir(root int, project, rel, skip string, m *manifest, buf []byte) []str
 			if typ != unix.DT_DIR && fstatatName(fd, nul, &st) != nil {
 				continue // gone meanwhile
 			}
-			child := relJoin(rel, string(ename))
+			child := projectfs.RelJoin(rel, string(ename))
 			if typ == unix.DT_DIR || st.Mode&unix.S_IFMT == unix.S_IFDIR {
 				if filepath.Join(project, child) != skip {
 					subdirs = append(subdirs, child)
@@ -238,7 +209,7 @@ func listDir(root int, project, rel, skip string, m *manifest, buf []byte) []str
 				continue
 			}
 			m.paths = append(m.paths, child)
-			m.stats = append(m.stats, statFromUnix(&st))
+			m.stats = append(m.stats, projectfs.StatFromUnix(&st))
 		}
 	}
 }
@@ -281,7 +252,7 @@ func readManifest(path string) (*manifest, error) {
 		return v, n > 0
 	}
 	// record decodes the record at i and moves past it.
-	record := func() (p string, st fileStat, ok bool) {
+	record := func() (p string, st projectfs.FileStat, ok bool) {
 		n, ok := uv()
 		if !ok || n >= uint64(len(data)-i) {
 			return "", st, false
@@ -303,7 +274,7 @@ func readManifest(path string) (*manifest, error) {
 			return nil, fmt.Errorf("read manifest %s: %w", path, errCorruptManifest)
 		}
 	}
-	m := &manifest{paths: make([]string, 0, count), stats: make([]fileStat, 0, count)}
+	m := &manifest{paths: make([]string, 0, count), stats: make([]projectfs.FileStat, 0, count)}
 	for i = len(manifestMagic); i < len(data); {
 		p, st, _ := record()
 		m.paths = append(m.paths, p)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -53,7 +54,7 @@ func TestManifestListsEveryEntry(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(project, p)
 		want.paths = append(want.paths, filepath.ToSlash(rel))
-		want.stats = append(want.stats, statFromUnix(&st))
+		want.stats = append(want.stats, projectfs.StatFromUnix(&st))
 		return nil
 	})
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/english"
+	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // Working beside the agent (SPEC §13): where the host changed a path since its pre-image and the
@@ -36,7 +38,7 @@ const (
 // the host holds now (Host), merges the two changes where it can (Merge; Conflict is then set only
 // when some lines conflict), drops a change whose outcome the project already holds (the host
 // made the same change, or an apply wrote it), and says in Reason why a path cannot be merged.
-func (s *Session) mergeConflicts(cs *ChangeSet, b *bases, host *projectRoot) error {
+func (s *Session) mergeConflicts(cs *ChangeSet, b *bases, host *projectfs.Root) error {
 	out := cs.Changes[:0]
 	for i := range cs.Changes {
 		c := &cs.Changes[i]
@@ -59,31 +61,31 @@ func (s *Session) mergeConflicts(cs *ChangeSet, b *bases, host *projectRoot) err
 
 // mergeOne does mergeConflicts' work for one change; keep is false when the project already has
 // its outcome.
-func (s *Session) mergeOne(b *bases, host *projectRoot, c *Change) (keep bool, err error) {
-	h, err := host.lstat(c.Path)
+func (s *Session) mergeOne(b *bases, host *projectfs.Root, c *Change) (keep bool, err error) {
+	h, err := host.Lstat(c.Path)
 	if err != nil {
 		return false, err
 	}
-	if h.exists && h.stat.Type != 'd' {
-		c.Host = &Side{Kind: kindOf(h.stat.Type), Mode: h.stat.Mode, Size: h.stat.Size, Target: h.target}
+	if h.Exists && h.Stat.Type != 'd' {
+		c.Host = &Side{Kind: kindOf(h.Stat.Type), Mode: h.Stat.Mode, Size: h.Stat.Size, Target: h.Target}
 	}
 	var cur []byte
 	if c.Host != nil && c.Host.Kind == KindFile {
-		f, err := host.openRead(c.Path)
+		f, err := host.OpenRead(c.Path)
 		if err != nil {
-			return false, fmt.Errorf("read %s on the host: %w", visible(c.Path), err)
+			return false, fmt.Errorf("read %s on the host: %w", quote.Path(c.Path), err)
 		}
 		if c.Host.Size <= s.mergeLimit() {
 			cur, err = io.ReadAll(io.LimitReader(f, s.mergeLimit()+1))
-			c.Host.Hash = contentName(cur)
+			c.Host.Hash = projectfs.ContentName(cur)
 		} else {
-			var sum fileSum
-			sum, err = sumReader(f)
-			c.Host.Hash, c.Host.Holes = sum.hash, sparseHoles(sum.holes)
+			var sum projectfs.FileSum
+			sum, err = projectfs.SumReader(f)
+			c.Host.Hash, c.Host.Holes = sum.Hash, projectfs.SparseHoles(sum.Holes)
 		}
 		f.Close()
 		if err != nil {
-			return false, fmt.Errorf("read %s on the host: %w", visible(c.Path), err)
+			return false, fmt.Errorf("read %s on the host: %w", quote.Path(c.Path), err)
 		}
 	}
 	if sameOutcome(c) {
@@ -99,7 +101,7 @@ func (s *Session) mergeOne(b *bases, host *projectRoot, c *Change) (keep bool, e
 	}
 	if diff.IsBinary(base) || diff.IsBinary(cur) || diff.IsBinary(agent) {
 		c.Reason = fmt.Sprintf("both changed it and it is binary: yours is %s (sha256 %s), the agent's %s (sha256 %s)",
-			humanSize(c.Host.Size), shortHash(c.Host.Hash), humanSize(c.New.Size), shortHash(c.New.Hash))
+			projectfs.HumanSize(c.Host.Size), shortHash(c.Host.Hash), projectfs.HumanSize(c.New.Size), shortHash(c.New.Hash))
 		return true, nil
 	}
 	m := diff.Merge3(c.Path, base, cur, agent, diff.Options{Context: -1, Budget: diffBudget})
@@ -158,7 +160,7 @@ func (s *Session) mergeable(c *Change) bool {
 
 // mergeSides reads the base (empty when the path had none) and the agent's staged file of a
 // mergeable change.
-func (s *Session) mergeSides(b *bases, host *projectRoot, c *Change) (base, agent []byte, err error) {
+func (s *Session) mergeSides(b *bases, host *projectfs.Root, c *Change) (base, agent []byte, err error) {
 	base, agent, err = s.contents(b, host, c, s.mergeLimit())
 	if err != nil {
 		return nil, nil, err
@@ -168,11 +170,11 @@ func (s *Session) mergeSides(b *bases, host *projectRoot, c *Change) (base, agen
 
 // mergeInputs reads the three sides of a merged change and merges them. The host's file must
 // still be what the change set saw.
-func (s *Session) mergeInputs(b *bases, host *projectRoot, c *Change) (base, cur, agent []byte, m diff.Merged, err error) {
+func (s *Session) mergeInputs(b *bases, host *projectfs.Root, c *Change) (base, cur, agent []byte, m diff.Merged, err error) {
 	if base, agent, err = s.mergeSides(b, host, c); err != nil {
 		return
 	}
-	f, err := host.openRead(c.Path)
+	f, err := host.OpenRead(c.Path)
 	if err != nil {
 		return
 	}
@@ -181,8 +183,8 @@ func (s *Session) mergeInputs(b *bases, host *projectRoot, c *Change) (base, cur
 	if err != nil {
 		return
 	}
-	if contentName(cur) != c.Host.Hash {
-		err = fmt.Errorf("%s changed on the host again while it was being merged; try again", visible(c.Path))
+	if projectfs.ContentName(cur) != c.Host.Hash {
+		err = fmt.Errorf("%s changed on the host again while it was being merged; try again", quote.Path(c.Path))
 		return
 	}
 	m = diff.Merge3(c.Path, base, cur, agent, diff.Options{Context: -1, Budget: diffBudget})
@@ -206,10 +208,10 @@ func mergeKey(base Side, hostHash string) string {
 // planMerge plans writing the merge of a change the host changed too: the host's file with the
 // agent's accepted hunks. With whole (--all, PATHs) every clean hunk is taken and every conflict
 // must have been decided in review; reason then says why the path is left out.
-func (s *Session) planMerge(pl *ApplyPlan, b *bases, host *projectRoot, c *Change, fd FileDecision, whole bool) (reason string, err error) {
+func (s *Session) planMerge(pl *ApplyPlan, b *bases, host *projectfs.Root, c *Change, fd FileDecision, whole bool) (reason string, err error) {
 	base, cur, agent, m, err := s.mergeInputs(b, host, c)
 	if err != nil {
-		return "", fmt.Errorf("merge %s: %w", visible(c.Path), err)
+		return "", fmt.Errorf("merge %s: %w", quote.Path(c.Path), err)
 	}
 	decided := map[string]diff.Decision{}
 	for _, h := range m.Diff.Hunks {
@@ -262,7 +264,7 @@ func (s *Session) planMerge(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 	}
 	content, err := diff.Apply(cur, m.Diff.Hunks, decided)
 	if err != nil {
-		return "", fmt.Errorf("merge %s: %w", visible(c.Path), err)
+		return "", fmt.Errorf("merge %s: %w", quote.Path(c.Path), err)
 	}
 	if bytes.Equal(content, cur) {
 		return "", nil
@@ -272,7 +274,7 @@ func (s *Session) planMerge(pl *ApplyPlan, b *bases, host *projectRoot, c *Chang
 	if c.Old.Exists() && c.New.Mode != c.Old.Mode && c.Host.Mode == c.Old.Mode {
 		mode = c.New.Mode & 0o777
 	}
-	sum := contentName(content)
+	sum := projectfs.ContentName(content)
 	pl.contents[sum] = content
 	pl.ops = append(pl.ops, op{Path: c.Path, Kind: 'f', Mode: mode, Hash: sum, Merge: true})
 	pl.Files = append(pl.Files, PlannedFile{Path: c.Path, Action: "write", Merged: true, Accepted: acc, Rejected: rej, Pending: und})
@@ -440,7 +442,7 @@ func (s *Session) HostView(c *Change) (*HostView, error) {
 		if err != nil {
 			return nil, err
 		}
-		f, err := host.openRead(c.Path)
+		f, err := host.OpenRead(c.Path)
 		if err != nil {
 			return nil, err
 		}

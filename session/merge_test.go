@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // lines50 is a 50-line file with line i replaced by text (i is 1-based; 0 changes none), more
@@ -197,7 +198,7 @@ func TestMergeBinaryConflict(t *testing.T) {
 	if !c.Conflict || c.Merge != "" {
 		t.Fatalf("conflict %v merge %q", c.Conflict, c.Merge)
 	}
-	for _, want := range []string{"binary", "yours is 6 B", "the agent's 17 B", shortHash(sha256Hex([]byte("\x00\x01host")))} {
+	for _, want := range []string{"binary", "yours is 6 B", "the agent's 17 B", shortHash(projectfs.Sha256Hex([]byte("\x00\x01host")))} {
 		if !strings.Contains(c.Reason, want) {
 			t.Fatalf("reason %q lacks %q", c.Reason, want)
 		}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -161,7 +162,7 @@ type upperDir struct {
 // a third of a core.
 func (p *precapture) run(project, dir, id string) {
 	defer close(p.done)
-	host, err := openRoot(project)
+	host, err := projectfs.OpenRoot(project)
 	if err != nil {
 		p.err = err
 		return
@@ -228,7 +229,7 @@ const racyChange = 20 * time.Millisecond
 // walk looks at the upper directory rel, open as fd (which it closes), and at those beneath it,
 // reading again only the directories whose change time moved, and takes the pre-image of each new
 // path whose base is still the host's. It reports whether it found any.
-func (p *precapture) walk(host *projectRoot, fd int, rel string) (bool, error) {
+func (p *precapture) walk(host *projectfs.Root, fd int, rel string) (bool, error) {
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
 	select {
@@ -259,7 +260,7 @@ func (p *precapture) walk(host *projectRoot, fd int, rel string) (bool, error) {
 				d.subdirs = append(d.subdirs, e.Name())
 				continue
 			}
-			child := relJoin(rel, e.Name())
+			child := projectfs.RelJoin(rel, e.Name())
 			if p.seen[child] {
 				continue
 			}
@@ -277,7 +278,7 @@ func (p *precapture) walk(host *projectRoot, fd int, rel string) (bool, error) {
 	}
 	// A path added deeper down moves only its own directory's time.
 	for _, name := range d.subdirs {
-		child := relJoin(rel, name)
+		child := projectfs.RelJoin(rel, name)
 		cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue // gone, or no longer a directory
@@ -293,7 +294,7 @@ func (p *precapture) walk(host *projectRoot, fd int, rel string) (bool, error) {
 
 // take copies the host's pre-image of path, when its base still refers to the host. The bases
 // are loaded at the first path: a run that stages nothing never reads the project's manifest.
-func (p *precapture) take(host *projectRoot, path string) error {
+func (p *precapture) take(host *projectfs.Root, path string) error {
 	if p.b == nil {
 		b, err := loadBases(p.dir, p.id, p.man)
 		if err != nil {
@@ -304,7 +305,7 @@ func (p *precapture) take(host *projectRoot, path string) error {
 	if p.b.get(path).Kind != baseHost {
 		return nil
 	}
-	h, err := host.lstat(path)
+	h, err := host.Lstat(path)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -247,7 +248,7 @@ func TestPrecaptureDoesNotFollowSymlinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, err := openRoot(f.project)
+	host, err := projectfs.OpenRoot(f.project)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,8 @@ package session
 
 import (
 	"strings"
+
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // ProtectedPath is one entry of SPEC §4's protected list: a gitignore-style pattern, matched at any
@@ -295,10 +297,10 @@ func (m *protectedMatcher) why(p string) string {
 
 // looksLikeGitDir reports whether dir (in the staged view: upper first, then host) holds a HEAD
 // file and an objects or refs directory, the shape git recognises as a repository.
-func looksLikeGitDir(upper, host *projectRoot, dir string) bool {
+func looksLikeGitDir(upper, host *projectfs.Root, dir string) bool {
 	exists := func(name string) bool {
-		for _, root := range []*projectRoot{upper, host} {
-			if h, err := root.lstat(relJoin(dir, name)); err == nil && h.exists {
+		for _, root := range []*projectfs.Root{upper, host} {
+			if h, err := root.Lstat(projectfs.RelJoin(dir, name)); err == nil && h.Exists {
 				return true
 			}
 		}

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -420,7 +422,7 @@ func (s *Session) saveRunRecord() error {
 // upper layer with nothing staged holds nothing.
 type stagedView struct {
 	unlock func()
-	host   *projectRoot
+	host   *projectfs.Root
 	b      *bases
 	raw    []rawEntry
 	// captured and unknown count the pre-images taken and the bases that became unknown; packed
@@ -467,7 +469,7 @@ func (s *Session) takePreimages(contents bool, pre *precaptured) (*stagedView, e
 		cur := b.get(path)
 		return e, ok && cur.Kind == baseHost && sameStat(e.Host, cur.Host)
 	}
-	visit := func(root *projectRoot, path string, h hostEntry) error {
+	visit := func(root *projectfs.Root, path string, h projectfs.HostEntry) error {
 		if e, ok := adopt(path); ok {
 			mu.Lock()
 			got[path] = e
@@ -476,7 +478,7 @@ func (s *Session) takePreimages(contents bool, pre *precaptured) (*stagedView, e
 		}
 		e, err := b.captureSeen(root, path, h)
 		if err != nil {
-			return fmt.Errorf("take pre-image of %s: %w", visible(path), err)
+			return fmt.Errorf("take pre-image of %s: %w", quote.Path(path), err)
 		}
 		if e.Kind != "" {
 			mu.Lock()
@@ -600,10 +602,10 @@ func syncStaged(upper string) error {
 }
 
 // emptyDir reports whether the upper directory dir has no entries. The agent may have closed it
-// (chmod 300 on the project's root): it is opened up first (readableDir).
+// (chmod 300 on the project's root): it is opened up first (projectfs.ReadableDir).
 func emptyDir(dir string) (bool, error) {
 	f, err := os.Open(dir)
-	if errors.Is(err, fs.ErrPermission) && readableDir(dir) == nil {
+	if errors.Is(err, fs.ErrPermission) && projectfs.ReadableDir(dir) == nil {
 		f, err = os.Open(dir)
 	}
 	if err != nil {

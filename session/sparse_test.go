@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // within runs fn and fails t when it takes longer than d (leaving it running: without the holes
@@ -85,12 +86,12 @@ func readAt(t *testing.T, p string, off int64, n int) string {
 }
 
 func sumOf(b []byte) string {
-	h := newContentSum()
+	h := projectfs.NewContentSum()
 	h.Write(b)
 	return h.Sum()
 }
 
-// A content's name is its sha256 unless it holds at least sparseMin bytes of zero blocks; either
+// A content's name is its sha256 unless it holds at least projectfs.SparseMin bytes of zero blocks; either
 // way it is the same however the bytes arrive (in what pieces, stored or as holes), and it tells
 // apart contents that differ only in where their zeros are.
 func TestContentSum(t *testing.T) {
@@ -114,29 +115,29 @@ func TestContentSum(t *testing.T) {
 		{"empty", nil, false},
 		{"small", []byte("hello\n"), false},
 		{"dense, larger than sparseMin", noise(3 << 20), false},
-		{"zeros below sparseMin", cat(noise(5000), zeros(sparseMin-zeroBlock), noise(9000)), false},
-		{"unaligned zeros at sparseMin", cat(noise(100), zeros(sparseMin), noise(100)), false},
-		{"zero blocks at sparseMin", cat(noise(zeroBlock), zeros(sparseMin), noise(100)), true},
+		{"zeros below sparseMin", cat(noise(5000), zeros(projectfs.SparseMin-projectfs.ZeroBlock), noise(9000)), false},
+		{"unaligned zeros at sparseMin", cat(noise(100), zeros(projectfs.SparseMin), noise(100)), false},
+		{"zero blocks at sparseMin", cat(noise(projectfs.ZeroBlock), zeros(projectfs.SparseMin), noise(100)), true},
 		{"all zeros", zeros(3 << 20), true},
 		{"zeros then a partial block", cat(zeros(2<<20), zeros(100)), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := sumOf(tc.content)
-			if got := strings.HasPrefix(want, zeroRunPrefix); got != tc.runs {
+			if got := strings.HasPrefix(want, projectfs.ZeroRunPrefix); got != tc.runs {
 				t.Fatalf("zero-run form = %v, want %v (%s)", got, tc.runs, want)
 			}
 			if !tc.runs && want != plain(tc.content) {
 				t.Fatalf("name %s is not the sha256 %s", want, plain(tc.content))
 			}
-			if got := contentName(tc.content); got != want {
+			if got := projectfs.ContentName(tc.content); got != want {
 				t.Fatalf("contentName = %s, want %s", got, want)
 			}
 			// In random pieces, and with every run of zeros given as a hole.
 			for trial := range 20 {
-				h := newContentSum()
+				h := projectfs.NewContentSum()
 				for b := tc.content; len(b) > 0; {
-					k := min(len(b), 1+rnd.IntN(3*zeroBlock))
-					if trial%2 == 1 && isZero(b[:k]) {
+					k := min(len(b), 1+rnd.IntN(3*projectfs.ZeroBlock))
+					if trial%2 == 1 && projectfs.IsZero(b[:k]) {
 						h.Zeros(int64(k))
 					} else {
 						h.Write(b[:k])
@@ -150,10 +151,10 @@ func TestContentSum(t *testing.T) {
 		})
 	}
 	// The zero-run form of contents that differ only where their zeros are, or in length.
-	a := cat(noise(zeroBlock), zeros(2<<20), []byte("end"))
-	b := cat(zeros(zeroBlock), a[:zeroBlock], zeros(2<<20-zeroBlock), []byte("end"))
-	c := cat(a, zeros(zeroBlock))
-	d := cat(noise(zeroBlock), zeros(2<<20), []byte("enD"))
+	a := cat(noise(projectfs.ZeroBlock), zeros(2<<20), []byte("end"))
+	b := cat(zeros(projectfs.ZeroBlock), a[:projectfs.ZeroBlock], zeros(2<<20-projectfs.ZeroBlock), []byte("end"))
+	c := cat(a, zeros(projectfs.ZeroBlock))
+	d := cat(noise(projectfs.ZeroBlock), zeros(2<<20), []byte("enD"))
 	names := map[string]bool{}
 	for _, x := range [][]byte{a, b, c, d} {
 		names[sumOf(x)] = true
@@ -184,17 +185,17 @@ func TestSparseAndDenseFilesShareTheirName(t *testing.T) {
 			t.Fatal(err)
 		}
 		fi, _ := f.Stat()
-		s, err := sumRegular(int(f.Fd()), fi.Size())
+		s, err := projectfs.SumRegular(int(f.Fd()), fi.Size())
 		f.Close()
-		if err != nil || s.hash != want || s.size != int64(len(content)) || !s.binary {
+		if err != nil || s.Hash != want || s.Size != int64(len(content)) || !s.Binary {
 			t.Errorf("%s: %+v, %v; want %s", filepath.Base(p), s, err, want)
 		}
-		if p == sparse && s.holes < 4<<20 {
-			t.Errorf("sparse file: %d bytes of holes", s.holes)
+		if p == sparse && s.Holes < 4<<20 {
+			t.Errorf("sparse file: %d bytes of holes", s.Holes)
 		}
 	}
-	s, err := sumReader(bytes.NewReader(content))
-	if err != nil || s.hash != want {
+	s, err := projectfs.SumReader(bytes.NewReader(content))
+	if err != nil || s.Hash != want {
 		t.Errorf("as a stream: %+v, %v; want %s", s, err, want)
 	}
 }
@@ -327,7 +328,7 @@ func TestSparseHostFile(t *testing.T) {
 		return err
 	})
 	c, ok := cs.Find("disk.img")
-	if !ok || !c.ModeOnly || c.Old.Holes == 0 || c.New.Holes == 0 || c.Old.Hash != c.New.Hash || !strings.HasPrefix(c.New.Hash, zeroRunPrefix) {
+	if !ok || !c.ModeOnly || c.Old.Holes == 0 || c.New.Holes == 0 || c.Old.Hash != c.New.Hash || !strings.HasPrefix(c.New.Hash, projectfs.ZeroRunPrefix) {
 		t.Fatalf("disk.img: %+v", c)
 	}
 	within(t, 5*time.Second, "apply --all", func() error {
@@ -365,7 +366,7 @@ func TestPartialApplyOfContentWithZeroBlocks(t *testing.T) {
 	f.stage(t, map[string]file{"f.txt": {Data: staged}})
 	f.run(t)
 	c, ok := f.changes(t).Find("f.txt")
-	if !ok || c.Binary || !strings.HasPrefix(c.New.Hash, zeroRunPrefix) {
+	if !ok || c.Binary || !strings.HasPrefix(c.New.Hash, projectfs.ZeroRunPrefix) {
 		t.Fatalf("f.txt: %+v", c)
 	}
 	hunks := hunksOf(t, f.s, c)

@@ -9,7 +9,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // The walk of a session's upper layer: every staged entry, with what the overlay makes of it
@@ -20,14 +22,14 @@ import (
 type rawEntry struct {
 	path     string
 	kind     byte // 'f' file, 'l' symlink, 'o' special, 'w' deleted, 'u' could not be looked at
-	stat     fileStat
+	stat     projectfs.FileStat
 	target   string
 	shadowed bool
 	// hash, size, binary and holes describe a staged file's content, read when it was scanned:
-	// its contentSum, length, whether its first 8000 bytes hold a NUL, and its bytes in holes.
+	// its projectfs.ContentSum, length, whether its first 8000 bytes hold a NUL, and its bytes in holes.
 	// readErr says why it could not be read: a file (or, kind 'u', an entry of a directory)
 	// that its mode closes to shadow, which the owner's own files never are (see
-	// openRegularAt and readableDir). The change lists it, unapplied.
+	// projectfs.OpenRegularAt and projectfs.ReadableDir). The change lists it, unapplied.
 	readErr error
 	hash    string
 	size    int64
@@ -37,9 +39,9 @@ type rawEntry struct {
 
 // scanUpper lists every path the upper layer changes. It reads the upper layer only, plus the host
 // directories an opaque directory or whiteout hides: its cost grows with the change. The
-// directories are read on up to applyWorkers goroutines, a large one in parts of scanChunk entries.
-func scanUpper(upper string, host *projectRoot, opts scanOptions) ([]rawEntry, error) {
-	if err := readableDir(upper); err != nil {
+// directories are read on up to projectfs.ApplyWorkers goroutines, a large one in parts of scanChunk entries.
+func scanUpper(upper string, host *projectfs.Root, opts scanOptions) ([]rawEntry, error) {
+	if err := projectfs.ReadableDir(upper); err != nil {
 		return nil, fmt.Errorf("scan staged changes: %w", err)
 	}
 	sc := &upperScan{upper: upper, opts: opts, seen: map[string]bool{}, hidden: map[string]bool{},
@@ -49,12 +51,12 @@ func scanUpper(upper string, host *projectRoot, opts scanOptions) ([]rawEntry, e
 	// the caller's root is one of them. Each opens the upper directories beneath a root of the
 	// upper layer of its own, never by a path joined to it (a staged path may be longer than
 	// PATH_MAX).
-	up, err := openRoot(upper)
+	up, err := projectfs.OpenRoot(upper)
 	if err != nil {
 		return nil, fmt.Errorf("scan staged changes: %w", err)
 	}
 	defer up.Close()
-	roots, ups := []*projectRoot{host}, []*projectRoot{up}
+	roots, ups := []*projectfs.Root{host}, []*projectfs.Root{up}
 	defer func() {
 		for i := 1; i < len(roots); i++ {
 			roots[i].Close()
@@ -63,13 +65,13 @@ func scanUpper(upper string, host *projectRoot, opts scanOptions) ([]rawEntry, e
 			ups[i].Close()
 		}
 	}()
-	for range applyWorkers - 1 {
-		r, err := host.clone()
+	for range projectfs.ApplyWorkers - 1 {
+		r, err := host.Clone()
 		if err != nil {
 			return nil, err
 		}
 		roots = append(roots, r)
-		u, err := up.clone()
+		u, err := up.Clone()
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +107,7 @@ type scanOptions struct {
 	// visit, when set, is called on the scan's goroutines for every staged file, symlink or special
 	// file with what the project holds at its path, just looked up through host (a root of the
 	// goroutine's own): the end of a run takes the pre-images there.
-	visit func(host *projectRoot, path string, h hostEntry) error
+	visit func(host *projectfs.Root, path string, h projectfs.HostEntry) error
 }
 
 // scanChunk is how many entries of one upper directory a goroutine of scanUpper describes at a time.
@@ -139,7 +141,7 @@ type scanTask struct {
 
 // work does the scan's tasks with host and up (a root of the upper layer) until there are none
 // left, or one failed.
-func (sc *upperScan) work(host, up *projectRoot) {
+func (sc *upperScan) work(host, up *projectfs.Root) {
 	for {
 		sc.mu.Lock()
 		for len(sc.tasks) == 0 && sc.pending > 0 && sc.err == nil {
@@ -178,16 +180,16 @@ func (sc *upperScan) work(host, up *projectRoot) {
 // dir does the task t: it describes the entries of an upper directory, and returns what it found
 // and the tasks that follow (the subdirectories, and the parts of a large directory beyond the
 // first scanChunk entries).
-func (sc *upperScan) dir(host, up *projectRoot, t scanTask) (*scanPart, []scanTask, error) {
+func (sc *upperScan) dir(host, up *projectfs.Root, t scanTask) (*scanPart, []scanTask, error) {
 	p := &scanPart{sc: sc, host: host, rel: t.rel, shadowed: t.shadowed, hidden: map[string]bool{}}
 	if t.closed {
 		// Its entries need it entered, which opening it would not tell. What stays closed is
 		// told below, by the open or by each entry.
-		_ = up.readableDir(t.rel)
+		_ = up.ReadableDir(t.rel)
 	}
-	d, err := up.openDir(t.rel)
-	if errors.Is(err, fs.ErrPermission) && t.rel != "" && up.readableDir(t.rel) == nil {
-		d, err = up.openDir(t.rel) // closed since it was looked at
+	d, err := up.OpenDir(t.rel)
+	if errors.Is(err, fs.ErrPermission) && t.rel != "" && up.ReadableDir(t.rel) == nil {
+		d, err = up.OpenDir(t.rel) // closed since it was looked at
 	}
 	if err != nil {
 		switch {
@@ -198,7 +200,7 @@ func (sc *upperScan) dir(host, up *projectRoot, t scanTask) (*scanPart, []scanTa
 				readErr: fmt.Errorf("cannot read the staged directory: %w", unix.EACCES)})
 			return p, nil, nil
 		}
-		return p, nil, fmt.Errorf("scan staged changes: %s: %w", visible(t.rel), err)
+		return p, nil, fmt.Errorf("scan staged changes: %s: %w", quote.Path(t.rel), err)
 	}
 	defer d.Close()
 	p.dfd = int(d.Fd())
@@ -206,7 +208,7 @@ func (sc *upperScan) dir(host, up *projectRoot, t scanTask) (*scanPart, []scanTa
 	ents := t.ents
 	if ents == nil {
 		if ents, err = d.ReadDir(-1); err != nil {
-			return p, nil, fmt.Errorf("scan staged changes: %s: %w", visible(t.rel), err)
+			return p, nil, fmt.Errorf("scan staged changes: %s: %w", quote.Path(t.rel), err)
 		}
 		for len(ents) > scanChunk {
 			more = append(more, scanTask{rel: t.rel, shadowed: t.shadowed, ents: ents[len(ents)-scanChunk:]})
@@ -227,7 +229,7 @@ func (sc *upperScan) dir(host, up *projectRoot, t scanTask) (*scanPart, []scanTa
 // scanPart is what one goroutine of scanUpper finds in some entries of one upper directory.
 type scanPart struct {
 	sc       *upperScan
-	host     *projectRoot
+	host     *projectfs.Root
 	dfd      int // the upper directory
 	rel      string
 	shadowed bool
@@ -249,7 +251,7 @@ type subdir struct {
 // file as the directory listing says. Entries are described relative to the open directory, not
 // by looking up their whole path again.
 func (p *scanPart) entry(name string, open bool) error {
-	child := relJoin(p.rel, name)
+	child := projectfs.RelJoin(p.rel, name)
 	st, fd, err := statEntry(p.dfd, name, open)
 	if errors.Is(err, unix.EACCES) {
 		// In a directory shadow cannot enter (of another owner): listed as unread.
@@ -265,12 +267,12 @@ func (p *scanPart) entry(name string, open bool) error {
 	}
 	kind := layers.KindAt(p.dfd, name, &st)
 	if kind == layers.Dir || kind == layers.OpaqueDir {
-		h, err := p.host.lstat(child)
+		h, err := p.host.Lstat(child)
 		if err != nil {
 			return err
 		}
 		sub := p.shadowed
-		if kind == layers.OpaqueDir || (h.exists && h.stat.Type != 'd') {
+		if kind == layers.OpaqueDir || (h.Exists && h.Stat.Type != 'd') {
 			if err := p.hideHost(child); err != nil {
 				return err
 			}
@@ -282,7 +284,7 @@ func (p *scanPart) entry(name string, open bool) error {
 	if kind == layers.Whiteout {
 		return p.hideHost(child)
 	}
-	r := rawEntry{path: child, stat: statFromUnix(&st), shadowed: p.shadowed}
+	r := rawEntry{path: child, stat: projectfs.StatFromUnix(&st), shadowed: p.shadowed}
 	switch r.stat.Type {
 	case 'f':
 		r.kind = 'f'
@@ -292,29 +294,29 @@ func (p *scanPart) entry(name string, open bool) error {
 		if fd < 0 {
 			// Not open yet (not regular when listed, or not openable, by its mode say): opened
 			// now, or the error says why not.
-			if fd, _, err = openRegularAt(p.dfd, name); err != nil {
+			if fd, _, err = projectfs.OpenRegularAt(p.dfd, name); err != nil {
 				r.readErr = fmt.Errorf("cannot read the staged file: %w", err)
 				break
 			}
 			defer unix.Close(fd)
 		}
-		sum, err := sumRegular(fd, st.Size)
+		sum, err := projectfs.SumRegular(fd, st.Size)
 		if err != nil {
 			r.readErr = fmt.Errorf("cannot read the staged file: %w", err)
 			break
 		}
-		r.hash, r.size, r.binary, r.holes = sum.hash, sum.size, sum.binary, sum.holes
+		r.hash, r.size, r.binary, r.holes = sum.Hash, sum.Size, sum.Binary, sum.Holes
 	case 'l':
 		r.kind = 'l'
-		if r.target, err = readlinkat(p.dfd, name); err != nil {
+		if r.target, err = projectfs.Readlinkat(p.dfd, name); err != nil {
 			return nil
 		}
 	default:
 		r.kind = 'o'
 	}
-	h, err := p.host.lstat(child)
+	h, err := p.host.Lstat(child)
 	// A file replacing a host directory hides everything in it.
-	if err == nil && h.exists && h.stat.Type == 'd' {
+	if err == nil && h.Exists && h.Stat.Type == 'd' {
 		if err := p.hideHost(child); err != nil {
 			return err
 		}
@@ -338,7 +340,7 @@ func (p *scanPart) entry(name string, open bool) error {
 // regular file (put there since the listing; closed unread), it is described by name, and fd is -1.
 func statEntry(dfd int, name string, open bool) (st unix.Stat_t, fd int, err error) {
 	if open {
-		if fd, st, err := openRegularAt(dfd, name); err == nil {
+		if fd, st, err := projectfs.OpenRegularAt(dfd, name); err == nil {
 			return st, fd, nil
 		}
 	}
@@ -347,21 +349,21 @@ func statEntry(dfd int, name string, open bool) (st unix.Stat_t, fd int, err err
 
 // hideHost records as hidden the host file at rel, or every file beneath the host directory at rel.
 func (p *scanPart) hideHost(rel string) error {
-	h, err := p.host.lstat(rel)
-	if err != nil || !h.exists {
+	h, err := p.host.Lstat(rel)
+	if err != nil || !h.Exists {
 		return err
 	}
-	if h.stat.Type != 'd' {
+	if h.Stat.Type != 'd' {
 		p.hidden[rel] = true
 		return nil
 	}
-	fd, err := openat(p.host.fd, rel, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+	fd, err := projectfs.Openat(p.host.FD, rel, unix.O_DIRECTORY|unix.O_RDONLY, 0)
 	if err != nil {
 		return nil // gone or replaced since it was looked at: nothing there to hide
 	}
 	defer unix.Close(fd)
 	// What cannot be read below it hides nothing the change set could name.
-	_ = walkAt(fd, rel, func(f string, _ int, _ string, st *unix.Stat_t) error {
+	_ = projectfs.WalkAt(fd, rel, func(f string, _ int, _ string, st *unix.Stat_t) error {
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			p.hidden[f] = true
 		}

@@ -1,4 +1,7 @@
-package session
+// Package projectfs reads and writes a project tree (the project, a staged layer, a checkpoint)
+// beneath one open directory descriptor, never following a symlink out of it, and names file
+// contents the way the session records them (ContentSum, sparse files by their data segments).
+package projectfs
 
 import (
 	"errors"
@@ -11,7 +14,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
+	"github.com/shadow-sandbox/shadow/internal/quote"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,37 +25,37 @@ import (
 // agent or swapped in by the host cannot redirect a read or a write outside the project. Kernels
 // without openat2 get a walk that opens one component at a time with O_NOFOLLOW.
 
-// forceWalk makes the code take the O_NOFOLLOW walk even where openat2 exists (tests set it).
-var forceWalk = false
+// ForceWalk makes the code take the O_NOFOLLOW walk even where openat2 exists (tests set it).
+var ForceWalk = false
 
-// projectRoot is an open directory descriptor of the project root.
-type projectRoot struct {
+// Root is an open directory descriptor of the project root.
+type Root struct {
 	path string
-	fd   int
+	FD   int
 	dirs map[string]int // cached descriptors of directories beneath the root
 }
 
-func openRoot(path string) (*projectRoot, error) {
+func OpenRoot(path string) (*Root, error) {
 	fd, err := unix.Open(path, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open project %s: %w", path, err)
 	}
-	return &projectRoot{path: path, fd: fd}, nil
+	return &Root{path: path, FD: fd}, nil
 }
 
-// clone returns another root on the same directory (a duplicate descriptor, not a new lookup of
+// Clone returns another root on the same directory (a duplicate descriptor, not a new lookup of
 // the path) with a cache of its own, for a parallel worker.
-func (r *projectRoot) clone() (*projectRoot, error) {
-	fd, err := unix.FcntlInt(uintptr(r.fd), unix.F_DUPFD_CLOEXEC, 0)
+func (r *Root) Clone() (*Root, error) {
+	fd, err := unix.FcntlInt(uintptr(r.FD), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open project %s: %w", r.path, err)
 	}
-	return &projectRoot{path: r.path, fd: fd}, nil
+	return &Root{path: r.path, FD: fd}, nil
 }
 
-func (r *projectRoot) Close() error {
-	r.invalidate()
-	return unix.Close(r.fd)
+func (r *Root) Close() error {
+	r.Invalidate()
+	return unix.Close(r.FD)
 }
 
 // validRel rejects paths that are not clean relative slash paths (no "..", ".", empty or absolute
@@ -67,10 +72,10 @@ func validRel(rel string) error {
 	return nil
 }
 
-// openat opens rel beneath dirfd without following any symlink on the way or at the end. A rel
+// Openat opens rel beneath dirfd without following any symlink on the way or at the end. A rel
 // of PATH_MAX bytes or more, which the kernel refuses in one lookup (ENAMETOOLONG), is opened in
 // steps (openInSteps): the depth of a path is never a limit.
-func openat(dirfd int, rel string, flags int, mode uint32) (int, error) {
+func Openat(dirfd int, rel string, flags int, mode uint32) (int, error) {
 	if len(rel) >= unix.PathMax {
 		return openInSteps(dirfd, rel, flags, mode)
 	}
@@ -79,7 +84,7 @@ func openat(dirfd int, rel string, flags int, mode uint32) (int, error) {
 	if rel == "." {
 		return unix.Openat(dirfd, ".", flags, mode)
 	}
-	if !forceWalk {
+	if !ForceWalk {
 		how := &unix.OpenHow{Flags: uint64(flags), Mode: uint64(mode),
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 		for {
@@ -111,7 +116,7 @@ func openInSteps(dirfd int, rel string, flags int, mode uint32) (int, error) {
 			closeIfNot(cur, dirfd)
 			return -1, unix.ENAMETOOLONG // a component longer than any name can be
 		}
-		next, err := openat(cur, rel[:i], unix.O_DIRECTORY|unix.O_RDONLY, 0)
+		next, err := Openat(cur, rel[:i], unix.O_DIRECTORY|unix.O_RDONLY, 0)
 		closeIfNot(cur, dirfd)
 		if err != nil {
 			return -1, err
@@ -119,7 +124,7 @@ func openInSteps(dirfd int, rel string, flags int, mode uint32) (int, error) {
 		cur, rel = next, rel[i+1:]
 	}
 	defer closeIfNot(cur, dirfd)
-	return openat(cur, rel, flags, mode)
+	return Openat(cur, rel, flags, mode)
 }
 
 // walkParent opens every directory of rel but the last component, one at a time with O_NOFOLLOW,
@@ -153,33 +158,33 @@ func closeIfNot(fd, keep int) {
 	}
 }
 
-// openParent returns a descriptor of rel's parent directory beneath the root (creating missing
+// OpenParent returns a descriptor of rel's parent directory beneath the root (creating missing
 // directories with mode 0755 when create is set) and rel's last component. The descriptor is
 // borrowed from the root's cache: callers must not close it.
-func (r *projectRoot) openParent(rel string, create bool) (int, string, error) {
+func (r *Root) OpenParent(rel string, create bool) (int, string, error) {
 	if err := validRel(rel); err != nil {
 		return -1, "", err
 	}
 	i := strings.LastIndexByte(rel, '/')
 	if i < 0 {
-		return r.fd, rel, nil
+		return r.FD, rel, nil
 	}
 	dir, name := rel[:i], rel[i+1:]
 	if fd, ok := r.dirs[dir]; ok {
 		return fd, name, nil
 	}
-	fd, err := openat(r.fd, dir, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+	fd, err := Openat(r.FD, dir, unix.O_DIRECTORY|unix.O_RDONLY, 0)
 	if err != nil && create && errors.Is(err, unix.ENOENT) {
-		if err := r.mkdirAll(dir); err != nil {
+		if err := r.MkdirAll(dir); err != nil {
 			return -1, "", err
 		}
-		fd, err = openat(r.fd, dir, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+		fd, err = Openat(r.FD, dir, unix.O_DIRECTORY|unix.O_RDONLY, 0)
 	}
 	if err != nil {
 		return -1, "", err
 	}
 	if len(r.dirs) >= maxCachedDirs {
-		r.invalidate()
+		r.Invalidate()
 	}
 	if r.dirs == nil {
 		r.dirs = map[string]int{}
@@ -191,20 +196,20 @@ func (r *projectRoot) openParent(rel string, create bool) (int, string, error) {
 // maxCachedDirs bounds the directory descriptors a root keeps open.
 const maxCachedDirs = 256
 
-// invalidate forgets every cached directory descriptor, so that paths are resolved afresh (after
+// Invalidate forgets every cached directory descriptor, so that paths are resolved afresh (after
 // a directory was removed, and between the steps of an apply).
-func (r *projectRoot) invalidate() {
+func (r *Root) Invalidate() {
 	for _, fd := range r.dirs {
 		unix.Close(fd)
 	}
 	r.dirs = nil
 }
 
-// mkdirAll creates dir beneath the root one component at a time; an existing symlink component
+// MkdirAll creates dir beneath the root one component at a time; an existing symlink component
 // fails (ELOOP/ENOTDIR) rather than being followed.
-func (r *projectRoot) mkdirAll(dir string) error {
+func (r *Root) MkdirAll(dir string) error {
 	parts := strings.Split(dir, "/")
-	cur, err := unix.Dup(r.fd)
+	cur, err := unix.Dup(r.FD)
 	if err != nil {
 		return err
 	}
@@ -216,7 +221,7 @@ func (r *projectRoot) mkdirAll(dir string) error {
 		}
 		next, err := unix.Openat(cur, p, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 		if err != nil {
-			return fmt.Errorf("create directory %s: %s: %w", visible(dir), visible(p), err)
+			return fmt.Errorf("create directory %s: %s: %w", quote.Path(dir), quote.Path(p), err)
 		}
 		unix.Close(cur)
 		cur = next
@@ -224,15 +229,15 @@ func (r *projectRoot) mkdirAll(dir string) error {
 	return nil
 }
 
-// openDir opens the directory rel beneath the root ("" for the root itself) for reading its
+// OpenDir opens the directory rel beneath the root ("" for the root itself) for reading its
 // entries, never through a symlink, however long rel is.
-func (r *projectRoot) openDir(rel string) (*os.File, error) {
+func (r *Root) OpenDir(rel string) (*os.File, error) {
 	var fd int
 	var err error
 	if rel == "" {
-		fd, err = unix.Openat(r.fd, ".", unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		fd, err = unix.Openat(r.FD, ".", unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	} else if err = validRel(rel); err == nil {
-		fd, err = openat(r.fd, rel, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+		fd, err = Openat(r.FD, rel, unix.O_DIRECTORY|unix.O_RDONLY, 0)
 	}
 	if err != nil {
 		return nil, err
@@ -240,56 +245,56 @@ func (r *projectRoot) openDir(rel string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), rel), nil
 }
 
-// readableDir is the package's readableDir for the directory rel beneath the root.
-func (r *projectRoot) readableDir(rel string) error {
+// ReadableDir is the package's ReadableDir for the directory rel beneath the root.
+func (r *Root) ReadableDir(rel string) error {
 	if rel == "" {
-		return readableDir(r.path)
+		return ReadableDir(r.path)
 	}
-	dir, name, err := r.openParent(rel, false)
+	dir, name, err := r.OpenParent(rel, false)
 	if err != nil {
 		return err
 	}
 	return readableDirAt(dir, name)
 }
 
-// hostEntry is what is at a project path right now.
-type hostEntry struct {
-	exists bool
-	stat   fileStat
-	dev    uint64
-	target string // symlink target
+// HostEntry is what is at a project path right now.
+type HostEntry struct {
+	Exists bool
+	Stat   FileStat
+	Dev    uint64
+	Target string // symlink target
 }
 
-// lstat describes rel beneath the root without following a final symlink.
-func (r *projectRoot) lstat(rel string) (hostEntry, error) {
-	dir, name, err := r.openParent(rel, false)
-	st, exists, err := statAt(dir, err, name)
+// Lstat describes rel beneath the root without following a final symlink.
+func (r *Root) Lstat(rel string) (HostEntry, error) {
+	dir, name, err := r.OpenParent(rel, false)
+	st, exists, err := StatAt(dir, err, name)
 	if err != nil {
-		return hostEntry{}, fmt.Errorf("inspect %s: %w", visible(rel), err)
+		return HostEntry{}, fmt.Errorf("inspect %s: %w", quote.Path(rel), err)
 	}
 	if !exists {
-		return hostEntry{}, nil
+		return HostEntry{}, nil
 	}
-	h := hostEntry{exists: true, stat: statFromUnix(&st), dev: st.Dev}
-	if h.stat.Type == 'l' {
-		h.target, err = readlinkat(dir, name)
+	h := HostEntry{Exists: true, Stat: StatFromUnix(&st), Dev: st.Dev}
+	if h.Stat.Type == 'l' {
+		h.Target, err = Readlinkat(dir, name)
 		if err != nil {
-			return hostEntry{}, fmt.Errorf("inspect %s: %w", visible(rel), err)
+			return HostEntry{}, fmt.Errorf("inspect %s: %w", quote.Path(rel), err)
 		}
 	}
 	return h, nil
 }
 
-// relJoin is the project-relative path of name in the directory rel ("" for the root).
-func relJoin(rel, name string) string {
+// RelJoin is the project-relative path of name in the directory rel ("" for the root).
+func RelJoin(rel, name string) string {
 	if rel == "" {
 		return name
 	}
 	return rel + "/" + name
 }
 
-func statFromUnix(st *unix.Stat_t) fileStat {
-	fs := fileStat{Mode: st.Mode & 0o7777, Size: st.Size, Mtime: st.Mtim.Nano(), Ino: st.Ino}
+func StatFromUnix(st *unix.Stat_t) FileStat {
+	fs := FileStat{Mode: st.Mode & 0o7777, Size: st.Size, Mtime: st.Mtim.Nano(), Ino: st.Ino}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 		fs.Type = 'f'
@@ -303,7 +308,7 @@ func statFromUnix(st *unix.Stat_t) fileStat {
 	return fs
 }
 
-func readlinkat(dir int, name string) (string, error) {
+func Readlinkat(dir int, name string) (string, error) {
 	for size := 256; ; size *= 2 {
 		buf := make([]byte, size)
 		n, err := unix.Readlinkat(dir, name, buf)
@@ -316,51 +321,51 @@ func readlinkat(dir int, name string) (string, error) {
 	}
 }
 
-// openRead opens a regular file beneath the root for reading (a symlink or special file fails,
+// OpenRead opens a regular file beneath the root for reading (a symlink or special file fails,
 // and is never opened: opening a device or FIFO can have effects of its own).
-func (r *projectRoot) openRead(rel string) (*os.File, error) {
-	fd, err := r.openReadFD(rel)
+func (r *Root) OpenRead(rel string) (*os.File, error) {
+	fd, err := r.OpenReadFD(rel)
 	if err != nil {
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), r.path+"/"+rel), nil
 }
 
-// openReadFD is openRead returning the bare descriptor, which the caller closes: reading thousands
+// OpenReadFD is OpenRead returning the bare descriptor, which the caller closes: reading thousands
 // of small files, an *os.File for each costs two more system calls.
-func (r *projectRoot) openReadFD(rel string) (int, error) {
-	dir, name, err := r.openParent(rel, false)
+func (r *Root) OpenReadFD(rel string) (int, error) {
+	dir, name, err := r.OpenParent(rel, false)
 	if err != nil {
-		return -1, fmt.Errorf("open %s: %w", visible(rel), err)
+		return -1, fmt.Errorf("open %s: %w", quote.Path(rel), err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return -1, fmt.Errorf("open %s: %w", visible(rel), err)
+		return -1, fmt.Errorf("open %s: %w", quote.Path(rel), err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return -1, fmt.Errorf("open %s: not a regular file", visible(rel))
+		return -1, fmt.Errorf("open %s: not a regular file", quote.Path(rel))
 	}
-	fd, _, err := openRegularAt(dir, name)
+	fd, _, err := OpenRegularAt(dir, name)
 	if err != nil {
-		return -1, fmt.Errorf("open %s: %w", visible(rel), err)
+		return -1, fmt.Errorf("open %s: %w", quote.Path(rel), err)
 	}
 	return fd, nil
 }
 
-// rmdir removes an empty directory beneath the root.
-func (r *projectRoot) rmdir(rel string) error {
-	dir, name, err := r.openParent(rel, false)
+// Rmdir removes an empty directory beneath the root.
+func (r *Root) Rmdir(rel string) error {
+	dir, name, err := r.OpenParent(rel, false)
 	if err != nil {
 		return err
 	}
 	err = unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
-	r.invalidate()
+	r.Invalidate()
 	return err
 }
 
-// mkdir makes one directory beneath the root with exactly mode (an existing directory is fine).
-func (r *projectRoot) mkdir(rel string, mode uint32) error {
-	dir, name, err := r.openParent(rel, false)
+// Mkdir makes one directory beneath the root with exactly mode (an existing directory is fine).
+func (r *Root) Mkdir(rel string, mode uint32) error {
+	dir, name, err := r.OpenParent(rel, false)
 	if err != nil {
 		return err
 	}
@@ -378,44 +383,44 @@ func (r *projectRoot) mkdir(rel string, mode uint32) error {
 	return unix.Fchmod(fd, mode)
 }
 
-// applyWorkers bounds the goroutines an apply reads, writes and renames files with. On a disk where
+// ApplyWorkers bounds the goroutines an apply reads, writes and renames files with. On a disk where
 // creating an inode is the slow part, the kernel's per-file work proceeds in parallel across
 // directories; more workers than this only contend for the same locks.
-const applyWorkers = 4
+const ApplyWorkers = 4
 
-// dirGroup is the indexes of the paths of one parent directory ("" for the root), in order.
-type dirGroup struct {
+// DirGroup is the indexes of the paths of one parent directory ("" for the root), in order.
+type DirGroup struct {
 	dir string
 	idx []int
 }
 
-// groupByDir groups the indexes of paths (those want accepts; all when want is nil) by parent
+// GroupByDir groups the indexes of paths (those want accepts; all when want is nil) by parent
 // directory, in order of first appearance.
-func groupByDir(paths []string, want func(i int) bool) []dirGroup {
-	var groups []dirGroup
+func GroupByDir(paths []string, want func(i int) bool) []DirGroup {
+	var groups []DirGroup
 	at := map[string]int{}
 	for i, p := range paths {
 		if want != nil && !want(i) {
 			continue
 		}
-		d := filepathDir(p)
+		d := FilepathDir(p)
 		g, ok := at[d]
 		if !ok {
 			g = len(groups)
 			at[d] = g
-			groups = append(groups, dirGroup{dir: d})
+			groups = append(groups, DirGroup{dir: d})
 		}
 		groups[g].idx = append(groups[g].idx, i)
 	}
 	return groups
 }
 
-// inDirs calls fn for every index of every group on up to applyWorkers goroutines, each taking a
+// InDirs calls fn for every index of every group on up to ApplyWorkers goroutines, each taking a
 // whole directory at a time: the directory is opened once beneath the root, never through a
 // symlink, and its descriptor passed to fn (or -1 and the reason it could not be opened, as
-// dirErr). worker numbers the goroutine (0 to applyWorkers-1). After the first error no further
+// dirErr). worker numbers the goroutine (0 to ApplyWorkers-1). After the first error no further
 // path is started; that error is returned.
-func (r *projectRoot) inDirs(groups []dirGroup, fn func(worker, dir int, dirErr error, i int) error) error {
+func (r *Root) InDirs(groups []DirGroup, fn func(worker, dir int, dirErr error, i int) error) error {
 	var (
 		mu     sync.Mutex
 		first  error
@@ -423,16 +428,16 @@ func (r *projectRoot) inDirs(groups []dirGroup, fn func(worker, dir int, dirErr 
 		failed atomic.Bool
 		wg     sync.WaitGroup
 	)
-	take := func() (dirGroup, bool) {
+	take := func() (DirGroup, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		if first != nil || next >= len(groups) {
-			return dirGroup{}, false
+			return DirGroup{}, false
 		}
 		next++
 		return groups[next-1], true
 	}
-	for w := range min(applyWorkers, len(groups)) {
+	for w := range min(ApplyWorkers, len(groups)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -441,11 +446,11 @@ func (r *projectRoot) inDirs(groups []dirGroup, fn func(worker, dir int, dirErr 
 				if !ok {
 					return
 				}
-				dir, dirErr := r.fd, error(nil)
+				dir, dirErr := r.FD, error(nil)
 				if g.dir != "" {
 					if err := validRel(g.dir); err != nil {
 						dir, dirErr = -1, err
-					} else if dir, dirErr = openat(r.fd, g.dir, unix.O_DIRECTORY|unix.O_RDONLY, 0); dirErr != nil {
+					} else if dir, dirErr = Openat(r.FD, g.dir, unix.O_DIRECTORY|unix.O_RDONLY, 0); dirErr != nil {
 						dir = -1
 					}
 				}
@@ -463,7 +468,7 @@ func (r *projectRoot) inDirs(groups []dirGroup, fn func(worker, dir int, dirErr 
 						break
 					}
 				}
-				closeIfNot(dir, r.fd)
+				closeIfNot(dir, r.FD)
 			}
 		}()
 	}
@@ -471,14 +476,14 @@ func (r *projectRoot) inDirs(groups []dirGroup, fn func(worker, dir int, dirErr 
 	return first
 }
 
-// errNotRegular is openRegularAt's error for what is not a regular file.
-var errNotRegular = errors.New("not a regular file")
+// ErrNotRegular is OpenRegularAt's error for what is not a regular file.
+var ErrNotRegular = errors.New("not a regular file")
 
-// openRegularAt opens name in dir for reading when it is a regular file, and describes it by its
+// OpenRegularAt opens name in dir for reading when it is a regular file, and describes it by its
 // descriptor. A symlink fails (ELOOP); a special file is closed unread, and fails with
-// errNotRegular and its description (O_NONBLOCK: opening a FIFO cannot hang). A file whose mode
+// ErrNotRegular and its description (O_NONBLOCK: opening a FIFO cannot hang). A file whose mode
 // denies its owner reading it is read all the same when shadow runs as that owner (openOwned).
-func openRegularAt(dir int, name string) (int, unix.Stat_t, error) {
+func OpenRegularAt(dir int, name string) (int, unix.Stat_t, error) {
 	var st unix.Stat_t
 	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err == unix.EACCES {
@@ -493,16 +498,16 @@ func openRegularAt(dir int, name string) (int, unix.Stat_t, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return -1, st, errNotRegular
+		return -1, st, ErrNotRegular
 	}
 	return fd, st, nil
 }
 
-// statAt describes name in the project directory dir without following a symlink; dirErr is why
+// StatAt describes name in the project directory dir without following a symlink; dirErr is why
 // dir could not be opened. exists is false when nothing is there: name is missing, or its parent
 // is (ENOENT), or is a file or a symlink (ENOTDIR, ELOOP), so that nothing exists beneath real
 // directories of the project.
-func statAt(dir int, dirErr error, name string) (st unix.Stat_t, exists bool, err error) {
+func StatAt(dir int, dirErr error, name string) (st unix.Stat_t, exists bool, err error) {
 	if dirErr != nil {
 		if errors.Is(dirErr, unix.ENOENT) || errors.Is(dirErr, unix.ENOTDIR) || errors.Is(dirErr, unix.ELOOP) {
 			return st, false, nil
@@ -518,11 +523,11 @@ func statAt(dir int, dirErr error, name string) (st unix.Stat_t, exists bool, er
 	return st, true, nil
 }
 
-// fdIO reads and writes a raw descriptor: many small files are copied without the cost of an
+// FdIO reads and writes a raw descriptor: many small files are copied without the cost of an
 // *os.File for each (a fcntl and a poller registration).
-type fdIO int
+type FdIO int
 
-func (f fdIO) Read(p []byte) (int, error) {
+func (f FdIO) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -541,7 +546,7 @@ func (f fdIO) Read(p []byte) (int, error) {
 	}
 }
 
-func (f fdIO) Write(p []byte) (int, error) {
+func (f FdIO) Write(p []byte) (int, error) {
 	done := 0
 	for done < len(p) {
 		n, err := unix.Write(int(f), p[done:])
@@ -567,22 +572,22 @@ func procPath(dir int, name string) string {
 	return "/proc/self/fd/" + strconv.Itoa(dir) + "/" + name
 }
 
-// walkAt calls fn for every entry below the directory dir, whose path is rel ("" for the root
+// WalkAt calls fn for every entry below the directory dir, whose path is rel ("" for the root
 // of the walk), parents before what they hold, without following a symlink: each directory is
 // opened beneath the nearest one above it that the walk holds open, so that no path is built
-// and depth is no limit. The walk holds at most walkHeld descriptors; a directory deeper than
+// and depth is no limit. The walk holds at most WalkHeld descriptors; a directory deeper than
 // those is opened from the deepest held, a part of under PATH_MAX at a time (openat). fn gets
 // the entry's path, the descriptor of its directory and its name there; returning fs.SkipDir
 // for a directory leaves out what it holds.
-func walkAt(dir int, rel string, fn func(rel string, dir int, name string, st *unix.Stat_t) error) error {
+func WalkAt(dir int, rel string, fn func(rel string, dir int, name string, st *unix.Stat_t) error) error {
 	type held struct {
 		rel string
-		fd  int
+		FD  int
 	}
 	open := []held{{rel, dir}} // the directories along the current path; the first is the caller's
 	defer func() {
 		for _, h := range open[1:] {
-			unix.Close(h.fd)
+			unix.Close(h.FD)
 		}
 	}()
 	todo := []string{rel}
@@ -590,18 +595,18 @@ func walkAt(dir int, rel string, fn func(rel string, dir int, name string, st *u
 		d := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
 		for len(open) > 1 && !pathWithin(d, open[len(open)-1].rel) {
-			unix.Close(open[len(open)-1].fd)
+			unix.Close(open[len(open)-1].FD)
 			open = open[:len(open)-1]
 		}
 		top := open[len(open)-1]
-		fd, own := top.fd, false
+		fd, own := top.FD, false
 		if d != top.rel {
 			sub := d
 			if top.rel != "" {
 				sub = d[len(top.rel)+1:]
 			}
 			var err error
-			if fd, err = openat(top.fd, sub, unix.O_DIRECTORY|unix.O_RDONLY, 0); err != nil {
+			if fd, err = Openat(top.FD, sub, unix.O_DIRECTORY|unix.O_RDONLY, 0); err != nil {
 				return err
 			}
 			if len(open) < walkHeld {
@@ -624,7 +629,7 @@ func walkAt(dir int, rel string, fn func(rel string, dir int, name string, st *u
 	return nil
 }
 
-// walkDir calls walkAt's fn for every entry of the open directory fd (d below the walk's root),
+// walkDir calls WalkAt's fn for every entry of the open directory fd (d below the walk's root),
 // and returns the paths of the subdirectories to walk.
 func walkDir(fd int, d string, fn func(rel string, dir int, name string, st *unix.Stat_t) error) ([]string, error) {
 	names, err := readNames(fd)
@@ -633,7 +638,7 @@ func walkDir(fd int, d string, fn func(rel string, dir int, name string, st *uni
 	}
 	var subdirs []string
 	for _, name := range names {
-		child := relJoin(d, name)
+		child := RelJoin(d, name)
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if errors.Is(err, unix.ENOENT) {
@@ -655,7 +660,7 @@ func walkDir(fd int, d string, fn func(rel string, dir int, name string, st *uni
 	return subdirs, nil
 }
 
-// walkHeld bounds the directory descriptors a walkAt holds open.
+// WalkHeld bounds the directory descriptors a WalkAt holds open.
 const walkHeld = 64
 
 // pathWithin reports whether the path p is dir or below it ("" holds every path).
@@ -675,4 +680,40 @@ func readNames(dir int) ([]string, error) {
 	names, err := f.Readdirnames(-1)
 	sort.Strings(names)
 	return names, err
+}
+
+// FileStat is what the manifest records of a project file: enough to notice that the host changed
+// it, without reading its content.
+type FileStat struct {
+	Type  byte // 'f' regular, 'l' symlink, 'd' directory, 'o' other
+	Mode  uint32
+	Size  int64
+	Mtime int64 // nanoseconds
+	Ino   uint64
+}
+
+func statOf(fi fs.FileInfo) FileStat {
+	st := FileStat{Mode: uint32(fi.Mode().Perm()), Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.Ino = sys.Ino
+		st.Mode = sys.Mode & 0o7777
+	}
+	switch {
+	case fi.Mode().IsRegular():
+		st.Type = 'f'
+	case fi.Mode()&fs.ModeSymlink != 0:
+		st.Type = 'l'
+	case fi.IsDir():
+		st.Type = 'd'
+	default:
+		st.Type = 'o'
+	}
+	return st
+}
+
+func FilepathDir(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
 }

@@ -1,4 +1,4 @@
-package session
+package projectfs
 
 import (
 	"os"
@@ -8,8 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// walkAt visits every entry of a tree far deeper than the descriptors it holds (a path past
-// PATH_MAX), each once and after its parent, and holds at most walkHeld directories open
+// WalkAt visits every entry of a tree far deeper than the descriptors it holds (a path past
+// PATH_MAX), each once and after its parent, and holds at most WalkHeld directories open
 // however deep it is.
 func TestWalkAtDeepTree(t *testing.T) {
 	const depth = 1500 // "d/" each: 3,000 bytes of directories, then the files' names
@@ -33,14 +33,14 @@ func TestWalkAtDeepTree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want[relJoin(p, name)] = true
+			want[RelJoin(p, name)] = true
 		}
 		next, err := unix.Openat(cur, "d", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		unix.Close(cur)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cur, p = next, relJoin(p, "d")
+		cur, p = next, RelJoin(p, "d")
 	}
 	unix.Close(cur)
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -55,11 +55,11 @@ func TestWalkAtDeepTree(t *testing.T) {
 	}
 	before, most := openFDs(), 0
 	seen := map[string]bool{}
-	err = walkAt(fd, "", func(rel string, _ int, _ string, _ *unix.Stat_t) error {
+	err = WalkAt(fd, "", func(rel string, _ int, _ string, _ *unix.Stat_t) error {
 		if seen[rel] {
 			t.Errorf("%d levels down: visited twice", strings.Count(rel, "/"))
 		}
-		if parent := filepathDir(rel); parent != "" && !seen[parent] {
+		if parent := FilepathDir(rel); parent != "" && !seen[parent] {
 			t.Errorf("%d levels down: visited before its directory", strings.Count(rel, "/"))
 		}
 		seen[rel] = true

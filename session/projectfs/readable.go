@@ -1,4 +1,4 @@
-package session
+package projectfs
 
 import (
 	"strconv"
@@ -43,12 +43,12 @@ func openOwned(dir int, name string) (int, error) {
 	return fd, err
 }
 
-// readableDir makes the staged directory path one that shadow can list and enter: when its mode
+// ReadableDir makes the staged directory path one that shadow can list and enter: when its mode
 // denies that to its owner and shadow runs as that owner, u+rx is added (and stays). It fails with
 // EACCES when the directory stays closed.
-func readableDir(path string) error { return readableDirAt(unix.AT_FDCWD, path) }
+func ReadableDir(path string) error { return readableDirAt(unix.AT_FDCWD, path) }
 
-// readableDirAt is readableDir for the entry name of the open directory dir.
+// readableDirAt is ReadableDir for the entry name of the open directory dir.
 func readableDirAt(dir int, name string) error {
 	if unix.Faccessat(dir, name, unix.R_OK|unix.X_OK, unix.AT_EACCESS) == nil {
 		return nil
