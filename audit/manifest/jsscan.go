@@ -256,178 +256,217 @@ var regexAfter = map[string]bool{
 // lexJS splits JavaScript into identifiers, punctuation and string values;
 // template literal text counts as a string and its ${...} parts as code.
 func lexJS(src []byte) []jtok {
-	toks := make([]jtok, 0, len(src)/6+16)
-	line := 1
+	l := jsLexer{src: src, line: 1, toks: make([]jtok, 0, len(src)/6+16)}
 	n := len(src)
-	i := 0
 	if n >= 2 && src[0] == '#' && src[1] == '!' {
-		for i < n && src[i] != '\n' {
-			i++
-		}
+		l.skipLine()
 	}
-	// braces holds, for each open ${ of a template, the code brace depth at which it closes.
-	var braces []int
-	depth := 0
-	regexOK := func() bool {
-		if len(toks) == 0 {
-			return true
-		}
-		p := toks[len(toks)-1]
-		switch p.kind {
-		case jtIdent:
-			return regexAfter[p.text]
-		case jtPunct:
-			return p.text != ")" && p.text != "]" && p.text != "}"
-		}
-		return false
-	}
-	var template func()
-	// template reads template text from i (after the backquote or the closing
-	// brace of ${...}) up to the closing backquote or the next ${.
-	template = func() {
-		var b strings.Builder
-		startLine := line
-		for i < n {
-			c := src[i]
-			switch {
-			case c == '\\' && i+1 < n:
-				if src[i+1] == '\n' {
-					line++
-				}
-				b.WriteByte(src[i+1])
-				i += 2
-				continue
-			case c == '`':
-				i++
-				toks = append(toks, jtok{jtString, b.String(), startLine})
-				return
-			case c == '$' && i+1 < n && src[i+1] == '{':
-				i += 2
-				toks = append(toks, jtok{jtString, b.String(), startLine})
-				toks = append(toks, jtok{jtPunct, "(", line})
-				braces = append(braces, depth)
-				depth++
-				return
-			case c == '\n':
-				line++
-			}
-			b.WriteByte(c)
-			i++
-		}
-		toks = append(toks, jtok{jtString, b.String(), startLine})
-	}
-	for i < n {
-		c := src[i]
+	for l.i < n {
+		c := src[l.i]
 		switch {
 		case c == '\n':
-			line++
-			i++
+			l.line++
+			l.i++
 		case c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v':
-			i++
-		case c == '/' && i+1 < n && src[i+1] == '/':
-			for i < n && src[i] != '\n' {
-				i++
-			}
-		case c == '/' && i+1 < n && src[i+1] == '*':
-			i += 2
-			for i < n && !(src[i] == '*' && i+1 < n && src[i+1] == '/') {
-				if src[i] == '\n' {
-					line++
-				}
-				i++
-			}
-			i += 2
+			l.i++
+		case c == '/' && l.i+1 < n && src[l.i+1] == '/':
+			l.skipLine()
+		case c == '/' && l.i+1 < n && src[l.i+1] == '*':
+			l.blockComment()
 		case c == '"' || c == '\'':
-			var b strings.Builder
-			startLine := line
-			i++
-			for i < n && src[i] != c && src[i] != '\n' {
-				if src[i] == '\\' && i+1 < n {
-					i++
-					switch src[i] {
-					case 'n':
-						b.WriteByte('\n')
-					case 't':
-						b.WriteByte('\t')
-					case '\n':
-						line++
-					default:
-						b.WriteByte(src[i])
-					}
-					i++
-					continue
-				}
-				b.WriteByte(src[i])
-				i++
-			}
-			i++
-			toks = append(toks, jtok{jtString, b.String(), startLine})
+			l.quoted(c)
 		case c == '`':
-			i++
-			template()
-		case c == '/' && regexOK():
-			j := i + 1
-			inClass := false
-			for j < n && src[j] != '\n' {
-				if src[j] == '\\' {
-					j += 2
-					continue
-				}
-				if src[j] == '[' {
-					inClass = true
-				} else if src[j] == ']' {
-					inClass = false
-				} else if src[j] == '/' && !inClass {
-					break
-				}
-				j++
-			}
-			if j < n && src[j] == '/' {
-				j++
-				for j < n && (src[j] >= 'a' && src[j] <= 'z') {
-					j++
-				}
-				toks = append(toks, jtok{jtOther, "", line})
-				i = j
-			} else {
-				toks = append(toks, jtok{jtPunct, "/", line})
-				i++
-			}
+			l.i++
+			l.template()
+		case c == '/' && l.regexOK():
+			l.regexOrSlash()
 		case c == '{':
-			depth++
-			toks = append(toks, jtok{jtPunct, "{", line})
-			i++
+			l.depth++
+			l.toks = append(l.toks, jtok{jtPunct, "{", l.line})
+			l.i++
 		case c == '}':
-			depth--
-			if len(braces) > 0 && braces[len(braces)-1] == depth {
-				braces = braces[:len(braces)-1]
-				toks = append(toks, jtok{jtPunct, ")", line})
-				i++
-				template()
-				continue
-			}
-			toks = append(toks, jtok{jtPunct, "}", line})
-			i++
+			l.closeBrace()
 		case c >= '0' && c <= '9':
-			j := i + 1
+			j := l.i + 1
 			for j < n && (isJSIdentByte(src[j]) || src[j] == '.') {
 				j++
 			}
-			toks = append(toks, jtok{jtOther, "", line})
-			i = j
+			l.toks = append(l.toks, jtok{jtOther, "", l.line})
+			l.i = j
 		case isJSIdentByte(c) || c >= utf8.RuneSelf:
-			j := i
+			j := l.i
 			for j < n && (isJSIdentByte(src[j]) || src[j] >= utf8.RuneSelf) {
 				j++
 			}
-			toks = append(toks, jtok{jtIdent, string(src[i:j]), line})
-			i = j
+			l.toks = append(l.toks, jtok{jtIdent, string(src[l.i:j]), l.line})
+			l.i = j
 		default:
-			toks = append(toks, jtok{jtPunct, string(c), line})
-			i++
+			l.toks = append(l.toks, jtok{jtPunct, string(c), l.line})
+			l.i++
 		}
 	}
-	return toks
+	return l.toks
+}
+
+// jsLexer is where lexJS is in its source: the next byte, its line, the
+// tokens so far, and the template literals open around the code.
+type jsLexer struct {
+	src  []byte
+	i    int
+	line int
+	toks []jtok
+	// braces holds, for each open ${ of a template, the code brace depth at which it closes.
+	braces []int
+	depth  int
+}
+
+// regexOK reports whether a '/' here starts a regular expression rather
+// than a division, from the token before it.
+func (l *jsLexer) regexOK() bool {
+	if len(l.toks) == 0 {
+		return true
+	}
+	p := l.toks[len(l.toks)-1]
+	switch p.kind {
+	case jtIdent:
+		return regexAfter[p.text]
+	case jtPunct:
+		return p.text != ")" && p.text != "]" && p.text != "}"
+	}
+	return false
+}
+
+// skipLine moves to the end of the line (a // comment, a #! line).
+func (l *jsLexer) skipLine() {
+	for l.i < len(l.src) && l.src[l.i] != '\n' {
+		l.i++
+	}
+}
+
+// blockComment skips a /* comment */, counting its lines.
+func (l *jsLexer) blockComment() {
+	src, n := l.src, len(l.src)
+	l.i += 2
+	for l.i < n && !(src[l.i] == '*' && l.i+1 < n && src[l.i+1] == '/') {
+		if src[l.i] == '\n' {
+			l.line++
+		}
+		l.i++
+	}
+	l.i += 2
+}
+
+// quoted reads a string literal quoted by q, which ends at the line's end
+// if it is not closed.
+func (l *jsLexer) quoted(q byte) {
+	src, n := l.src, len(l.src)
+	var b strings.Builder
+	startLine := l.line
+	l.i++
+	for l.i < n && src[l.i] != q && src[l.i] != '\n' {
+		if src[l.i] == '\\' && l.i+1 < n {
+			l.i++
+			switch src[l.i] {
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			case '\n':
+				l.line++
+			default:
+				b.WriteByte(src[l.i])
+			}
+			l.i++
+			continue
+		}
+		b.WriteByte(src[l.i])
+		l.i++
+	}
+	l.i++
+	l.toks = append(l.toks, jtok{jtString, b.String(), startLine})
+}
+
+// template reads template text from i (after the backquote or the closing
+// brace of ${...}) up to the closing backquote or the next ${.
+func (l *jsLexer) template() {
+	src, n := l.src, len(l.src)
+	var b strings.Builder
+	startLine := l.line
+	for l.i < n {
+		c := src[l.i]
+		switch {
+		case c == '\\' && l.i+1 < n:
+			if src[l.i+1] == '\n' {
+				l.line++
+			}
+			b.WriteByte(src[l.i+1])
+			l.i += 2
+			continue
+		case c == '`':
+			l.i++
+			l.toks = append(l.toks, jtok{jtString, b.String(), startLine})
+			return
+		case c == '$' && l.i+1 < n && src[l.i+1] == '{':
+			l.i += 2
+			l.toks = append(l.toks, jtok{jtString, b.String(), startLine})
+			l.toks = append(l.toks, jtok{jtPunct, "(", l.line})
+			l.braces = append(l.braces, l.depth)
+			l.depth++
+			return
+		case c == '\n':
+			l.line++
+		}
+		b.WriteByte(c)
+		l.i++
+	}
+	l.toks = append(l.toks, jtok{jtString, b.String(), startLine})
+}
+
+// regexOrSlash reads a regular expression literal as one token, or the '/'
+// alone when no closing slash is on the line.
+func (l *jsLexer) regexOrSlash() {
+	src, n := l.src, len(l.src)
+	j := l.i + 1
+	inClass := false
+	for j < n && src[j] != '\n' {
+		if src[j] == '\\' {
+			j += 2
+			continue
+		}
+		if src[j] == '[' {
+			inClass = true
+		} else if src[j] == ']' {
+			inClass = false
+		} else if src[j] == '/' && !inClass {
+			break
+		}
+		j++
+	}
+	if j < n && src[j] == '/' {
+		j++
+		for j < n && (src[j] >= 'a' && src[j] <= 'z') {
+			j++
+		}
+		l.toks = append(l.toks, jtok{jtOther, "", l.line})
+		l.i = j
+	} else {
+		l.toks = append(l.toks, jtok{jtPunct, "/", l.line})
+		l.i++
+	}
+}
+
+// closeBrace reads a '}': the end of a ${...} resumes its template's text.
+func (l *jsLexer) closeBrace() {
+	l.depth--
+	if len(l.braces) > 0 && l.braces[len(l.braces)-1] == l.depth {
+		l.braces = l.braces[:len(l.braces)-1]
+		l.toks = append(l.toks, jtok{jtPunct, ")", l.line})
+		l.i++
+		l.template()
+		return
+	}
+	l.toks = append(l.toks, jtok{jtPunct, "}", l.line})
+	l.i++
 }
 
 func isJSIdentByte(c byte) bool {
