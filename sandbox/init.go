@@ -195,26 +195,18 @@ func (p *pid1) startConfined() startedCommand {
 	if _, err := confine.RestrictFiles(p.s.InitRules); err != nil {
 		p.fail("landlock (init)", err)
 	}
-	// One filter: its program confines the command, and PID 1 loads it.
-	filter, err := confine.NewFilter()
-	if err != nil {
-		p.fail("seccomp (init)", err)
-	}
-	bpf, err := filter.Program()
-	if err != nil {
-		p.fail("command filter", err)
-	}
-	cmd, err := startCommand(&p.s, p.stdio, bpf)
+	// One filter, compiled by the host: its program confines the command,
+	// and PID 1 loads it.
+	cmd, err := startCommand(&p.s, p.stdio, p.s.Seccomp)
 	if err != nil {
 		p.fail("start command", err)
 	}
 	// The filter forbids creating namespaces, so it comes after the nested
 	// user namespace of the command exists.
-	if err := filter.Load(); err != nil {
+	if err := confine.LoadProgram(p.s.Seccomp); err != nil {
 		unix.Kill(-1, unix.SIGKILL)
 		p.fail("seccomp (init)", err)
 	}
-	filter.Release()
 	return cmd
 }
 

@@ -440,6 +440,11 @@ func startJail(s *jailSpec, w IO, masks *maskScan) (*jail, error) {
 		cmd: cmd, control: json.NewEncoder(ctrlW), ctrlW: ctrlW,
 		status: json.NewDecoder(statR), statR: statR, layerSock: layerR,
 	}
+	// Compiled while PID 1 starts.
+	if s.Seccomp, err = confine.Program(); err != nil {
+		j.cleanup()
+		return nil, &JailError{Step: "seccomp", Err: err}
+	}
 	s.Masked = masks.wait()
 	if err := j.send(*s); err != nil {
 		j.cleanup()

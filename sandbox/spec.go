@@ -38,6 +38,10 @@ type jailSpec struct {
 	Exec        execSpec
 	InitRules   confine.FileRules // PID 1's own Landlock rules
 
+	// Seccomp is the jail's seccomp program (confine.Program), compiled by the host: PID 1
+	// loads it and hands it to the exec stage, so it links no libseccomp.
+	Seccomp []byte
+
 	// LoopbackRelays are the jail's loopback addresses that PID 1 listens
 	// on and hands to the proxy with its own port: the allowed loopback
 	// destinations of the host (loopbackRelays).

@@ -25,7 +25,7 @@ func childMain(mode string, args []string) int {
 	case "try-syscall":
 		return trySyscallChild(args)
 	case "tsync":
-		return tsyncChild()
+		return tsyncChild(args)
 	case "x32":
 		return x32Child(args)
 	case "landlock":

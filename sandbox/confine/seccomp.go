@@ -62,6 +62,17 @@ func LoadSeccomp() error {
 	return loadFilter(denyList, func(a action) syscall.Errno { return a.errno() })
 }
 
+// Program compiles the jail's filter (see LoadSeccomp) to raw BPF: the host hands it to PID 1,
+// which loads it with LoadProgram and passes it on to the exec stage.
+func Program() ([]byte, error) {
+	f, err := NewFilter()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Release()
+	return f.Program()
+}
+
 // Filter is the jail's seccomp filter (see LoadSeccomp), built once: PID 1
 // hands its program to the exec stage and loads the same filter itself.
 type Filter struct{ f *seccomp.ScmpFilter }

@@ -220,6 +220,8 @@ func trySyscallChild(args []string) int {
 		err = loadFilter(denyList, markerErrno)
 	case "program":
 		err = loadProgram()
+	case "pid1":
+		err = loadPID1Program()
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -255,6 +257,16 @@ func loadProgram() error {
 		return err
 	}
 	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0)
+}
+
+// loadPID1Program loads the compiled program the way the jail's PID 1 does: handed over as
+// bytes, loaded on every thread with LoadProgram.
+func loadPID1Program() error {
+	prog, err := Program()
+	if err != nil {
+		return err
+	}
+	return LoadProgram(prog)
 }
 
 // syscallCases names, for each probe, the result the filter must give.
@@ -361,6 +373,9 @@ func TestSeccompDenyList(t *testing.T) {
 			if p := runProbe(t, "program", c.probe, c.hostRoot); p != c.want {
 				t.Errorf("under the exported program (the exec stage's): %v (%d), want %v", p, int(p), c.want)
 			}
+			if p := runProbe(t, "pid1", c.probe, c.hostRoot); p != c.want {
+				t.Errorf("under the program loaded with LoadProgram (PID 1's): %v (%d), want %v", p, int(p), c.want)
+			}
 			control := runProbe(t, "none", c.probe, c.hostRoot)
 			if c.rule == "" {
 				if control != c.want {
@@ -423,7 +438,7 @@ func TestSeccompCloneFlagsEachTested(t *testing.T) {
 
 // tsyncChild starts threads before loading the filter, then checks that
 // each thread is filtered and has no_new_privs.
-func tsyncChild() int {
+func tsyncChild(args []string) int {
 	const n = 4
 	ready := make(chan struct{})
 	results := make(chan syscall.Errno, n)
@@ -440,7 +455,11 @@ func tsyncChild() int {
 		<-ready
 	}
 	runtime.LockOSThread()
-	if err := LoadSeccomp(); err != nil {
+	load := LoadSeccomp
+	if len(args) == 1 && args[0] == "pid1" {
+		load = loadPID1Program
+	}
+	if err := load(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
@@ -464,9 +483,16 @@ func tsyncChild() int {
 }
 
 // TestSeccompAllThreads proves TSYNC: threads that existed before the filter
-// was loaded are filtered too, and all have no_new_privs.
+// was loaded are filtered too, and all have no_new_privs; with libseccomp's
+// loader and with LoadProgram (PID 1's).
 func TestSeccompAllThreads(t *testing.T) {
-	out, err := runChild(t, "tsync", nil)
+	for _, loader := range []string{"libseccomp", "pid1"} {
+		t.Run(loader, func(t *testing.T) { testSeccompAllThreads(t, loader) })
+	}
+}
+
+func testSeccompAllThreads(t *testing.T, loader string) {
+	out, err := runChild(t, "tsync", nil, loader)
 	if err != nil {
 		t.Fatal(err)
 	}
