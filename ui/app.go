@@ -13,22 +13,16 @@ package ui
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"charm.land/bubbles/v2/help"
-	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/shadow-sandbox/shadow/diffview"
-	"github.com/shadow-sandbox/shadow/internal/english"
-	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/ui/keymap"
 	"github.com/shadow-sandbox/shadow/ui/reviewsrc"
 )
@@ -259,16 +253,7 @@ func (m Model) paneSize() (int, int) { return max(1, m.width), max(1, m.height-1
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.width, m.height = msg.Width, msg.Height
-		m.help.SetWidth(msg.Width)
-		w, h := m.paneSize()
-		ow, oh := m.pane.Size()
-		m.pane.SetSize(w, h)
-		m.review.SetSize(m.reviewSize())
-		if m.run != nil && (w != ow || h != oh) {
-			return m, resizePty(m.run, w, h, m.opts.OnResize)
-		}
-		return m, nil
+		return m.resized(msg)
 	case tea.BackgroundColorMsg:
 		m.dark = msg.IsDark()
 		m.styles = DefaultStyles(m.dark)
@@ -293,32 +278,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.pre.add(msg.ev)
 		return m, nextPreflight(msg.events, msg.done)
 	case preflightDoneMsg:
-		m.pre.finish(msg.verdict, msg.err)
-		if m.pre.allowed() && m.opts.Countdown > 0 {
-			m.pre.seconds = int((m.opts.Countdown + time.Second - 1) / time.Second)
-			m.pre.countGen++
-			return m, countdown(m.pre.countGen)
-		}
-		return m, nil
+		return m.preflightDone(msg)
 	case countdownMsg:
-		if msg.gen != m.pre.countGen || m.pre.seconds <= 0 || m.phase != phasePreflight {
-			return m, nil
-		}
-		m.pre.seconds--
-		if m.pre.seconds == 0 {
-			return m.startAgent()
-		}
-		return m, countdown(msg.gen)
+		return m.countedDown(msg)
 
 	case agentStartedMsg:
-		m.run = msg.run
-		m.started = m.opts.Now()
-		m.now = m.started
-		if !m.opts.Started.IsZero() {
-			m.started = m.opts.Started
-		}
-		return m, tea.Batch(waitFrame(msg.run), waitAgent(msg.run), tick(), m.pollStats(), waitCheckpoint(m.opts.Checkpointed, msg.run),
-			waitAsk(m.opts.Asks, msg.run))
+		return m.agentStarted(msg)
 	case agentStartFailedMsg:
 		m.agentErr = msg.err
 		m.result = &AgentResult{ExitCode: -1}
@@ -330,29 +295,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, waitFrame(msg.run)
 	case agentExitMsg:
-		if m.detaching {
-			return m, nil
-		}
-		if IsBusy(msg.err) {
-			// Another app holds the agent, which runs on: no run ended here,
-			// so there is nothing to show; the app ends saying who holds it.
-			m.exit, m.err = ExitError, msg.err
-			return m, tea.Quit
-		}
-		res := msg.res
-		m.result, m.agentErr = &res, msg.err
-		switch {
-		case res.ExitCode >= 0:
-			m.exit = res.ExitCode
-		case msg.err != nil:
-			m.exit = ExitError
-		}
-		m.holding, m.held = false, nil
-		m.menu = false
-		m.asks = nil
-		m.now = m.opts.Now()
-		m.resume = m.resumeCommand()
-		return m, tea.Batch(m.pollStats(), countListed(m.opts.Review))
+		return m.agentExited(msg)
 	case tickMsg:
 		if m.phase != phaseAgent {
 			return m, nil
@@ -413,138 +356,84 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// key handles a key press for the phase showing.
-func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	switch {
-	case m.reviewing:
-		if m.readOnly && (key.Matches(msg, m.rkeys.Quit) || msg.String() == "esc") {
-			m.reviewing, m.readOnly = false, false
-			return m, nil
-		}
-		return m.updateReview(msg)
-	case m.phase == phasePreflight:
-		return m.preflightKey(msg)
-	case m.phase == phaseAgent && m.asking() && !m.menu:
-		return m.askKey(msg)
-	case m.phase == phaseAgent:
-		return m.agentKey(msg)
-	}
-	return m, nil
-}
-
-// preflightKey handles keys on the preflight screen.
-func (m Model) preflightKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	p := &m.pre
-	p.seconds = 0 // any key stops the countdown
-	switch {
-	case p.details:
-		if msg.String() == "esc" || key.Matches(msg, m.keys.Quit) || msg.String() == "enter" {
-			p.details = false
-		}
-		return m, nil
-	case key.Matches(msg, m.keys.Quit):
-		if p.verdict != nil && p.verdict.Blocked {
-			m.exit = ExitBlocked
-		}
-		if p.err != nil {
-			m.exit, m.err = ExitError, p.err
-			if sandbox.IsJailError(p.err) {
-				m.exit = sandbox.ExitNoJail
-			}
-		}
-		return m, tea.Quit
-	case key.Matches(msg, m.keys.Down):
-		p.move(1)
-	case key.Matches(msg, m.keys.Up):
-		p.move(-1)
-	case key.Matches(msg, m.keys.Passes):
-		p.passes = !p.passes
-		p.cursor = -1
-	case key.Matches(msg, m.keys.HostInfo):
-		p.hostInfo = !p.hostInfo
-		p.cursor = -1
-	case msg.String() == "esc":
-		p.cursor = -1
-	case p.cursor >= 0 && (msg.String() == "enter" || key.Matches(msg, m.keys.Details)):
-		p.details = p.selected() != nil
-	case key.Matches(msg, m.keys.Start):
-		if p.allowed() {
-			return m.startAgent()
-		}
-	}
-	return m, nil
-}
-
-// startAgent leaves the preflight for the agent's pane.
-func (m Model) startAgent() (tea.Model, tea.Cmd) {
-	m.phase = phaseAgent
+// resized lays the screens out for the terminal's new size, and gives the agent's pty the
+// pane's.
+func (m Model) resized(msg tea.WindowSizeMsg) (tea.Model, tea.Cmd) {
+	m.width, m.height = msg.Width, msg.Height
+	m.help.SetWidth(msg.Width)
 	w, h := m.paneSize()
+	ow, oh := m.pane.Size()
 	m.pane.SetSize(w, h)
-	return m, startAgent(m.ctx, m.opts.Agent, m.pane, w, h)
+	m.review.SetSize(m.reviewSize())
+	if m.run != nil && (w != ow || h != oh) {
+		return m, resizePty(m.run, w, h, m.opts.OnResize)
+	}
+	return m, nil
 }
 
-// agentKey handles keys while the agent's pane is showing.
-func (m Model) agentKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	if m.result != nil {
-		switch {
-		case key.Matches(msg, m.keys.Continue):
-			return m.openReview(false)
-		case key.Matches(msg, m.keys.Quit):
-			return m, tea.Quit
-		}
+// preflightDone shows the preflight's verdict, and starts the countdown to the agent's start
+// when it allows it and the caller wants one.
+func (m Model) preflightDone(msg preflightDoneMsg) (tea.Model, tea.Cmd) {
+	m.pre.finish(msg.verdict, msg.err)
+	if m.pre.allowed() && m.opts.Countdown > 0 {
+		m.pre.seconds = int((m.opts.Countdown + time.Second - 1) / time.Second)
+		m.pre.countGen++
+		return m, countdown(m.pre.countGen)
+	}
+	return m, nil
+}
+
+// countedDown takes a second off the countdown, and starts the agent at zero.
+func (m Model) countedDown(msg countdownMsg) (tea.Model, tea.Cmd) {
+	if msg.gen != m.pre.countGen || m.pre.seconds <= 0 || m.phase != phasePreflight {
 		return m, nil
 	}
-	if m.helpOpen {
-		m.helpOpen = false
+	m.pre.seconds--
+	if m.pre.seconds == 0 {
+		return m.startAgent()
+	}
+	return m, countdown(msg.gen)
+}
+
+// agentStarted starts what follows the running agent: its frames, its end, the clock, the
+// counts, its checkpoints and its jail's questions.
+func (m Model) agentStarted(msg agentStartedMsg) (tea.Model, tea.Cmd) {
+	m.run = msg.run
+	m.started = m.opts.Now()
+	m.now = m.started
+	if !m.opts.Started.IsZero() {
+		m.started = m.opts.Started
+	}
+	return m, tea.Batch(waitFrame(msg.run), waitAgent(msg.run), tick(), m.pollStats(), waitCheckpoint(m.opts.Checkpointed, msg.run),
+		waitAsk(m.opts.Asks, msg.run))
+}
+
+// agentExited records how the agent ended, for the end box, and counts what the review will
+// list.
+func (m Model) agentExited(msg agentExitMsg) (tea.Model, tea.Cmd) {
+	if m.detaching {
 		return m, nil
 	}
-	if m.menu {
-		m.menu = false
-		if !m.fits(m.menuBox()) && !key.Matches(msg, m.keys.Prefix) {
-			// The menu is not on screen: no key of it stops or detaches.
-			return m, nil
-		}
-		switch {
-		case key.Matches(msg, m.keys.Prefix):
-			m = m.forward(msg)
-		case key.Matches(msg, m.keys.Review):
-			return m.openReview(true)
-		case key.Matches(msg, m.keys.Checkpoint):
-			m.note = m.manualCheckpoint()
-		case key.Matches(msg, m.keys.Stop):
-			m.note = "stopping the agent…"
-			return m, stopAgent(m.run)
-		case key.Matches(msg, m.keys.Detach):
-			if m.opts.Detach == nil {
-				m.note = "detach is not available: this jail ends with shadow"
-				return m, nil
-			}
-			detach := m.opts.Detach
-			m.detaching = true
-			return m, func() tea.Msg {
-				if err := detach(); err != nil {
-					return detachFailedMsg{err: err}
-				}
-				return tea.Quit()
-			}
-		case key.Matches(msg, m.keys.Help):
-			m.helpOpen = true
-		}
-		return m, nil
+	if IsBusy(msg.err) {
+		// Another app holds the agent, which runs on: no run ended here,
+		// so there is nothing to show; the app ends saying who holds it.
+		m.exit, m.err = ExitError, msg.err
+		return m, tea.Quit
 	}
-	if key.Matches(msg, m.keys.Prefix) {
-		m.menu = true
-		m.note = ""
-		return m, nil
+	res := msg.res
+	m.result, m.agentErr = &res, msg.err
+	switch {
+	case res.ExitCode >= 0:
+		m.exit = res.ExitCode
+	case msg.err != nil:
+		m.exit = ExitError
 	}
-	if m.pane.ScrollKey(msg) {
-		return m, nil // the pane's scrollback
-	}
-	if msg.String() == "enter" && !m.holding && m.canCheckpoint() {
-		// The user submits input to the agent: the checkpoint is taken before the key leaves.
-		return m.promptCheckpoint(msg)
-	}
-	return m.forward(msg), nil
+	m.holding, m.held = false, nil
+	m.menu = false
+	m.asks = nil
+	m.now = m.opts.Now()
+	m.resume = m.resumeCommand()
+	return m, tea.Batch(m.pollStats(), countListed(m.opts.Review))
 }
 
 // statusNoteMsg puts a note in the status bar.
@@ -583,97 +472,6 @@ func (m Model) updateReview(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, cmd
 }
 
-// View draws the phase showing.
-func (m Model) View() tea.View {
-	var v tea.View
-	v.AltScreen = true
-	v.WindowTitle = "shadow"
-	switch {
-	case m.reviewing:
-		content := m.review.View()
-		if m.readOnly {
-			content = m.readOnlyBanner(content)
-		}
-		v.Content = content
-		v.MouseMode = tea.MouseModeCellMotion
-	case m.phase == phasePreflight:
-		v.Content = fit(m.pre.view(m.styles, m.keys, &m.opts, m.width, m.height), m.width, m.height)
-	default:
-		v.Content = fit(m.agentView(), m.width, m.height)
-		v.MouseMode = tea.MouseModeCellMotion
-		if t := m.pane.Title(); t != "" {
-			v.WindowTitle = "shadow: " + t // bubbletea clears it at exit
-		}
-		if m.result == nil && !m.menu && !m.helpOpen && !m.asking() {
-			if x, y, ok := m.pane.Cursor(); ok {
-				v.Cursor = tea.NewCursor(x, y)
-			}
-		}
-	}
-	return v
-}
-
-// reviewSize is the review browser's area: the screen, less a banner line
-// when it is read-only.
-func (m Model) reviewSize() (int, int) {
-	if m.readOnly {
-		return m.width, max(1, m.height-1)
-	}
-	return m.width, m.height
-}
-
-// readOnlyBanner puts a note above the browser that it is read-only.
-func (m Model) readOnlyBanner(content string) string {
-	text := " read-only: the agent is still running · q or esc returns to it "
-	if m.asking() {
-		text = " read-only · a network request waits for your answer: q or esc returns to the agent "
-	}
-	banner := m.styles.Warned.Render(text)
-	return fit(ansi.Truncate(banner, m.width, "…")+"\n"+content, m.width, m.height)
-}
-
-// agentView is the pane with the status bar, and the menu or help over it.
-func (m Model) agentView() string {
-	w, h := m.paneSize()
-	body := m.pane.View()
-	switch {
-	case m.asking() && !m.menu:
-		box := m.askBox()
-		if m.fits(box) {
-			m.askShown.Store(m.asks[0].ID)
-		}
-		body = overlay(body, m.shown(box), w, h)
-	case m.helpOpen:
-		body = overlay(body, m.shown(m.helpBox()), w, h)
-	case m.menu:
-		body = overlay(body, m.shown(m.menuBox()), w, h)
-	case m.result != nil:
-		body = overlay(body, m.shown(m.endBox()), w, h)
-	}
-	return body + "\n" + m.statusBar()
-}
-
-// menuBox is the prefix key's command menu.
-func (m Model) menuBox() string {
-	var b strings.Builder
-	b.WriteString(m.styles.Title.Render("shadow") + m.styles.Subtle.Render(" · "+m.keys.Close.Help().Key+" back to the agent") + "\n")
-	for _, k := range m.keys.MenuHelp() {
-		fmt.Fprintf(&b, "%s  %s\n", m.styles.Key.Render(fmt.Sprintf("%-5s", k.Help().Key)), k.Help().Desc)
-	}
-	fmt.Fprintf(&b, "%s  %s", m.styles.Key.Render(fmt.Sprintf("%-5s", m.keys.Prefix.Help().Key)), "send "+m.keys.Prefix.Help().Key+" to the agent")
-	return m.dialogBox(b.String())
-}
-
-// helpBox lists the keys of the agent phase.
-func (m Model) helpBox() string {
-	k := m.keys
-	agentKeys := [][]key.Binding{{k.Prefix, k.Review, k.Checkpoint, k.Stop, k.Detach, k.Help, k.Close, k.Continue}}
-	return m.dialogBox(m.styles.Title.Render("keys while the agent runs") + "\n" + m.help.FullHelpView(agentKeys) +
-		"\n" + m.styles.Subtle.Render("every other key goes to the agent") +
-		"\n\n" + m.styles.Title.Render("scrolling back") + "\n" + m.help.FullHelpView(m.pane.KeyMap().FullHelp()) +
-		"\n" + m.styles.Subtle.Render("while scrolled back every other key returns to the live view"))
-}
-
 // resumeCommand asks Options.Resume about the agent's last screen.
 func (m Model) resumeCommand() string {
 	if m.opts.Resume == nil || m.pane == nil {
@@ -685,169 +483,6 @@ func (m Model) resumeCommand() string {
 		rows[y] = m.pane.Line(y, 0)
 	}
 	return m.opts.Resume(strings.Join(rows, "\n"))
-}
-
-// endBox says how the agent ended and what comes next.
-func (m Model) endBox() string {
-	var s string
-	switch {
-	case m.agentErr != nil:
-		s = m.styles.Error.Render("the agent could not run: ") + m.agentErr.Error()
-	case m.result.Reason != "":
-		s = fmt.Sprintf("the agent was stopped: %s (status %d)", m.result.Reason, m.result.ExitCode)
-	default:
-		s = fmt.Sprintf("the agent exited with status %d", m.result.ExitCode)
-	}
-	for _, n := range m.result.Notes {
-		s += "\n" + m.styles.Error.Render("! ") + n
-	}
-	if m.resume != "" {
-		s += "\nto resume the agent's conversation, where shadow keeps its state:\n  " + m.styles.Key.Render(m.resume)
-	}
-	s += fmt.Sprintf("\n%s staged · %s\n", english.Count(m.stats.Files, "file"), english.Count(m.stats.Requests, "network request"))
-	s += m.styles.Key.Render(m.keys.Continue.Help().Key) + " review the changes   " + m.styles.Key.Render(m.keys.Quit.Help().Key) + " quit (the session stays open)"
-	return m.dialogBox(s)
-}
-
-// statusBar is the agent phase's bottom line: session, layers, elapsed
-// time, counts and the prefix key. On a narrow screen the layers are
-// abbreviated, then the labels dropped.
-func (m Model) statusBar() string {
-	st := m.styles
-	elapsed := time.Duration(0)
-	if !m.started.IsZero() {
-		elapsed = m.now.Sub(m.started)
-	}
-	right := st.Key.Render(m.keys.Prefix.Help().Key) + " menu"
-	if m.note != "" {
-		right = m.note
-	}
-	if off, total := m.pane.Scrollback(); off > 0 {
-		right = fmt.Sprintf("scrollback %d/%d", off, total)
-	}
-	if m.result != nil {
-		right = "agent ended"
-	}
-	var line string
-	for compact := 0; compact < 3; compact++ {
-		var parts []string
-		switch id := m.opts.SessionID; {
-		case compact == 0:
-			parts = append(parts, st.Title.Render("shadow")+" "+id)
-		case len(id) > 8 && strings.Contains(id, "-"):
-			parts = append(parts, "…"+id[strings.LastIndex(id, "-")+1:])
-		default:
-			parts = append(parts, id)
-		}
-		var layers []string
-		for _, l := range m.opts.Layers {
-			name := l.Name
-			if compact > 0 {
-				name = abbreviate(name)
-			}
-			if l.On {
-				layers = append(layers, st.LayerOn.Render("✓"+name))
-			} else {
-				layers = append(layers, st.LayerOff.Render("✗"+name))
-			}
-		}
-		if len(layers) > 0 {
-			parts = append(parts, strings.Join(layers, " "))
-		}
-		parts = append(parts, fmtElapsed(elapsed))
-		if t := m.pane.Title(); t != "" && compact < 2 {
-			parts = append(parts, st.Subtle.Render(ansi.Truncate(t, 40/(compact+1), "…")))
-		}
-		switch compact {
-		case 0:
-			parts = append(parts, fmt.Sprintf("%d staged", m.stats.Files), fmt.Sprintf("%d net", m.stats.Requests)+m.deniedCount(), m.checkpointCount())
-		case 1:
-			parts = append(parts, fmt.Sprintf("%d staged %d net", m.stats.Files, m.stats.Requests)+m.deniedCount()+m.latestCheckpoint())
-			if off, _ := m.pane.Scrollback(); m.note == "" && m.result == nil && off == 0 {
-				right = st.Key.Render(m.keys.Prefix.Help().Key)
-			}
-		default:
-			parts = append(parts, fmt.Sprintf("%d+%d", m.stats.Files, m.stats.Requests))
-			if m.stats.Denied > 0 {
-				parts[len(parts)-1] += fmt.Sprintf("!%d", m.stats.Denied)
-			}
-		}
-		left := strings.Join(parts, " │ ")
-		gap := m.width - lipgloss.Width(left) - lipgloss.Width(right) - 2
-		if gap >= 1 {
-			line = " " + left + strings.Repeat(" ", gap) + right + " "
-			break
-		}
-		line = ansi.Truncate(" "+left+" │ "+right, m.width, "…")
-	}
-	return st.StatusBar.Width(m.width).MaxWidth(m.width).Render(line)
-}
-
-// abbreviate shortens a layer's name for a narrow status bar.
-func abbreviate(name string) string {
-	switch {
-	case name == "userns":
-		return "user"
-	case strings.HasPrefix(name, "netns"):
-		return "net" + strings.TrimPrefix(name, "netns")
-	case name == "overlay":
-		return "ovl"
-	case strings.HasPrefix(name, "landlock"):
-		return "ll" + strings.TrimPrefix(name, "landlock")
-	case name == "seccomp":
-		return "scmp"
-	}
-	return name
-}
-
-// fmtElapsed is a duration as mm:ss, or h:mm:ss past an hour.
-func fmtElapsed(d time.Duration) string {
-	s := int(d / time.Second)
-	if s >= 3600 {
-		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
-	}
-	return fmt.Sprintf("%02d:%02d", s/60, s%60)
-}
-
-// fit clips content to width×height cells, so that a screen too small for
-// a layout degrades instead of scrolling the terminal.
-func fit(content string, width, height int) string {
-	lines := strings.Split(content, "\n")
-	if len(lines) > height {
-		lines = lines[:max(height, 1)]
-	}
-	for i, l := range lines {
-		if ansi.StringWidth(l) > width {
-			lines[i] = ansi.Truncate(l, width, "")
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-// overlay draws box centred over the width×height background.
-func overlay(bg, box string, width, height int) string {
-	lines := strings.Split(bg, "\n")
-	for len(lines) < height {
-		lines = append(lines, strings.Repeat(" ", width))
-	}
-	bl := strings.Split(box, "\n")
-	bw := lipgloss.Width(box)
-	x := max(0, (width-bw)/2)
-	y := max(0, (height-len(bl))/2)
-	for i, l := range bl {
-		if y+i >= len(lines) {
-			break
-		}
-		row := lines[y+i]
-		l = ansi.Truncate(l, width-x, "")
-		left := ansi.Truncate(row, x, "")
-		if pad := x - ansi.StringWidth(left); pad > 0 {
-			left += strings.Repeat(" ", pad)
-		}
-		right := ansi.TruncateLeft(row, x+ansi.StringWidth(l), "")
-		lines[y+i] = left + "\x1b[m" + l + "\x1b[m" + right
-	}
-	return strings.Join(lines[:height], "\n")
 }
 
 // Messages of the ticks.
@@ -891,13 +526,4 @@ func (m Model) pollStats() tea.Cmd {
 		return nil
 	}
 	return func() tea.Msg { return statsMsg(stats()) }
-}
-
-// deniedCount is what the status bar adds to the network count when the
-// proxy refused requests: " (N DENIED)", else nothing.
-func (m Model) deniedCount() string {
-	if m.stats.Denied == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" (%d DENIED)", m.stats.Denied)
 }
