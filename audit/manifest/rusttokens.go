@@ -290,30 +290,12 @@ func lexRust(path string, src []byte) ([]rtok, error) {
 				i++
 			}
 		case c == '/' && i+1 < n && src[i+1] == '*':
-			start := line
-			depth := 0
-			for i < n {
-				if src[i] == '/' && i+1 < n && src[i+1] == '*' {
-					depth++
-					i += 2
-					continue
-				}
-				if src[i] == '*' && i+1 < n && src[i+1] == '/' {
-					depth--
-					i += 2
-					if depth == 0 {
-						break
-					}
-					continue
-				}
-				if src[i] == '\n' {
-					line++
-				}
-				i++
+			next, nl, ok := blockComment(src, i)
+			if !ok {
+				return toks, parseErr(path, line, "unterminated block comment")
 			}
-			if depth > 0 {
-				return toks, parseErr(path, start, "unterminated block comment")
-			}
+			line += nl
+			i = next
 		case c == '"':
 			s, next, nl, ok := rustString(src, i+1)
 			if !ok {
@@ -323,22 +305,13 @@ func lexRust(path string, src []byte) ([]rtok, error) {
 			line += nl
 			i = next
 		case (c == 'r' || c == 'b' || c == 'c') && rawStringStart(src, i) > 0:
-			j := rawStringStart(src, i) // index of the first '#' or '"'
-			hashes := 0
-			for j < n && src[j] == '#' {
-				hashes++
-				j++
-			}
-			j++ // opening quote
-			closing := "\"" + strings.Repeat("#", hashes)
-			end := strings.Index(string(src[j:]), closing)
-			if end < 0 {
+			s, next, ok := rawString(src, rawStringStart(src, i))
+			if !ok {
 				return toks, parseErr(path, line, "unterminated raw string literal")
 			}
-			s := string(src[j : j+end])
 			toks = append(toks, rtok{rtString, s, line})
 			line += strings.Count(s, "\n")
-			i = j + end + len(closing)
+			i = next
 		case (c == 'b' || c == 'c') && i+1 < n && src[i+1] == '"':
 			s, next, nl, ok := rustString(src, i+2)
 			if !ok {
@@ -396,6 +369,52 @@ func lexRust(path string, src []byte) ([]rtok, error) {
 		}
 	}
 	return toks, nil
+}
+
+// blockComment skips the comment that starts with the "/*" at i, nested as
+// Rust nests them: next is the index after it and nl the newlines it holds;
+// ok is false when it is not closed.
+func blockComment(src []byte, i int) (next, nl int, ok bool) {
+	n := len(src)
+	depth := 0
+	for i < n {
+		if src[i] == '/' && i+1 < n && src[i+1] == '*' {
+			depth++
+			i += 2
+			continue
+		}
+		if src[i] == '*' && i+1 < n && src[i+1] == '/' {
+			depth--
+			i += 2
+			if depth == 0 {
+				break
+			}
+			continue
+		}
+		if src[i] == '\n' {
+			nl++
+		}
+		i++
+	}
+	return i, nl, depth == 0
+}
+
+// rawString reads a raw string literal from j, the index rawStringStart
+// gives (its first '#' or '"'): its text, and the index after it; ok is false
+// when it is not closed.
+func rawString(src []byte, j int) (s string, next int, ok bool) {
+	hashes := 0
+	for j < len(src) && src[j] == '#' {
+		hashes++
+		j++
+	}
+	j++ // opening quote
+	closing := "\"" + strings.Repeat("#", hashes)
+	end := strings.Index(string(src[j:]), closing)
+	if end < 0 {
+		return "", 0, false
+	}
+	return string(src[j : j+end]), j + end + len(closing), true
 }
 
 func isIdentStartByte(src []byte, i int) bool {
