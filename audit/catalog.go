@@ -1,6 +1,9 @@
 package audit
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // Catalog returns the 38 rules in report order (ENV, FS, NET, DEP). The
 // returned rules are shared; callers must not modify them.
@@ -33,8 +36,12 @@ var (
 // integrity), and not on environment hardening indicators (seccomp, no_new_privs,
 // root in a CI container) that only the untrusted profile requires.
 func buildCatalog() []*Rule {
+	return slices.Concat(envRules(), fsRules(), netRules(), depRules())
+}
+
+// envRules are the rules of environment integrity.
+func envRules() []*Rule {
 	return []*Rule{
-		// Environment integrity.
 		{ID: "ENV001", Title: "Running as uid 0", Domain: DomainEnv, Severity: High,
 			Reads:  "/proc/self/status, /proc/self/uid_map",
 			Remedy: "Run as an unprivileged user (shadow run does this for the command); in a container set USER to a non-root uid.",
@@ -80,8 +87,12 @@ func buildCatalog() []*Rule {
 			Remedy: "Mount /proc/sys and /sys read-only, do not pass host block devices, and do not run privileged containers.",
 			Why:    "A writable core_pattern, release_agent or host disk is a documented container escape.",
 			check:  checkENV009},
+	}
+}
 
-		// Filesystem and credential exposure.
+// fsRules are the rules of filesystem and credential exposure.
+func fsRules() []*Rule {
+	return []*Rule{
 		{ID: "FS001", Title: "Container daemon socket reachable", Domain: DomainFS, Severity: Critical,
 			Reads:  "docker, containerd, podman, cri-o and buildkit sockets under /run, /var/run and $XDG_RUNTIME_DIR (stat and access, never connected)",
 			Remedy: "Do not mount the daemon socket into the environment; use rootless builds or a remote builder with its own credentials.",
@@ -122,8 +133,12 @@ func buildCatalog() []*Rule {
 			Remedy: "Review and remove hooks and agent configuration that came with the project before letting an agent run in it.",
 			Why:    "A repository can ship commands that an agent or git runs automatically.",
 			check:  checkFS008},
+	}
+}
 
-		// Network exposure.
+// netRules are the rules of network exposure.
+func netRules() []*Rule {
+	return []*Rule{
 		{ID: "NET001", Title: "TCP listener on all interfaces", Domain: DomainNet, Severity: High,
 			Reads:  "/proc/net/tcp, /proc/net/tcp6, /proc/net/dev, /proc/*/fd",
 			Remedy: "Bind services to 127.0.0.1, or stop them before running the command.",
@@ -144,8 +159,12 @@ func buildCatalog() []*Rule {
 			Remedy: "Unset DOCKER_HOST/CONTAINER_HOST for the command.",
 			Why:    "A remote daemon endpoint is root on another machine.",
 			check:  checkNET004},
+	}
+}
 
-		// Supply chain and build hooks.
+// depRules are the rules of the supply chain and build hooks.
+func depRules() []*Rule {
+	return []*Rule{
 		{ID: "DEP000", Title: "Manifest inventory", Domain: DomainDep, Severity: High, Dependency: true,
 			Reads:  "package.json, package-lock.json, npm-shrinkwrap.json, yarn.lock, pnpm-lock.yaml, Cargo.toml, Cargo.lock, .cargo/config(.toml)",
 			Remedy: "Fix the manifest so it parses; shadow does not judge what it cannot read.",
