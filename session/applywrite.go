@@ -18,6 +18,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
+	"github.com/shadow-sandbox/shadow/session/statefile"
 	"golang.org/x/sys/unix"
 )
 
@@ -87,7 +88,7 @@ func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *bas
 		}
 	}
 	if partial {
-		if err := syncDir(b.dir); err != nil {
+		if err := statefile.SyncDir(b.dir); err != nil {
 			return err
 		}
 	}
@@ -167,7 +168,7 @@ func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *bas
 	if err := writeJSONAtomic(filepath.Join(jdir, "entry.json"), e); err != nil {
 		return fail(err)
 	}
-	if err := syncDir(s.journalDir()); err != nil {
+	if err := statefile.SyncDir(s.journalDir()); err != nil {
 		return err
 	}
 	step("journal")
@@ -289,7 +290,7 @@ func savePriors(ctx context.Context, root *projectfs.Root, jdir string, ops []op
 		return nil, err
 	}
 	linked := slices.ContainsFunc(out, func(pr priorState) bool { return pr.Keep != "" })
-	if linked && durable {
+	if linked && statefile.Durable {
 		// The links are on the project's filesystem: one syncfs makes them (the keep/ entries and
 		// the inodes' link counts) durable before the project is touched.
 		if err := unix.Syncfs(keep); err != nil {
@@ -545,7 +546,7 @@ func deletePath(root *projectfs.Root, jp journalPath) error {
 }
 
 func writeMarker(dir, name string) error {
-	if err := writeFileAtomic(filepath.Join(dir, name), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
+	if err := statefile.WriteFileAtomic(filepath.Join(dir, name), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
 		return fmt.Errorf("journal %s: %w", dir, err)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
+	"github.com/shadow-sandbox/shadow/session/statefile"
 )
 
 // The base of a path is what the review diffs against and what partial applies start from: the
@@ -162,7 +163,7 @@ func (b *bases) save() error {
 	if err != nil {
 		return fmt.Errorf("encode base index: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(b.dir, "index.json"), data, 0o600)
+	return statefile.WriteFileAtomic(filepath.Join(b.dir, "index.json"), data, 0o600)
 }
 
 func (b *bases) objectPath(hash string) string { return filepath.Join(b.dir, hash) }
@@ -177,7 +178,7 @@ func (b *bases) putObject(r io.Reader, sync bool) (string, error) {
 	h := projectfs.NewContentSum()
 	_, err = io.Copy(io.MultiWriter(f, h), r)
 	if err == nil && sync {
-		err = fsync(f)
+		err = statefile.Fsync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -516,7 +517,7 @@ func (p *packWriter) seal() error {
 		err = p.extend()
 	}
 	if err == nil {
-		err = fsync(p.f)
+		err = statefile.Fsync(p.f)
 	}
 	if cerr := p.f.Close(); err == nil {
 		err = cerr

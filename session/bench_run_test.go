@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/session/statefile"
 	"golang.org/x/sys/unix"
 )
 
@@ -11,8 +12,8 @@ import (
 // every one is captured into base/, fsyncs included, then the change set of the run's summary is
 // computed.
 func BenchmarkEndRun5k(b *testing.B) {
-	durable = true
-	defer func() { durable = false }()
+	statefile.Durable = true
+	defer func() { statefile.Durable = false }()
 	var endRun, changes time.Duration
 	for b.Loop() {
 		b.StopTimer()
@@ -42,8 +43,8 @@ func BenchmarkEndRun5k(b *testing.B) {
 // BenchmarkEndRunChanges5k is BenchmarkEndRun5k done as `shadow run` ends: the run recorded and its
 // change set computed in one EndRunChanges.
 func BenchmarkEndRunChanges5k(b *testing.B) {
-	durable = true
-	defer func() { durable = false }()
+	statefile.Durable = true
+	defer func() { statefile.Durable = false }()
 	var end time.Duration
 	for b.Loop() {
 		b.StopTimer()
@@ -82,8 +83,8 @@ func runOver5k(b *testing.B) *Session {
 
 // BenchmarkEndRunEmpty records the end of a run that staged nothing (`shadow run -- true`).
 func BenchmarkEndRunEmpty(b *testing.B) {
-	durable = true
-	defer func() { durable = false }()
+	statefile.Durable = true
+	defer func() { statefile.Durable = false }()
 	f := newFixture(b, nil)
 	benchTree(b, f.project, 100, "line %d\n")
 	f.s.Discard()

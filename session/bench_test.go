@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/shadow-sandbox/shadow/session/statefile"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,8 +30,8 @@ func benchTree(b *testing.B, root string, n int, content string) {
 // BenchmarkApplyAll10k scans a change set of 10,000 small files staged over a project of 5,000
 // (half of them modified, half new) and applies it all, journal and fsyncs included.
 func BenchmarkApplyAll10k(b *testing.B) {
-	durable = true
-	defer func() { durable = false }()
+	statefile.Durable = true
+	defer func() { statefile.Durable = false }()
 	for b.Loop() {
 		b.StopTimer()
 		f := newFixture(b, nil)

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
+	"github.com/shadow-sandbox/shadow/session/statefile"
 )
 
 // A session's history is its checkpoints (SPEC §12): checkpoints/c<N>/layer holds what changed in
@@ -120,7 +121,7 @@ func writeCheckpoint(dir string, c Checkpoint, src string) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
 	}
-	if err := writeFileReplace(filepath.Join(tmp, layers.SumsFile), sums, 0o600, true); err != nil {
+	if err := statefile.WriteFileReplace(filepath.Join(tmp, layers.SumsFile), sums, 0o600, true); err != nil {
 		return err
 	}
 	c.Sums = layers.SumOf(sums)
@@ -128,7 +129,7 @@ func writeCheckpoint(dir string, c Checkpoint, src string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileReplace(filepath.Join(tmp, "meta.json"), meta, 0o600, true); err != nil {
+	if err := statefile.WriteFileReplace(filepath.Join(tmp, "meta.json"), meta, 0o600, true); err != nil {
 		return err
 	}
 	if err := syncfsAt(tmp); err != nil {
@@ -137,7 +138,7 @@ func writeCheckpoint(dir string, c Checkpoint, src string) error {
 	if err := os.Rename(tmp, filepath.Join(dir, c.ID)); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
 	}
-	return syncDir(dir)
+	return statefile.SyncDir(dir)
 }
 
 // merged returns the number of the last checkpoint the staging layer holds (0: none).
@@ -157,7 +158,7 @@ func merged(dir string) (int, error) {
 }
 
 func setMerged(dir string, n int) error {
-	return writeFileReplace(filepath.Join(dir, layers.MergedFile), []byte(strconv.Itoa(n)+"\n"), 0o600, true)
+	return statefile.WriteFileReplace(filepath.Join(dir, layers.MergedFile), []byte(strconv.Itoa(n)+"\n"), 0o600, true)
 }
 
 // mergeCheckpoints merges into the staging layer the checkpoints a run wrote but did not merge
@@ -300,7 +301,7 @@ func (s *Session) Revert(id string) ([]Checkpoint, error) {
 	if err := setMerged(s.CheckpointDir(), cps[i].N); err != nil {
 		return nil, err
 	}
-	return drop, syncDir(s.dir)
+	return drop, statefile.SyncDir(s.dir)
 }
 
 // RevertUndo puts back what the last revert dropped, if no run came since. It returns the
@@ -338,7 +339,7 @@ func (s *Session) RevertUndo() ([]Checkpoint, error) {
 	if err := setMerged(s.CheckpointDir(), back[len(back)-1].N); err != nil {
 		return nil, err
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := statefile.SyncDir(s.dir); err != nil {
 		return nil, err
 	}
 	openDirs(old)

@@ -12,13 +12,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shadow-sandbox/shadow/session/statefile"
 )
 
 // TestMain lets the test binary act as the applying process of TestApplyKilledAnywhere.
 func TestMain(m *testing.M) {
 	// Killing a process loses no page cache, so tests skip the fsyncs (SHADOW_TEST_DURABLE=1 keeps
 	// them); the order of the steps, which is what a kill can interrupt, is the same.
-	durable = os.Getenv("SHADOW_TEST_DURABLE") != ""
+	statefile.Durable = os.Getenv("SHADOW_TEST_DURABLE") != ""
 	if os.Getenv("SHADOW_TEST_APPLY_CHILD") != "" {
 		os.Exit(applyChild())
 	}

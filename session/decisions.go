@@ -14,6 +14,7 @@ import (
 	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
+	"github.com/shadow-sandbox/shadow/session/statefile"
 )
 
 // FileDecision is what review decided about one path. It holds only while the base and staged
@@ -74,7 +75,7 @@ func (s *Session) saveDecisions(d *Decisions) error {
 	if err != nil {
 		return fmt.Errorf("encode decisions: %w", err)
 	}
-	return writeFileAtomic(s.decisionsPath(), data, 0o600)
+	return statefile.WriteFileAtomic(s.decisionsPath(), data, 0o600)
 }
 
 // For returns the decision about change c, or an empty (undecided) one when none was made or the

@@ -17,6 +17,7 @@ import (
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
+	"github.com/shadow-sandbox/shadow/session/statefile"
 )
 
 // The journal of a session holds one directory per apply: keep/ (hard links to the files each
@@ -30,7 +31,7 @@ func writeJSONAtomic(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
 	}
-	return writeFileAtomic(path, data, 0o600)
+	return statefile.WriteFileAtomic(path, data, 0o600)
 }
 
 func readEntry(jdir string) (*journalEntry, error) {

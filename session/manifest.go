@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/shadow-sandbox/shadow/session/projectfs"
+	"github.com/shadow-sandbox/shadow/session/statefile"
 	"golang.org/x/sys/unix"
 )
 
@@ -80,7 +81,7 @@ func recordManifest(project, out, skip string) (*manifest, error) {
 	if err := w.Flush(); err != nil {
 		return nil, fmt.Errorf("record manifest %s: %w", out, err)
 	}
-	if err := fsync(f); err != nil {
+	if err := statefile.Fsync(f); err != nil {
 		return nil, fmt.Errorf("record manifest %s: fsync: %w", out, err)
 	}
 	return m, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
+	"github.com/shadow-sandbox/shadow/session/statefile"
 	"golang.org/x/sys/unix"
 )
 
@@ -362,7 +363,7 @@ const runsFile = "runs.jsonl"
 
 // Runs returns the session's finished runs, oldest first: those recorded before runsFile existed
 // (Meta.LegacyRuns), then runsFile's. A line that a crash or a failed write cut short is not a run
-// (a cut JSON object does not parse), at the end of the file or within it, where appendLine ended
+// (a cut JSON object does not parse), at the end of the file or within it, where statefile.AppendLine ended
 // it before the next.
 func (s *Session) Runs() ([]Run, error) {
 	runs := slices.Clone(s.Meta.LegacyRuns)
@@ -392,13 +393,13 @@ func recorded(runs []Run, a *Run) bool {
 // appendRun adds r to the finished runs, durably.
 func (s *Session) appendRun(r Run) error { return s.appendRunSync(r, true) }
 
-// appendRunSync is appendRun; with sync unset, the line is not fsynced (appendLineSync).
+// appendRunSync is appendRun; with sync unset, the line is not fsynced (statefile.AppendLineSync).
 func (s *Session) appendRunSync(r Run, sync bool) error {
 	line, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode a run of session %s: %w", s.Meta.ID, err)
 	}
-	if err := appendLineSync(filepath.Join(s.dir, runsFile), line, true, sync); err != nil {
+	if err := statefile.AppendLineSync(filepath.Join(s.dir, runsFile), line, true, sync); err != nil {
 		return fmt.Errorf("record the run: %w", err)
 	}
 	return nil
@@ -414,7 +415,7 @@ func (s *Session) saveRunRecord() error {
 	if err != nil {
 		return fmt.Errorf("encode session %s: %w", s.Meta.ID, err)
 	}
-	return writeFileReplace(filepath.Join(s.dir, "session.json"), append(data, '\n'), 0o600, false)
+	return statefile.WriteFileReplace(filepath.Join(s.dir, "session.json"), append(data, '\n'), 0o600, false)
 }
 
 // stagedView is what the end of a run works on: the state lock, the project root, the bases and
@@ -629,7 +630,7 @@ func syncfsAt(dir string) error {
 		return fmt.Errorf("syncfs %s: %w", dir, err)
 	}
 	defer f.Close()
-	if !durable {
+	if !statefile.Durable {
 		return nil
 	}
 	if err := unix.Syncfs(int(f.Fd())); err != nil {

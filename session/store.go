@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/session/statefile"
 	"golang.org/x/sys/unix"
 )
 
@@ -425,7 +426,7 @@ func (st *Store) rebuildIndex(project string) {
 	for _, s := range ofProject(all, project) {
 		b.WriteString(s.Meta.ID + "\n")
 	}
-	_ = writeFileAtomic(st.projectFile(project, "sessions"), []byte(b.String()), 0o600)
+	_ = statefile.WriteFileAtomic(st.projectFile(project, "sessions"), []byte(b.String()), 0o600)
 }
 
 // openByScan finds the project's open session by a scan of every readable session, whatever
@@ -447,7 +448,7 @@ func (st *Store) openByScan(project string) (open, moved *Session, err error) {
 
 // addToIndex adds a new session to its project's index, durably, when the project has one.
 func (st *Store) addToIndex(project, id string) error {
-	err := appendLine(st.projectFile(project, "sessions"), []byte(id), false)
+	err := statefile.AppendLine(st.projectFile(project, "sessions"), []byte(id), false)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("index session %s: %w", id, err)
 	}
@@ -613,7 +614,7 @@ func (s *Session) saveMeta() error {
 	if err != nil {
 		return fmt.Errorf("encode session %s: %w", s.Meta.ID, err)
 	}
-	return writeFileAtomic(filepath.Join(s.dir, "session.json"), append(data, '\n'), 0o600)
+	return statefile.WriteFileAtomic(filepath.Join(s.dir, "session.json"), append(data, '\n'), 0o600)
 }
 
 // reload re-reads session.json (another process may have changed it).
@@ -623,119 +624,6 @@ func (s *Session) reload() error {
 		return err
 	}
 	s.Meta = fresh.Meta
-	return nil
-}
-
-// writeFileAtomic replaces path with data so that readers see the old or the new file, never a part.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	return writeFileReplace(path, data, perm, true)
-}
-
-// writeFileReplace is writeFileAtomic; with syncParent unset, the rename itself is not made durable
-// (no fsync of the directory).
-func writeFileReplace(path string, data []byte, perm os.FileMode, syncParent bool) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := fsync(f); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	ok = true
-	if !syncParent {
-		return nil
-	}
-	return syncDir(dir)
-}
-
-// appendLine appends line and a line feed to the file at path, durably. With create, a missing
-// file is made (and its directory synced); without, a missing file is an fs.ErrNotExist error. A line that a
-// crash or a failed write cut short is ended first, so that it spoils no other, and a write that
-// fails is taken back.
-func appendLine(path string, line []byte, create bool) error {
-	return appendLineSync(path, line, create, true)
-}
-
-// appendLineSync is appendLine; with sync unset, neither the file nor its directory is fsynced:
-// the line is in the page cache, as durable as any write outside the jail, and a power loss may
-// lose it (a kill does not).
-func appendLineSync(path string, line []byte, create, sync bool) error {
-	flags := os.O_RDWR | os.O_APPEND
-	if create {
-		flags |= os.O_CREATE
-	}
-	f, err := os.OpenFile(path, flags, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	size := fi.Size()
-	rec := make([]byte, 0, len(line)+2)
-	if size > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, size-1); err != nil {
-			return err
-		}
-		if last[0] != '\n' {
-			rec = append(rec, '\n')
-		}
-	}
-	rec = append(append(rec, line...), '\n')
-	if _, err := f.Write(rec); err != nil {
-		_ = f.Truncate(size)
-		return err
-	}
-	if !sync {
-		if create && size == 0 {
-			// The line need not last, but the file may be new: its name must, or a later
-			// line that is fsynced would be in a file a power loss can take away.
-			return syncDir(filepath.Dir(path))
-		}
-		return nil
-	}
-	if err := fsync(f); err != nil {
-		return fmt.Errorf("fsync %s: %w", path, err)
-	}
-	if create && size == 0 {
-		return syncDir(filepath.Dir(path)) // the file may be new
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := fsync(d); err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
 	return nil
 }
 
@@ -777,7 +665,7 @@ func (st *Store) create(project string, lk *ProjectLock) (*Session, error) {
 	}
 	s.man = man
 	// The fsync of the directory that makes session.json's entry durable, last, covers this one too.
-	if err := writeFileReplace(filepath.Join(dir, "decisions.json"), []byte("{\"version\":1,\"files\":{}}\n"), 0o600, false); err != nil {
+	if err := statefile.WriteFileReplace(filepath.Join(dir, "decisions.json"), []byte("{\"version\":1,\"files\":{}}\n"), 0o600, false); err != nil {
 		return fail(err)
 	}
 	if err := os.WriteFile(s.NetLog(), nil, 0o600); err != nil {
@@ -880,15 +768,4 @@ func removeAllWritable(dir string) error {
 		return nil
 	})
 	return os.RemoveAll(dir)
-}
-
-// durable makes every fsync and syncfs happen; tests that only kill processes (the page cache
-// survives that) turn it off to run faster.
-var durable = true
-
-func fsync(f *os.File) error {
-	if !durable {
-		return nil
-	}
-	return f.Sync()
 }
