@@ -171,12 +171,12 @@ func (s *Session) ApplyContext(ctx context.Context, opts ApplyOptions) (*ApplyRe
 	}
 	defer unlock()
 	// One load of the bases serves the plan, the journal and the commit.
-	root, b, err := s.openView()
+	root, b, err := s.source().OpenView()
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	defer b.close()
+	defer b.Close()
 	pl, err := s.plan(opts, b, root)
 	if err != nil {
 		return nil, err

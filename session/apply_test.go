@@ -16,6 +16,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
@@ -583,7 +584,7 @@ func TestApplyProperties(t *testing.T) {
 			}
 			for i := range cs.Changes {
 				c := &cs.Changes[i]
-				if !f.s.hunkable(c) || c.Status != Modified {
+				if !f.s.hunkable(c) || c.Status != changeset.Modified {
 					continue
 				}
 				old, new, err := f.s.Contents(c, 0)
@@ -878,8 +879,6 @@ func TestStagedFileChangedDuringApply(t *testing.T) {
 // A line diff that runs out of time says so (the review shows a note), and its coarser hunks
 // still apply to exactly the staged content.
 func TestDiffOutOfTimeSaysSoAndApplies(t *testing.T) {
-	diffBudget = time.Nanosecond
-	defer func() { diffBudget = 0 }()
 	var base, staged strings.Builder
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 3000; i++ {
@@ -887,6 +886,7 @@ func TestDiffOutOfTimeSaysSoAndApplies(t *testing.T) {
 		fmt.Fprintf(&staged, "a%d\n", r.IntN(500))
 	}
 	f := newFixture(t, map[string]file{"big.txt": {Data: "head\n" + base.String() + "tail\n"}})
+	f.store.DiffBudget = time.Nanosecond
 	f.stage(t, map[string]file{"big.txt": {Data: "head\n" + staged.String() + "tail\n"}})
 	f.run(t)
 	c, _ := f.changes(t).Find("big.txt")

@@ -3,33 +3,16 @@ package session
 import (
 	"bytes"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
 // The plan of an apply: which changes, hunks and merges it writes, worked out against the bases
 // and the project as they are, before anything is written.
-
-// selected reports whether change c is named by the PATH arguments.
-func selected(c *Change, paths []string) bool {
-	for _, p := range paths {
-		p = strings.Trim(filepath.ToSlash(filepath.Clean(p)), "/")
-		if p == "" || p == "." {
-			return true
-		}
-		for _, q := range []string{c.Path, c.From} {
-			if q != "" && (q == p || strings.HasPrefix(q, p+"/")) {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // PlanApply works out what Apply would write with these options, without writing anything.
 func (s *Session) PlanApply(opts ApplyOptions) (*ApplyPlan, error) {
@@ -38,17 +21,17 @@ func (s *Session) PlanApply(opts ApplyOptions) (*ApplyPlan, error) {
 		return nil, err
 	}
 	defer unlock()
-	host, b, err := s.openView()
+	host, b, err := s.source().OpenView()
 	if err != nil {
 		return nil, err
 	}
 	defer host.Close()
-	defer b.close()
+	defer b.Close()
 	return s.plan(opts, b, host)
 }
 
 // plan works out an apply against bases already loaded and the open project root.
-func (s *Session) plan(opts ApplyOptions, b *bases, host *projectfs.Root) (*ApplyPlan, error) {
+func (s *Session) plan(opts ApplyOptions, b *changeset.Bases, host *projectfs.Root) (*ApplyPlan, error) {
 	if s.Meta.State == StateDiscarded {
 		return nil, fmt.Errorf("session %s was discarded; nothing to apply", s.Meta.ID)
 	}
@@ -59,7 +42,7 @@ func (s *Session) plan(opts ApplyOptions, b *bases, host *projectfs.Root) (*Appl
 	for _, p := range opts.Paths {
 		found := false
 		for i := range cs.Changes {
-			if selected(&cs.Changes[i], []string{p}) {
+			if changeset.Selected(&cs.Changes[i], []string{p}) {
 				found = true
 				break
 			}
@@ -80,7 +63,7 @@ func (s *Session) plan(opts ApplyOptions, b *bases, host *projectfs.Root) (*Appl
 			f := f
 			pl.prior[c.Path] = &f
 		}
-		whole := opts.All || (len(opts.Paths) > 0 && selected(c, opts.Paths))
+		whole := opts.All || (len(opts.Paths) > 0 && changeset.Selected(c, opts.Paths))
 		// Naming an ignored file itself (not a directory above it) is an explicit request for it.
 		explicit := slices.Contains(opts.Paths, c.Path) || (c.From != "" && slices.Contains(opts.Paths, c.From))
 		if !whole && (opts.All || len(opts.Paths) > 0) {
@@ -146,19 +129,19 @@ func (s *Session) plan(opts ApplyOptions, b *bases, host *projectfs.Root) (*Appl
 }
 
 // planWhole plans writing the agent's exact version of c.
-func (s *Session) planWhole(pl *ApplyPlan, c *Change) {
+func (s *Session) planWhole(pl *ApplyPlan, c *changeset.Change) {
 	if c.From != "" {
 		pl.ops = append(pl.ops, op{Path: c.From, Kind: 'd'})
 		pl.Files = append(pl.Files, PlannedFile{Path: c.From, Action: "delete", Whole: true})
 	}
 	switch c.New.Kind {
-	case KindNone:
+	case changeset.KindNone:
 		pl.ops = append(pl.ops, op{Path: c.Path, Kind: 'd', Whole: true})
 		pl.Files = append(pl.Files, PlannedFile{Path: c.Path, Action: "delete", Whole: true})
-	case KindSymlink:
+	case changeset.KindSymlink:
 		pl.ops = append(pl.ops, op{Path: c.Path, Kind: 'l', Target: c.New.Target, Whole: true})
 		pl.Files = append(pl.Files, PlannedFile{Path: c.Path, Action: "symlink", Whole: true})
-	case KindFile:
+	case changeset.KindFile:
 		mode := c.New.Mode & 0o777
 		if c.New.Mode&0o7000 != 0 {
 			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s: setuid/setgid/sticky bits stripped (mode %04o applied as %04o)", quote.Path(c.Path), c.New.Mode, mode))
@@ -170,12 +153,12 @@ func (s *Session) planWhole(pl *ApplyPlan, c *Change) {
 }
 
 // planHunks plans writing base + the accepted hunks of c.
-func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectfs.Root, c *Change, fd FileDecision) error {
-	old, new, err := s.contents(b, host, c, s.store.maxDiffBytes())
+func (s *Session) planHunks(pl *ApplyPlan, b *changeset.Bases, host *projectfs.Root, c *changeset.Change, fd FileDecision) error {
+	old, new, err := s.source().Contents(b, host, c, s.store.maxDiffBytes())
 	if err != nil {
 		return err
 	}
-	hunks := diff.Compute(c.Path, old, new, diff.Options{Context: -1, Budget: diffBudget}).Hunks
+	hunks := diff.Compute(c.Path, old, new, diff.Options{Context: -1, Budget: s.store.diffBudget()}).Hunks
 	hs, ds := diff.Resolve(hunks, fd.Hunks)
 	var acc, rej, und int
 	exact := true
@@ -226,11 +209,11 @@ func (s *Session) planHunks(pl *ApplyPlan, b *bases, host *projectfs.Root, c *Ch
 			rejected[hunkCore(hs[i])] = true
 		}
 	}
-	next := &FileDecision{BaseHash: sum, StagedHash: contentKey(c.New)}
-	if c.New.Kind == KindNone {
+	next := &FileDecision{BaseHash: sum, StagedHash: changeset.ContentKey(c.New)}
+	if c.New.Kind == changeset.KindNone {
 		next.StagedHash = ""
 	}
-	for _, h := range diff.Compute(c.Path, content, new, diff.Options{Context: -1, Budget: diffBudget}).Hunks {
+	for _, h := range diff.Compute(c.Path, content, new, diff.Options{Context: -1, Budget: s.store.diffBudget()}).Hunks {
 		if rejected[hunkCore(h)] {
 			if next.Hunks == nil {
 				next.Hunks = map[string]diff.Decision{}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"github.com/shadow-sandbox/shadow/session/statefile"
 	"golang.org/x/sys/unix"
@@ -32,7 +33,7 @@ type journalPath struct {
 	Temp  string     `json:"temp"`
 	Prior priorState `json:"prior"`
 	// PriorBase is the base index entry before the apply (nil: none).
-	PriorBase *baseEntry `json:"prior_base,omitempty"`
+	PriorBase *changeset.BaseEntry `json:"prior_base,omitempty"`
 }
 
 // priorState is what a path held before an apply. A regular file is kept itself, as a hard link
@@ -76,19 +77,19 @@ type journalEntry struct {
 // and the entry committed. Reading the prior bytes, writing the temp files and renaming them run
 // on parallel workers, one directory at a time each. Cancelling ctx before the renames undoes
 // the apply (abort); from the renames on, it is finished.
-func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *bases, root *projectfs.Root) error {
+func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *changeset.Bases, root *projectfs.Root) error {
 	// Partial contents become base objects first: a recovered, done apply records them as bases.
 	partial := false
 	for _, o := range pl.ops {
 		if o.Kind == 'f' && !o.Whole {
-			if _, err := b.putObject(bytes.NewReader(pl.contents[o.Hash]), true); err != nil {
+			if _, err := b.PutObject(bytes.NewReader(pl.contents[o.Hash]), true); err != nil {
 				return err
 			}
 			partial = true
 		}
 	}
 	if partial {
-		if err := statefile.SyncDir(b.dir); err != nil {
+		if err := statefile.SyncDir(b.Dir); err != nil {
 			return err
 		}
 	}
@@ -119,7 +120,7 @@ func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *bas
 	}
 	for i, o := range pl.ops {
 		jp := journalPath{op: o, Temp: fmt.Sprintf(".shadow-apply-%s-%d", id, i), Prior: priors[i]}
-		if pe, ok := b.index.Paths[o.Path]; ok {
+		if pe, ok := b.Index.Paths[o.Path]; ok {
 			pe := pe
 			jp.PriorBase = &pe
 		}
@@ -256,11 +257,11 @@ func savePriors(ctx context.Context, root *projectfs.Root, jdir string, ops []op
 		defer unix.Close(fd)
 		keep = fd
 	}
-	packs := make([]*packWriter, projectfs.ApplyWorkers)
+	packs := make([]*changeset.PackWriter, projectfs.ApplyWorkers)
 	closeAll := func() {
 		for _, p := range packs {
 			if p != nil {
-				p.f.Close()
+				p.File.Close()
 			}
 		}
 	}
@@ -269,13 +270,13 @@ func savePriors(ctx context.Context, root *projectfs.Root, jdir string, ops []op
 			return errInterrupted
 		}
 		name := paths[i][strings.LastIndexByte(paths[i], '/')+1:]
-		pr, err := readPrior(dir, dirErr, name, keep, strconv.Itoa(i), func() (*packWriter, error) {
+		pr, err := readPrior(dir, dirErr, name, keep, strconv.Itoa(i), func() (*changeset.PackWriter, error) {
 			if packs[w] == nil {
 				f, err := os.OpenFile(filepath.Join(jdir, priorPackName(w)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 				if err != nil {
 					return nil, fmt.Errorf("apply: create journal: %w", err)
 				}
-				packs[w] = &packWriter{f: f, w: bufio.NewWriterSize(f, 1<<16), name: priorPackName(w)}
+				packs[w] = &changeset.PackWriter{File: f, Buf: bufio.NewWriterSize(f, 1<<16), Name: priorPackName(w)}
 			}
 			return packs[w], nil
 		})
@@ -302,9 +303,9 @@ func savePriors(ctx context.Context, root *projectfs.Root, jdir string, ops []op
 		if p == nil {
 			continue
 		}
-		if err := p.seal(); err != nil {
+		if err := p.Seal(); err != nil {
 			closeAll()
-			return nil, fmt.Errorf("apply: write journal %s: %w", p.name, err)
+			return nil, fmt.Errorf("apply: write journal %s: %w", p.Name, err)
 		}
 	}
 	return out, nil
@@ -322,7 +323,7 @@ func priorPackName(w int) string {
 // parent, or one that is a file or a symlink, means nothing exists there) and keeps a regular file
 // as keepName in the directory keep (when keep >= 0), or else appends its bytes to the pack that
 // pack returns.
-func readPrior(dir int, dirErr error, name string, keep int, keepName string, pack func() (*packWriter, error)) (priorState, error) {
+func readPrior(dir int, dirErr error, name string, keep int, keepName string, pack func() (*changeset.PackWriter, error)) (priorState, error) {
 	st, exists, err := projectfs.StatAt(dir, dirErr, name)
 	if err != nil || !exists {
 		return priorState{}, err
@@ -358,12 +359,12 @@ func readPrior(dir int, dirErr error, name string, keep int, keepName string, pa
 		if err != nil {
 			return priorState{}, err
 		}
-		sum, off, err := p.addFile(fd, fst.Size)
+		sum, off, err := p.AddFile(fd, fst.Size)
 		if err != nil {
 			return priorState{}, err
 		}
-		pr.Pack, pr.Off, pr.Len, pr.Hash = p.name, off, sum.Size, sum.Hash
-		if p.name == "prior.pack" {
+		pr.Pack, pr.Off, pr.Len, pr.Hash = p.Name, off, sum.Size, sum.Hash
+		if p.Name == "prior.pack" {
 			pr.Pack = ""
 		}
 	}
@@ -388,7 +389,7 @@ func (s *Session) abort(root *projectfs.Root, e *journalEntry, cause error) erro
 
 // writeTemps writes each planned file or symlink as a temp file next to its target, on parallel
 // workers that each take one directory at a time.
-func (s *Session) writeTemps(ctx context.Context, root *projectfs.Root, b *bases, e *journalEntry) error {
+func (s *Session) writeTemps(ctx context.Context, root *projectfs.Root, b *changeset.Bases, e *journalEntry) error {
 	for _, d := range e.Dirs {
 		if err := root.MkdirAll(d); err != nil {
 			return err
@@ -413,7 +414,7 @@ func (s *Session) writeTemps(ctx context.Context, root *projectfs.Root, b *bases
 
 // writeTemp writes one path's temp file (or symlink) in its directory dir: the staged file, read
 // beneath the upper layer without following a symlink, or the base object of a partial apply.
-func writeTemp(upper *projectfs.Root, b *bases, dir int, jp journalPath) error {
+func writeTemp(upper *projectfs.Root, b *changeset.Bases, dir int, jp journalPath) error {
 	if jp.Kind == 'l' {
 		return unix.Symlinkat(jp.Target, dir, jp.Temp)
 	}
@@ -426,7 +427,7 @@ func writeTemp(upper *projectfs.Root, b *bases, dir int, jp journalPath) error {
 			src, err = upper.OpenReadFD(jp.Path)
 		}
 	} else {
-		src, err = unix.Open(b.objectPath(jp.Hash), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		src, err = unix.Open(b.ObjectPath(jp.Hash), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	}
 	if err != nil {
 		return err
@@ -570,13 +571,13 @@ type ApplyRecord struct {
 // commitApply records a done apply in the session: the applied content becomes the base of each
 // path, decisions move on, the apply is listed. It is idempotent, so recovery can repeat it.
 // root is the project, opened; b, when not nil, is the session's bases already loaded.
-func (s *Session) commitApply(root *projectfs.Root, e *journalEntry, b *bases) error {
+func (s *Session) commitApply(root *projectfs.Root, e *journalEntry, b *changeset.Bases) error {
 	var err error
 	if b == nil {
-		if b, err = s.loadBases(); err != nil {
+		if b, err = s.source().LoadBases(); err != nil {
 			return err
 		}
-		defer b.close()
+		defer b.Close()
 	}
 	for _, jp := range e.Paths {
 		h, err := root.Lstat(jp.Path)
@@ -587,18 +588,18 @@ func (s *Session) commitApply(root *projectfs.Root, e *journalEntry, b *bases) e
 		case jp.Merge:
 			// The pre-image stays the base the next merge is made against.
 		case jp.Kind == 'd' || !h.Exists:
-			b.index.Paths[jp.Path] = baseEntry{Kind: baseAbsent}
+			b.Index.Paths[jp.Path] = changeset.BaseEntry{Kind: changeset.BaseAbsent}
 		case jp.Kind == 'l':
-			b.index.Paths[jp.Path] = baseEntry{Kind: baseObject, Type: 'l', Mode: h.Stat.Mode, Target: jp.Target, Host: h.Stat}
+			b.Index.Paths[jp.Path] = changeset.BaseEntry{Kind: changeset.BaseObject, Type: 'l', Mode: h.Stat.Mode, Target: jp.Target, Host: h.Stat}
 		case jp.Whole:
 			// The content is on the host (and in the upper layer): the hash is enough to tell the
 			// staged copy is unchanged, whatever the host does with the file later.
-			b.index.Paths[jp.Path] = baseEntry{Kind: baseHost, Type: 'f', Mode: h.Stat.Mode, Hash: jp.Hash, Host: h.Stat}
+			b.Index.Paths[jp.Path] = changeset.BaseEntry{Kind: changeset.BaseHost, Type: 'f', Mode: h.Stat.Mode, Hash: jp.Hash, Host: h.Stat}
 		default:
-			b.index.Paths[jp.Path] = baseEntry{Kind: baseObject, Type: 'f', Mode: h.Stat.Mode, Hash: jp.Hash, Host: h.Stat}
+			b.Index.Paths[jp.Path] = changeset.BaseEntry{Kind: changeset.BaseObject, Type: 'f', Mode: h.Stat.Mode, Hash: jp.Hash, Host: h.Stat}
 		}
 	}
-	if err := b.save(); err != nil {
+	if err := b.Save(); err != nil {
 		return err
 	}
 	d, err := s.LoadDecisions()

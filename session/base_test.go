@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"golang.org/x/sys/unix"
 )
@@ -22,27 +23,27 @@ import (
 // exactly, whatever the paths and targets hold.
 func TestBaseIndexEncoding(t *testing.T) {
 	host := projectfs.FileStat{Type: 'f', Mode: 0o644, Size: 12, Mtime: 1764517000123456789, Ino: 1 << 40}
-	x := baseIndex{Version: 1, Paths: map[string]baseEntry{
-		"a.txt":                       {Kind: baseObject, Type: 'f', Mode: 0o644, Hash: strings.Repeat("ab", 32), Pack: "pack-123", Off: 7, Len: 12, Bin: true, Holes: 1 << 40, Host: host},
-		"empty":                       {Kind: baseObject, Type: 'f', Mode: 0o600, Hash: strings.Repeat("e3", 32), Pack: "pack-123", Host: projectfs.FileStat{Type: 'f', Mode: 0o600}},
-		"obj":                         {Kind: baseObject, Type: 'f', Mode: 0o4755, Hash: strings.Repeat("01", 32), Host: host},
-		"link":                        {Kind: baseObject, Type: 'l', Mode: 0o777, Target: "../a <&> \"b\"\\c", Host: projectfs.FileStat{Type: 'l', Mode: 0o777, Size: 3}},
-		"bad-link":                    {Kind: baseObject, Type: 'l', Target: "bad\xffutf8"},
-		"gone":                        {Kind: baseUnknown},
-		"changed":                     {Kind: baseUnknown, Host: projectfs.FileStat{Type: 'o', Mode: 0o644, Mtime: -1}},
-		"was.txt":                     {Kind: baseAbsent},
-		"host":                        {Kind: baseHost, Type: 'f', Mode: 0o644, Hash: strings.Repeat("cd", 32), Host: host},
-		"évian/ü":                     {Kind: baseUnknown},
-		"tab\there\nnl\x1b[31m\u2028": {Kind: baseUnknown},
-		"html<&>":                     {Kind: baseUnknown},
-		"not\xffutf8":                 {Kind: baseUnknown},
-		"\x00nul-first":               {Kind: baseUnknown},
-		"a-":                          {Kind: baseUnknown}, // sorts before "a.txt" and "a/b" by byte
-		"a/b":                         {Kind: baseUnknown},
+	x := changeset.BaseIndex{Version: 1, Paths: map[string]changeset.BaseEntry{
+		"a.txt":                       {Kind: changeset.BaseObject, Type: 'f', Mode: 0o644, Hash: strings.Repeat("ab", 32), Pack: "pack-123", Off: 7, Len: 12, Bin: true, Holes: 1 << 40, Host: host},
+		"empty":                       {Kind: changeset.BaseObject, Type: 'f', Mode: 0o600, Hash: strings.Repeat("e3", 32), Pack: "pack-123", Host: projectfs.FileStat{Type: 'f', Mode: 0o600}},
+		"obj":                         {Kind: changeset.BaseObject, Type: 'f', Mode: 0o4755, Hash: strings.Repeat("01", 32), Host: host},
+		"link":                        {Kind: changeset.BaseObject, Type: 'l', Mode: 0o777, Target: "../a <&> \"b\"\\c", Host: projectfs.FileStat{Type: 'l', Mode: 0o777, Size: 3}},
+		"bad-link":                    {Kind: changeset.BaseObject, Type: 'l', Target: "bad\xffutf8"},
+		"gone":                        {Kind: changeset.BaseUnknown},
+		"changed":                     {Kind: changeset.BaseUnknown, Host: projectfs.FileStat{Type: 'o', Mode: 0o644, Mtime: -1}},
+		"was.txt":                     {Kind: changeset.BaseAbsent},
+		"host":                        {Kind: changeset.BaseHost, Type: 'f', Mode: 0o644, Hash: strings.Repeat("cd", 32), Host: host},
+		"évian/ü":                     {Kind: changeset.BaseUnknown},
+		"tab\there\nnl\x1b[31m\u2028": {Kind: changeset.BaseUnknown},
+		"html<&>":                     {Kind: changeset.BaseUnknown},
+		"not\xffutf8":                 {Kind: changeset.BaseUnknown},
+		"\x00nul-first":               {Kind: changeset.BaseUnknown},
+		"a-":                          {Kind: changeset.BaseUnknown}, // sorts before "a.txt" and "a/b" by byte
+		"a/b":                         {Kind: changeset.BaseUnknown},
 	}}
-	// Every field is set in some entry: a field added to baseEntry or projectfs.FileStat must join the
+	// Every field is set in some entry: a field added to changeset.BaseEntry or projectfs.FileStat must join the
 	// fixture, where the comparison below tells whether the encoder writes it.
-	for _, typ := range []reflect.Type{reflect.TypeFor[baseEntry](), reflect.TypeFor[projectfs.FileStat]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[changeset.BaseEntry](), reflect.TypeFor[projectfs.FileStat]()} {
 		for i := range typ.NumField() {
 			set := false
 			for _, e := range x.Paths {
@@ -62,11 +63,11 @@ func TestBaseIndexEncoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What encoding/json writes for the same index, paths and targets coded the same way.
-	type plain baseIndex
-	ref := plain{Version: x.Version, Paths: map[string]baseEntry{}}
+	type plain changeset.BaseIndex
+	ref := plain{Version: x.Version, Paths: map[string]changeset.BaseEntry{}}
 	for k, e := range x.Paths {
-		e.Target = encS(e.Target)
-		ref.Paths[encS(k)] = e
+		e.Target = changeset.EncS(e.Target)
+		ref.Paths[changeset.EncS(k)] = e
 	}
 	want, err := json.Marshal(ref)
 	if err != nil {
@@ -75,7 +76,7 @@ func TestBaseIndexEncoding(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("index encoding differs from encoding/json:\n got %s\nwant %s", got, want)
 	}
-	var back baseIndex
+	var back changeset.BaseIndex
 	if err := json.Unmarshal(got, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -174,41 +175,41 @@ func TestPreimageOfAChangingFile(t *testing.T) {
 			f := newFixture(t, map[string]file{"d/a.txt": {Data: "base1\n"}, "d/b.txt": {Data: "base2\n"}})
 			f.stage(t, map[string]file{"d/a.txt": {Data: "agent1\n"}, "d/b.txt": {Data: "agent2\n"}})
 			p := filepath.Join(f.project, "d", "a.txt")
-			b, err := f.s.loadBases()
+			b, err := f.s.source().LoadBases()
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer b.close()
-			e := b.get("d/a.txt")
+			defer b.Close()
+			e := b.Get("d/a.txt")
 			dir, err := unix.Open(filepath.Join(f.project, "d"), unix.O_DIRECTORY|unix.O_RDONLY, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer unix.Close(dir)
 			var once sync.Once
-			preimageCopied = func(_ int, name string) {
+			changeset.PreimageCopied = func(_ int, name string) {
 				if name == "a.txt" && tc.during != nil {
 					once.Do(func() { tc.during(t, p) })
 				}
 			}
-			defer func() { preimageCopied = nil }()
+			defer func() { changeset.PreimageCopied = nil }()
 			if tc.before != nil {
 				tc.before(t, p)
 			}
-			got, err := b.captureFile(dir, "a.txt", e)
+			got, err := b.CaptureFile(dir, "a.txt", e)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Kind != baseUnknown {
+			if got.Kind != changeset.BaseUnknown {
 				t.Errorf("pre-image of a file %s: %+v, want an unknown base", tc.name, got)
 			}
-			if b.pack != nil {
-				b.pack.flush()
-				data, _ := os.ReadFile(b.pack.f.Name())
+			if b.Pack != nil {
+				b.Pack.Flush()
+				data, _ := os.ReadFile(b.Pack.File.Name())
 				if bytes.Contains(data, []byte("SECRET")) {
 					t.Errorf("the pack holds what a symlink pointed to: %q", data)
 				}
-				b.pack.abandon()
+				b.Pack.Abandon()
 			}
 			// The same through the end of a run, which takes every pre-image.
 			if tc.during != nil {
@@ -254,7 +255,7 @@ func TestEndRunChangesIsEndRunThenChanges(t *testing.T) {
 			"x.log": {Data: "ignored by the base's rules\n"}, "x.tmp": {Data: "not ignored\n"},
 			"host.txt": {Data: "agent\n"}, "bin.dat": {Data: "a\x00c"}, "keep.txt": {Data: "same\n"},
 		}
-		for i := range 3 * scanChunk {
+		for i := range 3 * changeset.ScanChunk {
 			p := fmt.Sprintf("big/f%04d.txt", i)
 			project[p] = file{Data: fmt.Sprintf("base %d\n", i)}
 			staged[p] = file{Data: fmt.Sprintf("changed %d\n", i), Mode: os.FileMode(0o644 | i%2*0o111)}
@@ -280,7 +281,7 @@ func TestEndRunChangesIsEndRunThenChanges(t *testing.T) {
 		}
 		return f
 	}
-	encode := func(t *testing.T, cs *ChangeSet) string {
+	encode := func(t *testing.T, cs *changeset.ChangeSet) string {
 		data, err := json.MarshalIndent(cs, "", " ")
 		if err != nil {
 			t.Fatal(err)
@@ -347,11 +348,11 @@ func TestPreimagesReadableBeforeDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer v.close()
-	e := v.b.get(".gitignore")
-	if e.Kind != baseObject || e.Pack == "" {
+	e := v.b.Get(".gitignore")
+	if e.Kind != changeset.BaseObject || e.Pack == "" {
 		t.Fatalf("base of .gitignore: %+v, want a packed pre-image", e)
 	}
-	rc, err := v.b.open(v.host, ".gitignore", e)
+	rc, err := v.b.Open(v.host, ".gitignore", e)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shadow-sandbox/shadow/session/changeset"
 )
 
 func TestChangeSetFromUpper(t *testing.T) {
@@ -74,7 +76,7 @@ func TestChangeSetFromUpper(t *testing.T) {
 	if c.Old.Target != "keep.txt" || c.New.Target != "edit.txt" {
 		t.Errorf("symlink change %+v", c)
 	}
-	sum := Summarize(cs, 5)
+	sum := changeset.Summarize(cs, 5)
 	if sum.Added != 3 || sum.Deleted != 4 || sum.Renamed != 1 || len(sum.Lines) != 5 || sum.More != sum.Total()-5 {
 		t.Errorf("summary %+v", sum)
 	}
@@ -154,8 +156,8 @@ func TestCopyUpIsNotAChange(t *testing.T) {
 }
 
 func TestSummaryEscapesNames(t *testing.T) {
-	cs := &ChangeSet{Changes: []Change{{Path: "evil\x1b]52;c;AAAA\x07\nname", Status: Added}, {Path: "bad\xffutf8", Status: Added}}}
-	for _, l := range Summarize(cs, 10).Lines {
+	cs := &changeset.ChangeSet{Changes: []changeset.Change{{Path: "evil\x1b]52;c;AAAA\x07\nname", Status: changeset.Added}, {Path: "bad\xffutf8", Status: changeset.Added}}}
+	for _, l := range changeset.Summarize(cs, 10).Lines {
 		if strings.ContainsAny(l, "\x1b\x07\n") || !strings.Contains(l, `\`) {
 			t.Errorf("summary line not escaped: %q", l)
 		}
@@ -224,23 +226,23 @@ func TestManyChangesInOrder(t *testing.T) {
 	}
 	f := newFixture(t, project)
 	staged := map[string]file{}
-	want := map[string]Status{}
+	want := map[string]changeset.Status{}
 	for i := range 200 {
 		p := fmt.Sprintf("d%d/f%03d.txt", i%3, i)
 		switch i % 4 {
 		case 0:
 			staged[p] = file{Data: fmt.Sprintf("changed %d\n", i)}
-			want[p] = Modified
+			want[p] = changeset.Modified
 		case 1:
 			staged[p] = file{Data: fmt.Sprintf("base %d\n", i)} // copied up, not changed
 		case 2:
 			f.whiteout(t, p)
-			want[p] = Deleted
+			want[p] = changeset.Deleted
 		}
 		if i%5 == 0 {
 			q := fmt.Sprintf("d%d/new%03d.txt", i%3, i)
 			staged[q] = file{Data: fmt.Sprintf("new %d\n", i)}
-			want[q] = Added
+			want[q] = changeset.Added
 		}
 	}
 	f.stage(t, staged)
@@ -256,7 +258,7 @@ func TestManyChangesInOrder(t *testing.T) {
 		if want[c.Path] != c.Status {
 			t.Errorf("%s: status %q, want %q", c.Path, c.Status, want[c.Path])
 		}
-		if c.New.Kind == KindFile {
+		if c.New.Kind == changeset.KindFile {
 			sum := sha256.Sum256([]byte(staged[c.Path].Data))
 			if c.New.Hash != hex.EncodeToString(sum[:]) {
 				t.Errorf("%s: staged hash %s is not the hash of its content", c.Path, c.New.Hash)

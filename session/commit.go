@@ -15,6 +15,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
@@ -403,10 +404,10 @@ func uncommitApplies(jdirs []string) error {
 		default:
 			now := "none"
 			if head != "" {
-				now = shortHash(head)
+				now = changeset.ShortHash(head)
 			}
 			return fmt.Errorf("roll back apply %s: it was committed as %s, which is no longer HEAD (HEAD is %s); nothing was rolled back: undo it with git revert %s",
-				id, shortHash(rec.Commit), now, shortHash(rec.Commit))
+				id, changeset.ShortHash(rec.Commit), now, changeset.ShortHash(rec.Commit))
 		}
 	}
 	for _, u := range todo {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 )
 
 // A damaged checkpoint (SPEC §12) is detected, reported with what is still good, and never
@@ -177,14 +178,14 @@ func containsString(list []string, s string) bool {
 }
 
 // withoutDamaged leaves out of the staged entries raw those a damaged checkpoint holds last.
-func (s *Session) withoutDamaged(raw []rawEntry) ([]rawEntry, error) {
+func (s *Session) withoutDamaged(raw []changeset.RawEntry) ([]changeset.RawEntry, error) {
 	hidden, err := s.damagedStaged()
 	if err != nil || len(hidden) == 0 {
 		return raw, err
 	}
 	out := raw[:0:0]
 	for _, e := range raw {
-		if !hidden[e.path] {
+		if !hidden[e.Path] {
 			out = append(out, e)
 		}
 	}

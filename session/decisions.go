@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
-	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"github.com/shadow-sandbox/shadow/session/statefile"
 )
@@ -33,20 +31,6 @@ type FileDecision struct {
 type Decisions struct {
 	Version int                     `json:"version"`
 	Files   map[string]FileDecision `json:"files"`
-}
-
-// contentKey is the hash a decision records for one side of a change: the content's sha256, the
-// symlink target, or "" when the side does not exist.
-func contentKey(s Side) string {
-	switch s.Kind {
-	case KindFile:
-		return s.Hash
-	case KindSymlink:
-		return "symlink:" + s.Target
-	case KindSpecial:
-		return "special"
-	}
-	return ""
 }
 
 func (s *Session) decisionsPath() string { return filepath.Join(s.dir, "decisions.json") }
@@ -80,9 +64,9 @@ func (s *Session) saveDecisions(d *Decisions) error {
 
 // For returns the decision about change c, or an empty (undecided) one when none was made or the
 // one made is stale.
-func (d *Decisions) For(c *Change) FileDecision {
+func (d *Decisions) For(c *changeset.Change) FileDecision {
 	fd, ok := d.Files[c.Path]
-	if !ok || fd.BaseHash != c.decisionBase() || fd.StagedHash != contentKey(c.New) {
+	if !ok || fd.BaseHash != c.DecisionBase() || fd.StagedHash != changeset.ContentKey(c.New) {
 		return FileDecision{}
 	}
 	return fd
@@ -90,7 +74,7 @@ func (d *Decisions) For(c *Change) FileDecision {
 
 // Decide records a decision about change c and saves it at once: with hunkID "" a whole-file
 // verdict (Undecided clears every decision of the file), otherwise the decision of that hunk.
-func (s *Session) Decide(c *Change, hunkID string, dec diff.Decision) error {
+func (s *Session) Decide(c *changeset.Change, hunkID string, dec diff.Decision) error {
 	unlock, err := s.store.stateLock(s.Meta.Project, true)
 	if err != nil {
 		return err
@@ -101,7 +85,7 @@ func (s *Session) Decide(c *Change, hunkID string, dec diff.Decision) error {
 		return err
 	}
 	fd := d.For(c)
-	fd.BaseHash, fd.StagedHash = c.decisionBase(), contentKey(c.New)
+	fd.BaseHash, fd.StagedHash = c.DecisionBase(), changeset.ContentKey(c.New)
 	if hunkID == "" {
 		fd.File = dec.Verdict
 		if dec.Verdict == diff.Undecided {
@@ -127,121 +111,61 @@ func (s *Session) Decide(c *Change, hunkID string, dec diff.Decision) error {
 
 // Contents returns the base and staged content of a regular-file change (nil for a side that does
 // not exist or is not a regular file). A side larger than limit bytes (when limit > 0) is an error.
-func (s *Session) Contents(c *Change, limit int64) (old, new []byte, err error) {
-	host, b, err := s.openView()
+func (s *Session) Contents(c *changeset.Change, limit int64) (old, new []byte, err error) {
+	host, b, err := s.source().OpenView()
 	if err != nil {
 		return nil, nil, err
 	}
 	defer host.Close()
-	defer b.close()
-	return s.contents(b, host, c, limit)
-}
-
-func (s *Session) contents(b *bases, host *projectfs.Root, c *Change, limit int64) (old, new []byte, err error) {
-	read := func(r io.Reader, what string) ([]byte, error) {
-		if limit <= 0 {
-			return io.ReadAll(r)
-		}
-		data, err := io.ReadAll(io.LimitReader(r, limit+1))
-		if err == nil && int64(len(data)) > limit {
-			return nil, fmt.Errorf("%s of %s is larger than %d bytes", what, quote.Path(c.Path), limit)
-		}
-		return data, err
-	}
-	if c.Old.Kind == KindFile {
-		e := c.base
-		p := c.Path
-		if c.From != "" {
-			e, p = c.fromBase, c.From
-		}
-		var rc io.ReadCloser
-		if c.BaseUnknown {
-			rc, err = host.OpenRead(p)
-		} else {
-			rc, err = b.open(host, p, e)
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		old, err = read(rc, "the base")
-		rc.Close()
-		if err != nil {
-			return nil, nil, fmt.Errorf("read base of %s: %w", quote.Path(p), err)
-		}
-	}
-	if c.New.Kind == KindFile {
-		f, err := s.openStaged(c.Path)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read staged %s: %w", quote.Path(c.Path), err)
-		}
-		new, err = read(f, "the staged file")
-		f.Close()
-		if err != nil {
-			return nil, nil, fmt.Errorf("read staged %s: %w", quote.Path(c.Path), err)
-		}
-	}
-	return old, new, nil
+	defer b.Close()
+	return s.source().Contents(b, host, c, limit)
 }
 
 // Diff is the hunk-level diff of a text change: its hunks, whether the line diff finished in time
 // (Exact) and its line counts. Binary, symlink, special and mode-only changes, which are decided
 // as whole files, have no hunks.
-func (s *Session) Diff(c *Change) (diff.FileDiff, error) {
+func (s *Session) Diff(c *changeset.Change) (diff.FileDiff, error) {
 	if !s.hunkable(c) {
 		return diff.FileDiff{Path: c.Path, Exact: true}, nil
 	}
-	host, b, err := s.openView()
+	host, b, err := s.source().OpenView()
 	if err != nil {
 		return diff.FileDiff{}, err
 	}
 	defer host.Close()
-	defer b.close()
+	defer b.Close()
 	return s.diff(b, host, c)
 }
 
 // diff is Diff against bases already loaded and the open project root.
-func (s *Session) diff(b *bases, host *projectfs.Root, c *Change) (diff.FileDiff, error) {
+func (s *Session) diff(b *changeset.Bases, host *projectfs.Root, c *changeset.Change) (diff.FileDiff, error) {
 	if !s.hunkable(c) {
 		return diff.FileDiff{Path: c.Path, Exact: true}, nil
 	}
-	old, new, err := s.contents(b, host, c, s.store.maxDiffBytes())
+	old, new, err := s.source().Contents(b, host, c, s.store.maxDiffBytes())
 	if err != nil {
 		return diff.FileDiff{}, err
 	}
-	return diff.Compute(c.Path, old, new, diff.Options{Context: -1, Budget: diffBudget}), nil
-}
-
-// diffBudget is the time a line diff may take (diffview's default when zero); tests shorten it.
-var diffBudget time.Duration
-
-// openStaged opens the staged regular file p beneath the upper layer, as projectfs.OpenRegularAt does (a
-// file closed to its owner by its mode is opened all the same).
-func (s *Session) openStaged(p string) (*os.File, error) {
-	upper, err := projectfs.OpenRoot(s.UpperDir())
-	if err != nil {
-		return nil, err
-	}
-	defer upper.Close()
-	return upper.OpenRead(p)
+	return diff.Compute(c.Path, old, new, diff.Options{Context: -1, Budget: s.store.diffBudget()}), nil
 }
 
 // hunkable reports whether a change is decided hunk by hunk rather than as a whole file.
-func (s *Session) hunkable(c *Change) bool {
+func (s *Session) hunkable(c *changeset.Change) bool {
 	return textChange(c) && !s.TooLargeToDiff(c)
 }
 
 // textChange reports whether a change could be diffed as text: regular files on both sides (or
 // one side missing), not binary, sparse, unreadable, special, a rename or a mode change only.
-func textChange(c *Change) bool {
+func textChange(c *changeset.Change) bool {
 	if c.Binary || c.Special || c.ModeOnly || c.From != "" || c.Unreadable != "" || c.Old.Holes > 0 || c.New.Holes > 0 {
 		return false
 	}
-	return (c.Old.Kind == KindFile || c.Old.Kind == KindNone) && (c.New.Kind == KindFile || c.New.Kind == KindNone)
+	return (c.Old.Kind == changeset.KindFile || c.Old.Kind == changeset.KindNone) && (c.New.Kind == changeset.KindFile || c.New.Kind == changeset.KindNone)
 }
 
 // TooLargeToDiff reports whether a text change has a side larger than the store's MaxDiffBytes:
 // it is never read for a diff, shows no hunks and is decided (and applied) as a whole file.
-func (s *Session) TooLargeToDiff(c *Change) bool {
+func (s *Session) TooLargeToDiff(c *changeset.Change) bool {
 	if !textChange(c) {
 		return false
 	}

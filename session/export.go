@@ -11,6 +11,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 )
 
 // ExportOptions choose what `shadow export` puts in its branch: the changes apply --all would
@@ -57,7 +58,7 @@ func (s *Session) Export(opts ExportOptions) (*ExportResult, error) {
 		return nil, fmt.Errorf("export: branch %s already exists; choose another name (nothing was written)", opts.Branch)
 	}
 	if _, err := git(top, nil, nil, "cat-file", "-e", s.Meta.BaseCommit+"^{commit}"); err != nil {
-		return nil, fmt.Errorf("export: the session's base commit %s is not in the repository any more", shortHash(s.Meta.BaseCommit))
+		return nil, fmt.Errorf("export: the session's base commit %s is not in the repository any more", changeset.ShortHash(s.Meta.BaseCommit))
 	}
 	prefix, err := filepath.Rel(top, s.Meta.Project)
 	if err != nil {
@@ -102,11 +103,11 @@ func (s *Session) Export(opts ExportOptions) (*ExportResult, error) {
 		}
 		touched = append(touched, c.Path)
 		switch c.New.Kind {
-		case KindNone:
+		case changeset.KindNone:
 			entries = append(entries, treeEntry{Path: at(c.Path)})
-		case KindSymlink:
+		case changeset.KindSymlink:
 			entries = append(entries, treeEntry{Path: at(c.Path), Mode: "120000", Target: c.New.Target})
-		case KindFile:
+		case changeset.KindFile:
 			src, err := s.exportSource(c, dir, i)
 			if err != nil {
 				return nil, err
@@ -139,9 +140,9 @@ func (s *Session) Export(opts ExportOptions) (*ExportResult, error) {
 }
 
 // exportSource is a file git can read the staged content of c from (blobSource).
-func (s *Session) exportSource(c *Change, dir string, i int) (string, error) {
+func (s *Session) exportSource(c *changeset.Change, dir string, i int) (string, error) {
 	p := filepath.Join(s.UpperDir(), filepath.FromSlash(c.Path))
-	src, err := blobSource(p, c.New.Mode, func() (*os.File, error) { return s.openStaged(c.Path) }, dir, i)
+	src, err := blobSource(p, c.New.Mode, func() (*os.File, error) { return s.source().OpenStaged(c.Path) }, dir, i)
 	if err != nil {
 		return "", fmt.Errorf("export: read staged %s: %w", quote.Path(c.Path), err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
@@ -34,7 +35,7 @@ func workTree(t *testing.T, f *fixture) map[string]string {
 }
 
 // treeOfPatch is the tree of base with `shadow diff --binary` of changes applied by git.
-func treeOfPatch(t *testing.T, f *fixture, base string, changes []*Change) string {
+func treeOfPatch(t *testing.T, f *fixture, base string, changes []*changeset.Change) string {
 	t.Helper()
 	patches, err := f.s.Patches(changes)
 	if err != nil {
@@ -91,7 +92,7 @@ func TestExportBranch(t *testing.T) {
 	if len(res.Skipped) != 1 || res.Skipped[0].Path != ".github/ci.yml" {
 		t.Fatalf("skipped %+v, want the protected CI file", res.Skipped)
 	}
-	var exported []*Change
+	var exported []*changeset.Change
 	cs := f.changes(t)
 	for i := range cs.Changes {
 		if !cs.Changes[i].Protected {

@@ -2,55 +2,43 @@ package session
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/quote"
-	"github.com/shadow-sandbox/shadow/session/projectfs"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 )
 
 // maxPatchBytes bounds each side of a file put into a patch (it is held in memory).
 const maxPatchBytes = 256 << 20
 
 // gitMode is the git mode of one side of a change (0 when it does not exist).
-func gitMode(s Side) uint32 {
+func gitMode(s changeset.Side) uint32 {
 	switch s.Kind {
-	case KindFile:
+	case changeset.KindFile:
 		if s.Mode&0o100 != 0 {
 			return diff.ModeExecutable
 		}
 		return diff.ModeFile
-	case KindSymlink:
+	case changeset.KindSymlink:
 		return diff.ModeSymlink
 	}
 	return 0
-}
-
-// Select returns the changes at or below the given project-relative paths (all when none given).
-func (cs *ChangeSet) Select(paths []string) []*Change {
-	var out []*Change
-	for i := range cs.Changes {
-		if len(paths) == 0 || selected(&cs.Changes[i], paths) {
-			out = append(out, &cs.Changes[i])
-		}
-	}
-	return out
 }
 
 // Patches turns changes into what diff.WritePatch needs (old/new path, git modes,
 // both contents, binary flag; a symlink's content is its target). Its output applies with
 // `git apply` to the project as the session's base holds it (the project at session start, until
 // an apply moves the base). Special files have no git form and are left out.
-func (s *Session) Patches(changes []*Change) ([]diff.FilePatch, error) {
-	host, b, err := s.openView()
+func (s *Session) Patches(changes []*changeset.Change) ([]diff.FilePatch, error) {
+	host, b, err := s.source().OpenView()
 	if err != nil {
 		return nil, err
 	}
 	defer host.Close()
-	defer b.close()
+	defer b.Close()
 	var out []diff.FilePatch
 	for _, c := range changes {
-		if c.Old.Kind == KindSpecial || c.New.Kind == KindSpecial {
+		if c.Old.Kind == changeset.KindSpecial || c.New.Kind == changeset.KindSpecial {
 			continue
 		}
 		fp := diff.FilePatch{OldPath: c.Path, NewPath: c.Path, OldMode: gitMode(c.Old), NewMode: gitMode(c.New), Binary: c.Binary}
@@ -65,43 +53,20 @@ func (s *Session) Patches(changes []*Change) ([]diff.FilePatch, error) {
 			out = append(out, fp)
 			continue
 		}
-		old, new, err := s.contents(b, host, c, maxPatchBytes)
+		old, new, err := s.source().Contents(b, host, c, maxPatchBytes)
 		if err != nil {
 			return nil, fmt.Errorf("diff %s: %w", quote.Path(c.Path), err)
 		}
 		fp.Old, fp.New = old, new
-		if c.Old.Kind == KindSymlink {
+		if c.Old.Kind == changeset.KindSymlink {
 			fp.Old = []byte(c.Old.Target)
 		}
-		if c.New.Kind == KindSymlink {
+		if c.New.Kind == changeset.KindSymlink {
 			fp.New = []byte(c.New.Target)
 		}
 		out = append(out, fp)
 	}
 	return out, nil
-}
-
-// Note is a line about a change that its diff does not show: why the staged entry could not be
-// read, or that a side is sparse (its size, and the bytes it stores), which is never read for a
-// diff. It is "" for any other change.
-func (c *Change) Note() string {
-	if c.Unreadable != "" {
-		return c.Unreadable + "; listed, not applied"
-	}
-	var sides []string
-	for _, s := range []struct {
-		name string
-		side Side
-	}{{"base", c.Old}, {"staged", c.New}} {
-		if s.side.Holes > 0 {
-			sides = append(sides, fmt.Sprintf("%s %s apparent, %s stored", s.name,
-				projectfs.HumanSize(s.side.Size), projectfs.HumanSize(s.side.Size-s.side.Holes)))
-		}
-	}
-	if len(sides) == 0 {
-		return ""
-	}
-	return "sparse file: " + strings.Join(sides, "; ") + "; not shown as text"
 }
 
 // DiffDoc is the `shadow diff --json` document, version 1:
@@ -137,7 +102,7 @@ type DiffDoc struct {
 
 // DiffFile is one change of a DiffDoc.
 type DiffFile struct {
-	Change
+	changeset.Change
 	Decision diff.Verdict `json:"decision,omitempty"`
 	Hunks    []DiffHunk   `json:"hunks,omitempty"`
 }
@@ -155,18 +120,18 @@ type DiffHunk struct {
 }
 
 // Doc builds the `shadow diff --json` document of the given changes.
-func (s *Session) Doc(changes []*Change) (*DiffDoc, error) {
+func (s *Session) Doc(changes []*changeset.Change) (*DiffDoc, error) {
 	decs, err := s.LoadDecisions()
 	if err != nil {
 		return nil, err
 	}
 	// One load of the bases serves every file.
-	host, b, err := s.openView()
+	host, b, err := s.source().OpenView()
 	if err != nil {
 		return nil, err
 	}
 	defer host.Close()
-	defer b.close()
+	defer b.Close()
 	doc := &DiffDoc{Version: 1, Session: s.Meta.ID, Project: s.Meta.Project, Files: []DiffFile{}}
 	for _, c := range changes {
 		fd := decs.For(c)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 
 	"golang.org/x/sys/unix"
 )
@@ -134,7 +135,7 @@ func (f *fixture) run(t testing.TB) {
 	}
 }
 
-func (f *fixture) changes(t testing.TB) *ChangeSet {
+func (f *fixture) changes(t testing.TB) *changeset.ChangeSet {
 	t.Helper()
 	cs, err := f.s.Changes()
 	if err != nil {
@@ -215,7 +216,7 @@ func diffSnapshots(a, b map[string]string) string {
 }
 
 // statuses renders a change set as "STATUS path" lines with flags, for table tests.
-func statuses(cs *ChangeSet) []string {
+func statuses(cs *changeset.ChangeSet) []string {
 	var out []string
 	for _, c := range cs.Changes {
 		s := string(c.Status) + " " + c.Path
@@ -259,7 +260,7 @@ func dirModes(t testing.TB, root string) map[string]string {
 }
 
 // hunksOf is the hunks of change c of s, failing t on error.
-func hunksOf(t testing.TB, s *Session, c *Change) []diff.Hunk {
+func hunksOf(t testing.TB, s *Session, c *changeset.Change) []diff.Hunk {
 	t.Helper()
 	d, err := s.Diff(c)
 	if err != nil {

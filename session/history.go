@@ -15,6 +15,7 @@ import (
 	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
@@ -32,7 +33,7 @@ type momentEntry struct {
 	exists bool
 	dir    bool
 	layer  *projectfs.Root // the layer holding it; nil for the base
-	base   baseEntry
+	base   changeset.BaseEntry
 }
 
 // history reads the session's tree at any moment.
@@ -40,11 +41,11 @@ type history struct {
 	s      *Session
 	layers []*projectfs.Root // the layers, oldest first (nil: a layer that could not be opened)
 	host   *projectfs.Root
-	b      *bases
+	b      *changeset.Bases
 }
 
 func (s *Session) openHistory(cps []Checkpoint) (*history, error) {
-	host, b, err := s.openView()
+	host, b, err := s.source().OpenView()
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +68,7 @@ func (h *history) close() {
 			l.Close()
 		}
 	}
-	h.b.close()
+	h.b.Close()
 	h.host.Close()
 }
 
@@ -136,15 +137,15 @@ layers:
 		}
 		return momentEntry{exists: true, dir: isDirStat(&st), layer: l}
 	}
-	e := h.b.get(p)
+	e := h.b.Get(p)
 	switch e.Kind {
-	case baseAbsent:
+	case changeset.BaseAbsent:
 		// A directory of the project is not in the manifest's files: ask the host.
 		if hs, err := h.host.Lstat(p); err == nil && hs.Exists && hs.Stat.Type == 'd' {
-			return momentEntry{exists: true, dir: true, base: baseEntry{Kind: baseHost, Type: 'd'}}
+			return momentEntry{exists: true, dir: true, base: changeset.BaseEntry{Kind: changeset.BaseHost, Type: 'd'}}
 		}
 		return momentEntry{}
-	case baseUnknown:
+	case changeset.BaseUnknown:
 		return momentEntry{exists: true, base: e}
 	}
 	return momentEntry{exists: true, dir: e.Type == 'd', base: e}
@@ -212,7 +213,7 @@ func (h *history) below(k int, dir string) []string {
 		})
 		unix.Close(fd)
 	}
-	for _, p := range h.b.man.paths {
+	for _, p := range h.b.Manifest.Paths {
 		if strings.HasPrefix(p, dir+"/") {
 			cands[p] = true
 		}
@@ -267,7 +268,7 @@ func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note 
 	switch b.Type {
 	case 'l':
 		t := b.Target
-		if b.Kind == baseHost {
+		if b.Kind == changeset.BaseHost {
 			hs, err := h.host.Lstat(p)
 			if err != nil {
 				return 0, nil, "", 0, err
@@ -284,10 +285,10 @@ func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note 
 			return mode, nil, "not shown: too large or sparse", b.Host.Size, nil
 		}
 		var rc io.ReadCloser
-		if b.Kind == baseUnknown {
+		if b.Kind == changeset.BaseUnknown {
 			rc, err = h.host.OpenRead(p)
 		} else {
-			rc, err = h.b.open(h.host, p, b)
+			rc, err = h.b.Open(h.host, p, b)
 		}
 		if err != nil {
 			return 0, nil, "", 0, err

@@ -2,6 +2,8 @@ package session
 
 import (
 	"testing"
+
+	"github.com/shadow-sandbox/shadow/session/changeset"
 )
 
 func TestWildmatch(t *testing.T) {
@@ -31,7 +33,7 @@ func TestWildmatch(t *testing.T) {
 		{"[unterminated", "[unterminated", true},
 	}
 	for _, c := range cases {
-		if got := wildmatch(c.pat, c.text); got != c.want {
+		if got := changeset.Wildmatch(c.pat, c.text); got != c.want {
 			t.Errorf("wildmatch(%q, %q) = %v, want %v", c.pat, c.text, got, c.want)
 		}
 	}
@@ -55,7 +57,7 @@ node_modules
 		"sub/inc": "!*.log\n",
 		"neg":     "ignored-dir/\n!ignored-dir/file\n",
 	}
-	m := newIgnoreMatcher([]byte("secret.txt\n"), func(dir string) []byte {
+	m := changeset.NewIgnoreMatcher([]byte("secret.txt\n"), func(dir string) []byte {
 		if s, ok := files[dir]; ok {
 			return []byte(s)
 		}
@@ -99,7 +101,7 @@ node_modules
 }
 
 func TestProtectedPaths(t *testing.T) {
-	rules := protectedRules(append(append([]string(nil), DefaultProtected...), "secrets/", "*.pem"))
+	rules := changeset.ProtectedRules(append(append([]string(nil), changeset.DefaultProtected...), "secrets/", "*.pem"))
 	cases := []struct {
 		path string
 		want bool
@@ -128,7 +130,7 @@ func TestProtectedPaths(t *testing.T) {
 		{".cargo/registry/x", false},
 	}
 	for _, c := range cases {
-		if got := isProtected(rules, c.path); got != c.want {
+		if got := changeset.IsProtected(rules, c.path); got != c.want {
 			t.Errorf("isProtected(%q) = %v, want %v", c.path, got, c.want)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"github.com/shadow-sandbox/shadow/session/statefile"
 )
@@ -292,11 +293,11 @@ func quoteAll(ps []string) []string {
 // commitRollback records a finished rollback in the session: bases and decisions as before the
 // apply (with the restored files' new stats), the apply marked rolled back, the session open again.
 func (s *Session) commitRollback(root *projectfs.Root, e *journalEntry) error {
-	b, err := s.loadBases()
+	b, err := s.source().LoadBases()
 	if err != nil {
 		return err
 	}
-	defer b.close()
+	defer b.Close()
 	for _, jp := range e.Paths {
 		if jp.Merge {
 			continue // its base was left as it was: the pre-image, which the host's file is not
@@ -307,16 +308,16 @@ func (s *Session) commitRollback(root *projectfs.Root, e *journalEntry) error {
 		}
 		switch {
 		case !h.Exists:
-			b.index.Paths[jp.Path] = baseEntry{Kind: baseAbsent}
-		case jp.PriorBase != nil && jp.PriorBase.Kind == baseObject:
+			b.Index.Paths[jp.Path] = changeset.BaseEntry{Kind: changeset.BaseAbsent}
+		case jp.PriorBase != nil && jp.PriorBase.Kind == changeset.BaseObject:
 			pb := *jp.PriorBase
 			pb.Host = h.Stat
-			b.index.Paths[jp.Path] = pb
+			b.Index.Paths[jp.Path] = pb
 		default:
-			b.index.Paths[jp.Path] = baseEntry{Kind: baseHost, Type: h.Stat.Type, Mode: h.Stat.Mode, Target: h.Target, Host: h.Stat}
+			b.Index.Paths[jp.Path] = changeset.BaseEntry{Kind: changeset.BaseHost, Type: h.Stat.Type, Mode: h.Stat.Mode, Target: h.Target, Host: h.Stat}
 		}
 	}
-	if err := b.save(); err != nil {
+	if err := b.Save(); err != nil {
 		return err
 	}
 	d, err := s.LoadDecisions()

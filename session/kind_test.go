@@ -8,6 +8,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/internal/overlayforms"
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
@@ -32,13 +33,13 @@ func TestEveryReaderReadsEveryForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer host.Close()
-	raw, err := scanUpper(layer, host, scanOptions{})
+	raw, err := changeset.ScanUpper(layer, host, changeset.ScanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	scanned := map[string]byte{}
 	for _, r := range raw {
-		scanned[r.path] = r.kind
+		scanned[r.Path] = r.Kind
 	}
 	l, err := projectfs.OpenRoot(layer)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"golang.org/x/sys/unix"
 )
@@ -29,15 +30,15 @@ func TestManifestListsEveryEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "manifest")
-	if err := writeManifest(project, out, filepath.Join(project, "store")); err != nil {
+	if err := changeset.WriteManifest(project, out, filepath.Join(project, "store")); err != nil {
 		t.Fatal(err)
 	}
-	m, err := readManifest(out)
+	m, err := changeset.ReadManifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// What a sequential walk with lstat finds.
-	var want manifest
+	var want changeset.Manifest
 	err = filepath.WalkDir(project, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -53,32 +54,32 @@ func TestManifestListsEveryEntry(t *testing.T) {
 			return err
 		}
 		rel, _ := filepath.Rel(project, p)
-		want.paths = append(want.paths, filepath.ToSlash(rel))
-		want.stats = append(want.stats, projectfs.StatFromUnix(&st))
+		want.Paths = append(want.Paths, filepath.ToSlash(rel))
+		want.Stats = append(want.Stats, projectfs.StatFromUnix(&st))
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.IsSorted(m.paths) {
-		t.Errorf("manifest not sorted: %q", m.paths)
+	if !slices.IsSorted(m.Paths) {
+		t.Errorf("manifest not sorted: %q", m.Paths)
 	}
-	if len(m.paths) != len(want.paths) {
-		t.Fatalf("manifest lists %q, want %q", m.paths, want.paths)
+	if len(m.Paths) != len(want.Paths) {
+		t.Fatalf("manifest lists %q, want %q", m.Paths, want.Paths)
 	}
-	for i, p := range want.paths {
-		got, ok := m.lookup(p)
-		if !ok || got != want.stats[i] {
-			t.Errorf("%s: manifest has %+v (%v), lstat gives %+v", p, got, ok, want.stats[i])
+	for i, p := range want.Paths {
+		got, ok := m.Lookup(p)
+		if !ok || got != want.Stats[i] {
+			t.Errorf("%s: manifest has %+v (%v), lstat gives %+v", p, got, ok, want.Stats[i])
 		}
 	}
-	if st, _ := m.lookup("link"); st.Type != 'l' {
+	if st, _ := m.Lookup("link"); st.Type != 'l' {
 		t.Errorf("link recorded as %q, want a symlink", st.Type)
 	}
-	if st, _ := m.lookup("a/fifo"); st.Type != 'o' {
+	if st, _ := m.Lookup("a/fifo"); st.Type != 'o' {
 		t.Errorf("a/fifo recorded as %q, want other", st.Type)
 	}
-	if _, ok := m.lookup("a/c/d.txt"); !ok {
+	if _, ok := m.Lookup("a/c/d.txt"); !ok {
 		t.Error("a/c/d.txt is missing")
 	}
 }
@@ -94,20 +95,20 @@ func TestManifestAllocations(t *testing.T) {
 		}
 	}
 	out := filepath.Join(t.TempDir(), "manifest")
-	if err := writeManifest(project, out, ""); err != nil {
+	if err := changeset.WriteManifest(project, out, ""); err != nil {
 		t.Fatal(err)
 	}
-	var m *manifest
+	var m *changeset.Manifest
 	allocs := testing.AllocsPerRun(5, func() {
 		var err error
-		if m, err = readManifest(out); err != nil {
+		if m, err = changeset.ReadManifest(out); err != nil {
 			t.Fatal(err)
 		}
 	})
-	if len(m.paths) != n || m.paths[n-1] != fmt.Sprintf("l%04d", n-1) {
-		t.Fatalf("manifest lists %d paths, the last %q", len(m.paths), m.paths[len(m.paths)-1])
+	if len(m.Paths) != n || m.Paths[n-1] != fmt.Sprintf("l%04d", n-1) {
+		t.Fatalf("manifest lists %d paths, the last %q", len(m.Paths), m.Paths[len(m.Paths)-1])
 	}
-	if st, ok := m.lookup("l0500"); !ok || st.Type != 'l' {
+	if st, ok := m.Lookup("l0500"); !ok || st.Type != 'l' {
 		t.Errorf("l0500: %+v, %v", st, ok)
 	}
 	if allocs > 10 {
@@ -116,7 +117,7 @@ func TestManifestAllocations(t *testing.T) {
 	// Listing the project costs each file its path (and the slices grow): its entries are
 	// stated as they were read.
 	allocs = testing.AllocsPerRun(3, func() {
-		if _, err := listProject(project, ""); err != nil {
+		if _, err := changeset.ListProject(project, ""); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -130,7 +131,7 @@ func TestReadManifestRefusesTruncated(t *testing.T) {
 	project := t.TempDir()
 	writeTree(t, project, map[string]file{"a.txt": {Data: "a"}, "b/c.txt": {Data: "bc"}})
 	out := filepath.Join(t.TempDir(), "manifest")
-	if err := writeManifest(project, out, ""); err != nil {
+	if err := changeset.WriteManifest(project, out, ""); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(out)
@@ -138,12 +139,12 @@ func TestReadManifestRefusesTruncated(t *testing.T) {
 		t.Fatal(err)
 	}
 	cut := filepath.Join(t.TempDir(), "cut")
-	for n := len(manifestMagic) + 1; n < len(data); n++ {
+	for n := len(changeset.ManifestMagic) + 1; n < len(data); n++ {
 		if err := os.WriteFile(cut, data[:n], 0o600); err != nil {
 			t.Fatal(err)
 		}
-		m, err := readManifest(cut)
-		if err == nil && len(m.paths) == 2 {
+		m, err := changeset.ReadManifest(cut)
+		if err == nil && len(m.Paths) == 2 {
 			t.Errorf("manifest cut at %d of %d bytes read whole", n, len(data))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
@@ -44,7 +45,7 @@ func projectFile(t *testing.T, f *fixture, p string) string {
 	return string(data)
 }
 
-func findChange(t *testing.T, f *fixture, p string) *Change {
+func findChange(t *testing.T, f *fixture, p string) *changeset.Change {
 	t.Helper()
 	cs := f.changes(t)
 	c, ok := cs.Find(p)
@@ -59,7 +60,7 @@ func findChange(t *testing.T, f *fixture, p string) *Change {
 func TestMergeSeparateLines(t *testing.T) {
 	f := mergeFixture(t, []any{40, "agent 40"}, []any{2, "host 2"})
 	c := findChange(t, f, "a.txt")
-	if c.Merge != MergeClean || c.Conflict || c.Host == nil {
+	if c.Merge != changeset.MergeClean || c.Conflict || c.Host == nil {
 		t.Fatalf("merge %q conflict %v host %v; want a clean merge", c.Merge, c.Conflict, c.Host)
 	}
 	v, err := f.s.HostView(c)
@@ -96,13 +97,13 @@ func TestMergeSeparateLines(t *testing.T) {
 	if got := projectFile(t, f, "a.txt"); got != lines50(2, "host 2") {
 		t.Fatalf("rollback: %q", got)
 	}
-	if c := findChange(t, f, "a.txt"); c.Merge != MergeClean || c.Host == nil {
+	if c := findChange(t, f, "a.txt"); c.Merge != changeset.MergeClean || c.Host == nil {
 		t.Fatalf("after rollback: merge %q host %v", c.Merge, c.Host)
 	}
 }
 
 // conflictHunk is the conflicting hunk of c's merge.
-func conflictHunk(t *testing.T, f *fixture, c *Change) diff.Hunk {
+func conflictHunk(t *testing.T, f *fixture, c *changeset.Change) diff.Hunk {
 	t.Helper()
 	v, err := f.s.HostView(c)
 	if err != nil {
@@ -135,7 +136,7 @@ func TestMergeSameLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := mergeFixture(t, []any{5, "agent 5", 30, "agent 30"}, []any{5, "host 5"})
 			c := findChange(t, f, "a.txt")
-			if c.Merge != MergeConflict || !c.Conflict {
+			if c.Merge != changeset.MergeConflict || !c.Conflict {
 				t.Fatalf("merge %q conflict %v; want a conflict", c.Merge, c.Conflict)
 			}
 			before := projectFile(t, f, "a.txt")
@@ -198,7 +199,7 @@ func TestMergeBinaryConflict(t *testing.T) {
 	if !c.Conflict || c.Merge != "" {
 		t.Fatalf("conflict %v merge %q", c.Conflict, c.Merge)
 	}
-	for _, want := range []string{"binary", "yours is 6 B", "the agent's 17 B", shortHash(projectfs.Sha256Hex([]byte("\x00\x01host")))} {
+	for _, want := range []string{"binary", "yours is 6 B", "the agent's 17 B", changeset.ShortHash(projectfs.Sha256Hex([]byte("\x00\x01host")))} {
 		if !strings.Contains(c.Reason, want) {
 			t.Fatalf("reason %q lacks %q", c.Reason, want)
 		}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"golang.org/x/sys/unix"
 )
@@ -30,7 +31,7 @@ func (s *Session) Precapture() {
 		return
 	}
 	p := &precapture{stop: make(chan struct{}), done: make(chan struct{}), upper: s.UpperDir(),
-		got: map[string]baseEntry{}, dirs: map[string]*upperDir{}, seen: map[string]bool{}, upperFd: -1, written: -1}
+		got: map[string]changeset.BaseEntry{}, dirs: map[string]*upperDir{}, seen: map[string]bool{}, upperFd: -1, written: -1}
 	p.layer.Store(-1)
 	p.man = s.man
 	s.pre = p
@@ -77,14 +78,14 @@ type precapture struct {
 	// layer is the descriptor of the run's layer once PrecaptureLayer gave it (-1 before): the
 	// precapture then looks there instead of in upper.
 	layer atomic.Int64
-	b     *bases // the bases as the run's first staged path was found; its pack holds what was taken
+	b     *changeset.Bases // the bases as the run's first staged path was found; its pack holds what was taken
 	// dir and id are the session's directory and id, which the bases are loaded from, over
 	// its manifest man when the process recorded it.
 	dir, id string
-	man     *manifest
+	man     *changeset.Manifest
 	// got holds the pre-images taken, by path; seen the staged paths looked at; dirs what was
 	// read of each upper directory.
-	got  map[string]baseEntry
+	got  map[string]changeset.BaseEntry
 	seen map[string]bool
 	dirs map[string]*upperDir
 	err  error // why it stopped early: its pre-images are then not used
@@ -296,24 +297,24 @@ func (p *precapture) walk(host *projectfs.Root, fd int, rel string) (bool, error
 // are loaded at the first path: a run that stages nothing never reads the project's manifest.
 func (p *precapture) take(host *projectfs.Root, path string) error {
 	if p.b == nil {
-		b, err := loadBases(p.dir, p.id, p.man)
+		b, err := changeset.LoadBases(p.dir, p.id, p.man)
 		if err != nil {
 			return err
 		}
 		p.b = b
 	}
-	if p.b.get(path).Kind != baseHost {
+	if p.b.Get(path).Kind != changeset.BaseHost {
 		return nil
 	}
 	h, err := host.Lstat(path)
 	if err != nil {
 		return err
 	}
-	e, err := p.b.captureSeen(host, path, h)
+	e, err := p.b.CaptureSeen(host, path, h)
 	if err != nil {
 		return err
 	}
-	if e.Kind == baseObject {
+	if e.Kind == changeset.BaseObject {
 		p.got[path] = e
 	}
 	return nil
@@ -326,14 +327,14 @@ var precaptureLooked func(path string)
 // precaptured is what a precapture took: its pack, still open, and the pre-images in it, by path.
 // Whoever gets it adopts the pack or abandons it.
 type precaptured struct {
-	pack *packWriter
-	got  map[string]baseEntry
+	pack *changeset.PackWriter
+	got  map[string]changeset.BaseEntry
 }
 
 // abandon drops the pack; a nil precaptured has none.
 func (pc *precaptured) abandon() {
 	if pc != nil {
-		pc.pack.abandon()
+		pc.pack.Abandon()
 	}
 }
 
@@ -347,12 +348,12 @@ func (s *Session) stopPrecapture() *precaptured {
 	s.pre = nil
 	close(p.stop)
 	<-p.done
-	if p.b == nil || p.b.pack == nil {
+	if p.b == nil || p.b.Pack == nil {
 		return nil
 	}
 	if p.err != nil || len(p.got) == 0 {
-		p.b.pack.abandon()
+		p.b.Pack.Abandon()
 		return nil
 	}
-	return &precaptured{pack: p.b.pack, got: p.got}
+	return &precaptured{pack: p.b.Pack, got: p.got}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"golang.org/x/sys/unix"
 )
@@ -69,25 +70,25 @@ func TestPrecaptureKeepsItsPreimages(t *testing.T) {
 	if runs := runsOf(t, f.s); runs[len(runs)-1].Captured != 3 || runs[len(runs)-1].Unknown != 0 {
 		t.Errorf("run recorded %+v, want 3 pre-images and none unknown", runs[len(runs)-1])
 	}
-	got := map[string]*Change{}
+	got := map[string]*changeset.Change{}
 	for i := range cs.Changes {
 		got[cs.Changes[i].Path] = &cs.Changes[i]
 	}
 	if a := got["a.txt"]; a == nil || a.BaseUnknown || !strings.Contains(a.Reason, "since its pre-image was taken") {
 		t.Errorf("a.txt: %+v, want a known base and a conflict with the host's edit", a)
 	}
-	if b := got["d/b.txt"]; b == nil || b.Reason != "" || b.Status != Modified {
+	if b := got["d/b.txt"]; b == nil || b.Reason != "" || b.Status != changeset.Modified {
 		t.Errorf("d/b.txt: %+v, want a plain modification", b)
 	}
 	// The bases as base/ holds them now.
-	b, err := f.s.loadBases()
+	b, err := f.s.source().LoadBases()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.close()
+	defer b.Close()
 	for p, want := range map[string]string{"a.txt": "a\n", "d/b.txt": "b\n", "c.txt": "c\n"} {
-		e := b.get(p)
-		rc, err := b.open(nil, p, e)
+		e := b.Get(p)
+		rc, err := b.Open(nil, p, e)
 		if err != nil {
 			t.Fatalf("base of %s (%+v): %v", p, e, err)
 		}
@@ -140,7 +141,7 @@ func TestPrecaptureKeepsDeletedFilesPreimage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs.Changes) != 1 || cs.Changes[0].Status != Deleted || cs.Changes[0].BaseUnknown {
+	if len(cs.Changes) != 1 || cs.Changes[0].Status != changeset.Deleted || cs.Changes[0].BaseUnknown {
 		t.Errorf("changes = %+v, want the deletion of gone.txt with a known base", cs.Changes)
 	}
 }
@@ -157,10 +158,10 @@ func TestPrecapturePackOfACrashIsDropped(t *testing.T) {
 	if pre == nil {
 		t.Fatal("the precapture took nothing")
 	}
-	if err := pre.pack.seal(); err != nil {
+	if err := pre.pack.Seal(); err != nil {
 		t.Fatal(err)
 	}
-	orphan := filepath.Join(f.s.baseDir(), pre.pack.name)
+	orphan := filepath.Join(f.s.baseDir(), pre.pack.Name)
 	f.s.Meta.Active.PIDStart++
 	if err := f.s.saveMeta(); err != nil {
 		t.Fatal(err)
@@ -228,7 +229,7 @@ func TestInterruptedRunKeepsOlderPacks(t *testing.T) {
 		t.Errorf("a.txt after the rollback = %q", data)
 	}
 	for _, c := range f.changes(t).Changes {
-		if c.Path == "a.txt" && (c.Status != Modified || c.Reason != "" || c.BaseUnknown) {
+		if c.Path == "a.txt" && (c.Status != changeset.Modified || c.Reason != "" || c.BaseUnknown) {
 			t.Errorf("a.txt after the rollback: %+v", c)
 		}
 	}
@@ -244,7 +245,7 @@ func TestPrecaptureDoesNotFollowSymlinks(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(upper, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b, err := f.s.loadBases()
+	b, err := f.s.source().LoadBases()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestPrecaptureDoesNotFollowSymlinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer host.Close()
-	p := &precapture{stop: make(chan struct{}), upper: upper, b: b, got: map[string]baseEntry{},
+	p := &precapture{stop: make(chan struct{}), upper: upper, b: b, got: map[string]changeset.BaseEntry{},
 		seen: map[string]bool{}, dirs: map[string]*upperDir{}}
 	look := func() {
 		t.Helper()

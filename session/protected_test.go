@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/shadow-sandbox/shadow/session/changeset"
 )
 
 // protectedExamples names, for every entry of ProtectedPaths, files the entry is there for. Each is
@@ -171,8 +173,8 @@ var protectedExamples = []struct {
 }
 
 // withoutEntry is ProtectedPaths without the entry of pattern.
-func withoutEntry(pattern string) []ProtectedPath {
-	return slices.DeleteFunc(slices.Clone(ProtectedPaths), func(p ProtectedPath) bool { return p.Pattern == pattern })
+func withoutEntry(pattern string) []changeset.ProtectedPath {
+	return slices.DeleteFunc(slices.Clone(changeset.ProtectedPaths), func(p changeset.ProtectedPath) bool { return p.Pattern == pattern })
 }
 
 func TestProtectedListIsExemplified(t *testing.T) {
@@ -181,7 +183,7 @@ func TestProtectedListIsExemplified(t *testing.T) {
 		tested[c.pattern] = true
 	}
 	seen := map[string]bool{}
-	for _, p := range ProtectedPaths {
+	for _, p := range changeset.ProtectedPaths {
 		if seen[p.Pattern] {
 			t.Errorf("%q is listed twice", p.Pattern)
 		}
@@ -201,25 +203,25 @@ func TestProtectedListIsExemplified(t *testing.T) {
 }
 
 func TestProtectedEveryEntryAtAnyDepth(t *testing.T) {
-	full := newProtectedMatcher(ProtectedPaths, nil)
-	rules := protectedRules(DefaultProtected)
+	full := changeset.NewProtectedMatcher(changeset.ProtectedPaths, nil)
+	rules := changeset.ProtectedRules(changeset.DefaultProtected)
 	whyOf := map[string]string{}
-	for _, p := range ProtectedPaths {
+	for _, p := range changeset.ProtectedPaths {
 		whyOf[p.Pattern] = p.Why
 	}
 	for _, c := range protectedExamples {
 		// The list without this entry, so that an example another entry also covers shows up.
-		without := newProtectedMatcher(withoutEntry(c.pattern), nil)
+		without := changeset.NewProtectedMatcher(withoutEntry(c.pattern), nil)
 		for _, ex := range c.examples {
 			for _, p := range []string{ex, "sub/dir/" + ex} {
-				got := full.why(p)
+				got := full.Why(p)
 				if got == "" || got != whyOf[c.pattern] {
 					t.Errorf("%s: why = %q, want the reason of %q (%q)", p, got, c.pattern, whyOf[c.pattern])
 				}
-				if !isProtected(rules, p) {
+				if !changeset.IsProtected(rules, p) {
 					t.Errorf("%s: isProtected = false", p)
 				}
-				if w := without.why(p); w != "" {
+				if w := without.Why(p); w != "" {
 					t.Errorf("%s is protected without %q (%q): the example does not test the entry", p, c.pattern, w)
 				}
 			}
@@ -228,8 +230,8 @@ func TestProtectedEveryEntryAtAnyDepth(t *testing.T) {
 }
 
 func TestProtectedLookAlikes(t *testing.T) {
-	m := newProtectedMatcher(ProtectedPaths, nil)
-	rules := protectedRules(DefaultProtected)
+	m := changeset.NewProtectedMatcher(changeset.ProtectedPaths, nil)
+	rules := changeset.ProtectedRules(changeset.DefaultProtected)
 	for _, p := range []string{
 		"src/main.go", "README.md", ".gitignore", ".github.bak/ci.yml",
 		"src/github/x.yml", "github/workflows/ci.yml", "gitlab-ci.yml", "docs/Jenkinsfile.md",
@@ -238,10 +240,10 @@ func TestProtectedLookAlikes(t *testing.T) {
 		"aider.txt", "codex/config.toml", "gemini/settings.json", "opencode/x.json",
 		"mise.rs", ".vimrc.bak", "zed/settings.json", "bunfig.toml.example", "src/fish/main.go",
 	} {
-		if why := m.why(p); why != "" {
+		if why := m.Why(p); why != "" {
 			t.Errorf("%s: protected (%s), want not", p, why)
 		}
-		if isProtected(rules, p) {
+		if changeset.IsProtected(rules, p) {
 			t.Errorf("%s: isProtected = true, want false", p)
 		}
 	}
@@ -249,23 +251,23 @@ func TestProtectedLookAlikes(t *testing.T) {
 
 func TestProtectedWhyOfConfigPatterns(t *testing.T) {
 	extra := []string{"deploy/", "*.pem", "!.vscode/extensions.json", ".envrc"}
-	m := newProtectedMatcher(ProtectedPaths, extra)
-	rules := protectedRules(append(slices.Clone(DefaultProtected), extra...))
+	m := changeset.NewProtectedMatcher(changeset.ProtectedPaths, extra)
+	rules := changeset.ProtectedRules(append(slices.Clone(changeset.DefaultProtected), extra...))
 	for _, c := range []struct{ path, want string }{
-		{"deploy/prod.yaml", ConfigProtectedWhy},
-		{"svc/deploy/k8s/x.yaml", ConfigProtectedWhy},
-		{"certs/server.pem", ConfigProtectedWhy},
+		{"deploy/prod.yaml", changeset.ConfigProtectedWhy},
+		{"svc/deploy/k8s/x.yaml", changeset.ConfigProtectedWhy},
+		{"certs/server.pem", changeset.ConfigProtectedWhy},
 		// Listed and configured: the list names the tool.
 		{"a/.envrc", "direnv runs it on cd"},
 		// The config can take a path off the list.
 		{".vscode/extensions.json", ""},
-		{".vscode/settings.json", m.why(".vscode/tasks.json")},
+		{".vscode/settings.json", m.Why(".vscode/tasks.json")},
 		{"src/main.go", ""},
 	} {
-		if got := m.why(c.path); got != c.want {
+		if got := m.Why(c.path); got != c.want {
 			t.Errorf("why(%q) = %q, want %q", c.path, got, c.want)
 		}
-		if got := isProtected(rules, c.path); got != (c.want != "") {
+		if got := changeset.IsProtected(rules, c.path); got != (c.want != "") {
 			t.Errorf("isProtected(%q) = %v, want %v", c.path, got, c.want != "")
 		}
 	}
@@ -304,8 +306,8 @@ func TestApplyAllLeavesProtectedUnwritten(t *testing.T) {
 		"vendor/lib.git/hooks/post-checkout":    "", // a git-shaped directory
 		"services/api/.devcontainer/Dockerfile": ".devcontainer/**",
 	}
-	whyOf := map[string]string{"": GitShapedWhy}
-	for _, p := range ProtectedPaths {
+	whyOf := map[string]string{"": changeset.GitShapedWhy}
+	for _, p := range changeset.ProtectedPaths {
 		whyOf[p.Pattern] = p.Why
 	}
 	f := newFixture(t, map[string]file{"main.go": {Data: "package main\n"}})
@@ -492,12 +494,12 @@ func applyRefusesThenWrites(t *testing.T, base map[string]file, want map[string]
 // writes them all with it; the ordinary files beside them are written either way.
 func TestApplyAllRefusesEveryProtectedPath(t *testing.T) {
 	whyOf := map[string]string{}
-	for _, p := range ProtectedPaths {
+	for _, p := range changeset.ProtectedPaths {
 		whyOf[p.Pattern] = p.Why
 	}
 	t.Run("list", func(t *testing.T) {
 		want := map[string]string{}
-		for _, e := range ProtectedPaths {
+		for _, e := range changeset.ProtectedPaths {
 			ex := patternExample(e.Pattern)
 			want[ex], want["sub/dir/"+ex] = e.Why, e.Why
 		}
@@ -520,11 +522,11 @@ func TestApplyAllRefusesEveryProtectedPath(t *testing.T) {
 // to a file of a dot-directory the base has, and a deletion of a dot-file, at the top level and
 // nested: each is protected by the rule, with its reason.
 func TestDotFileRule(t *testing.T) {
-	list := newProtectedMatcher(ProtectedPaths, nil)
+	list := changeset.NewProtectedMatcher(changeset.ProtectedPaths, nil)
 	var names []string
 	for _, w := range []string{"editorconfig", "prettierrc.js", "eslintrc.cjs", "env", "newtool", "x", "config.d", "tool-versions.bak"} {
 		n := "." + w
-		if list.why(n) != "" {
+		if list.Why(n) != "" {
 			t.Fatalf("%s is on the list: the test needs names the rule alone protects", n)
 		}
 		names = append(names, n)
@@ -537,13 +539,13 @@ func TestDotFileRule(t *testing.T) {
 			base[d+n+"-old"] = file{Data: "old\n"}
 			base[d+n+"-gone"] = file{Data: "old\n"}
 			base[d+n+"-olddir/kept"] = file{Data: "old\n"}
-			want[d+n] = NewDotFileWhy
-			want[d+n+"-newdir/f"] = NewDotDirWhy
-			want[d+n+"-newdir/deeper/f"] = NewDotDirWhy
-			want[d+n+"-old"] = ChangedDotFileWhy
-			want[d+n+"-olddir/kept"] = DotDirWhy
-			want[d+n+"-olddir/new"] = DotDirWhy
-			want[d+n+"-gone"] = DeletedDotFileWhy
+			want[d+n] = changeset.NewDotFileWhy
+			want[d+n+"-newdir/f"] = changeset.NewDotDirWhy
+			want[d+n+"-newdir/deeper/f"] = changeset.NewDotDirWhy
+			want[d+n+"-old"] = changeset.ChangedDotFileWhy
+			want[d+n+"-olddir/kept"] = changeset.DotDirWhy
+			want[d+n+"-olddir/new"] = changeset.DotDirWhy
+			want[d+n+"-gone"] = changeset.DeletedDotFileWhy
 			deleted = append(deleted, d+n+"-gone")
 		}
 	}
@@ -564,7 +566,7 @@ protected = ["!.prettierrc"]
 	if len(warn) != 2 || !strings.Contains(warn[0], `"protected"`) || !strings.Contains(warn[1], `"unprotected"`) {
 		t.Errorf("project exemptions: warnings %q, want one for protected and one for unprotected", warn)
 	}
-	m := newProtectedMatcher(ProtectedPaths, merged.Protected)
+	m := changeset.NewProtectedMatcher(changeset.ProtectedPaths, merged.Protected)
 	has := func(string) bool { return false }
 	for p, want := range map[string]string{
 		".editorconfig":              "",
@@ -572,21 +574,21 @@ protected = ["!.prettierrc"]
 		".prettierrc":                "",
 		".config/tool/settings.ini":  "",
 		"docs/.vitepress/config.mts": "",
-		".env":                       NewDotFileWhy, // the project's exemption is dropped
-		".eslintrc":                  NewDotFileWhy,
-		".editorconfig.d/x":          NewDotDirWhy,
+		".env":                       changeset.NewDotFileWhy, // the project's exemption is dropped
+		".eslintrc":                  changeset.NewDotFileWhy,
+		".editorconfig.d/x":          changeset.NewDotDirWhy,
 		".config/.hidden":            "", // an exempt directory's content is
 		".tool/settings":             "",
-		".tool/.hidden":              NewDotFileWhy, // an exempt name is not its content
-		".vitepress/config.mts":      NewDotDirWhy,
+		".tool/.hidden":              changeset.NewDotFileWhy, // an exempt name is not its content
+		".vitepress/config.mts":      changeset.NewDotDirWhy,
 		"src/main.go":                "",
 		"deploy/x":                   "",
 	} {
-		if got := m.dotWhy(p, Added, has); got != want {
+		if got := m.DotWhy(p, changeset.Added, has); got != want {
 			t.Errorf("dotWhy(%q) = %q, want %q", p, got, want)
 		}
 	}
-	if m.why("deploy/x") != ConfigProtectedWhy {
+	if m.Why("deploy/x") != changeset.ConfigProtectedWhy {
 		t.Errorf("the project's added protected path was dropped")
 	}
 	// With no project file, the user's own config is folded the same way.
@@ -599,12 +601,12 @@ protected = ["!.prettierrc"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := newProtectedMatcher(ProtectedPaths, loaded.Protected); m.dotWhy(".editorconfig", Modified, has) != "" || len(loaded.Unprotected) != 0 {
+	if m := changeset.NewProtectedMatcher(changeset.ProtectedPaths, loaded.Protected); m.DotWhy(".editorconfig", changeset.Modified, has) != "" || len(loaded.Unprotected) != 0 {
 		t.Errorf("the user's unprotected key was not taken without a project file: %+v", loaded.Config)
 	}
 	// A trusted project file is the user's word.
 	trusted := Overlay(user, project)
-	if m := newProtectedMatcher(ProtectedPaths, trusted.Protected); m.dotWhy(".env", Added, has) != "" {
+	if m := changeset.NewProtectedMatcher(changeset.ProtectedPaths, trusted.Protected); m.DotWhy(".env", changeset.Added, has) != "" {
 		t.Errorf("a trusted project's unprotected key was not taken: %q", trusted.Protected)
 	}
 }

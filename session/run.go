@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"github.com/shadow-sandbox/shadow/session/statefile"
 	"golang.org/x/sys/unix"
@@ -243,7 +244,7 @@ func (s *Session) EndRunUnchanged(exitCode int) error {
 // taken for. Its error says which part failed: "record the run: ..." (then EndRun would have
 // failed the same way), or "read the staged changes: ..." (the run is recorded). The change set is
 // nil whenever the error is not.
-func (s *Session) EndRunChanges(exitCode int) (*ChangeSet, error) {
+func (s *Session) EndRunChanges(exitCode int) (*changeset.ChangeSet, error) {
 	cs, csErr, err := s.endRun(exitCode, true)
 	if err != nil {
 		return nil, fmt.Errorf("record the run: %w", err)
@@ -262,10 +263,10 @@ func (e *ChangeSetError) Error() string { return "read the staged changes: " + e
 func (e *ChangeSetError) Unwrap() error { return e.Err }
 
 // endRun is EndRun (its error is err), and then, with changes set, the change set (or csErr).
-func (s *Session) endRun(exitCode int, changes bool) (cs *ChangeSet, csErr, err error) {
+func (s *Session) endRun(exitCode int, changes bool) (cs *changeset.ChangeSet, csErr, err error) {
 	// What a precapture took is kept; the rest is taken now.
 	pre := s.stopPrecapture()
-	fail := func(err error) (*ChangeSet, error, error) {
+	fail := func(err error) (*changeset.ChangeSet, error, error) {
 		pre.abandon()
 		return nil, nil, err
 	}
@@ -331,16 +332,16 @@ func (s *Session) dropUnreferencedPacks(since time.Time) error {
 		return err
 	}
 	defer unlock()
-	b, err := loadIndex(s.dir, s.Meta.ID)
+	b, err := changeset.LoadIndex(s.dir, s.Meta.ID)
 	if err != nil {
 		return err
 	}
-	packs, err := filepath.Glob(filepath.Join(b.dir, "pack-*"))
+	packs, err := filepath.Glob(filepath.Join(b.Dir, "pack-*"))
 	if err != nil {
 		return err
 	}
 	used := map[string]bool{}
-	for _, e := range b.index.Paths {
+	for _, e := range b.Index.Paths {
 		used[e.Pack] = true
 	}
 	for _, p := range packs {
@@ -424,8 +425,8 @@ func (s *Session) saveRunRecord() error {
 type stagedView struct {
 	unlock func()
 	host   *projectfs.Root
-	b      *bases
-	raw    []rawEntry
+	b      *changeset.Bases
+	raw    []changeset.RawEntry
 	// captured and unknown count the pre-images taken and the bases that became unknown; packed
 	// says that some of them are in the pack.
 	captured, unknown int
@@ -450,7 +451,7 @@ func (s *Session) takePreimages(contents bool, pre *precaptured) (*stagedView, e
 		pre.abandon()
 		return nil, err
 	}
-	host, b, err := s.openView()
+	host, b, err := s.source().OpenView()
 	if err != nil {
 		pre.abandon()
 		unlock()
@@ -458,17 +459,17 @@ func (s *Session) takePreimages(contents bool, pre *precaptured) (*stagedView, e
 	}
 	v := &stagedView{unlock: unlock, host: host, b: b}
 	var mu sync.Mutex
-	got := map[string]baseEntry{}
-	var preGot map[string]baseEntry
+	got := map[string]changeset.BaseEntry{}
+	var preGot map[string]changeset.BaseEntry
 	if pre != nil {
-		b.pack, preGot = pre.pack, pre.got
+		b.Pack, preGot = pre.pack, pre.got
 	}
 	// adopt returns the precaptured pre-image of path when it is the one to keep: taken against
 	// the base the path still has.
-	adopt := func(path string) (baseEntry, bool) {
+	adopt := func(path string) (changeset.BaseEntry, bool) {
 		e, ok := preGot[path]
-		cur := b.get(path)
-		return e, ok && cur.Kind == baseHost && sameStat(e.Host, cur.Host)
+		cur := b.Get(path)
+		return e, ok && cur.Kind == changeset.BaseHost && changeset.SameStat(e.Host, cur.Host)
 	}
 	visit := func(root *projectfs.Root, path string, h projectfs.HostEntry) error {
 		if e, ok := adopt(path); ok {
@@ -477,7 +478,7 @@ func (s *Session) takePreimages(contents bool, pre *precaptured) (*stagedView, e
 			mu.Unlock()
 			return nil
 		}
-		e, err := b.captureSeen(root, path, h)
+		e, err := b.CaptureSeen(root, path, h)
 		if err != nil {
 			return fmt.Errorf("take pre-image of %s: %w", quote.Path(path), err)
 		}
@@ -488,25 +489,25 @@ func (s *Session) takePreimages(contents bool, pre *precaptured) (*stagedView, e
 		}
 		return nil
 	}
-	v.raw, err = scanUpper(s.UpperDir(), host, scanOptions{contents: contents, visit: visit})
+	v.raw, err = changeset.ScanUpper(s.UpperDir(), host, changeset.ScanOptions{Contents: contents, Visit: visit})
 	if err == nil {
 		err = v.captureRest(got, adopt)
 	}
-	if err == nil && b.pack != nil {
+	if err == nil && b.Pack != nil {
 		// Written out, the pack can be read while it is made durable (a change set may read a
 		// .gitignore's pre-image from it).
-		err = b.pack.flush()
+		err = b.Pack.Flush()
 	}
 	if err != nil {
-		if b.pack != nil {
-			b.pack.abandon()
-			b.pack = nil
+		if b.Pack != nil {
+			b.Pack.Abandon()
+			b.Pack = nil
 		}
 		v.close()
 		return nil, err
 	}
 	for _, e := range got {
-		if e.Kind == baseUnknown {
+		if e.Kind == changeset.BaseUnknown {
 			v.unknown++
 		} else {
 			v.captured++
@@ -519,29 +520,29 @@ func (s *Session) takePreimages(contents bool, pre *precaptured) (*stagedView, e
 // captureRest records in the index the pre-images the scan took (got), then those of the paths
 // the scan found only as hidden: what adopt keeps of a precapture, else taken now. They are added
 // to got.
-func (v *stagedView) captureRest(got map[string]baseEntry, adopt func(string) (baseEntry, bool)) error {
+func (v *stagedView) captureRest(got map[string]changeset.BaseEntry, adopt func(string) (changeset.BaseEntry, bool)) error {
 	for p, e := range got {
-		v.b.index.Paths[p] = e
+		v.b.Index.Paths[p] = e
 	}
 	paths := make([]string, len(v.raw))
 	for i, r := range v.raw {
-		paths[i] = r.path
-		if _, ok := got[r.path]; ok {
+		paths[i] = r.Path
+		if _, ok := got[r.Path]; ok {
 			continue
 		}
-		if e, ok := adopt(r.path); ok {
-			v.b.index.Paths[r.path] = e
-			got[r.path] = e
+		if e, ok := adopt(r.Path); ok {
+			v.b.Index.Paths[r.Path] = e
+			got[r.Path] = e
 		}
 	}
-	// What the scan took is in the index now: captureAll leaves it alone.
-	rest, err := v.b.captureAll(v.host, paths)
+	// What the scan took is in the index now: changeset.CaptureAll leaves it alone.
+	rest, err := v.b.CaptureAll(v.host, paths)
 	if err != nil {
 		return err
 	}
 	for i, e := range rest {
 		if e.Kind != "" {
-			v.b.index.Paths[paths[i]] = e
+			v.b.Index.Paths[paths[i]] = e
 			got[paths[i]] = e
 		}
 	}
@@ -552,7 +553,7 @@ func (v *stagedView) close() {
 	if v.unlock == nil {
 		return
 	}
-	v.b.close()
+	v.b.Close()
 	v.host.Close()
 	v.unlock()
 }
@@ -564,28 +565,28 @@ func (v *stagedView) saveCaptured() error {
 		return nil
 	}
 	switch {
-	case v.b.pack != nil && !v.packed:
+	case v.b.Pack != nil && !v.packed:
 		// Only a precapture wrote to it, and the end kept none of that: nothing refers to it.
-		v.b.pack.abandon()
-		v.b.pack = nil
-	case v.b.pack != nil:
-		if err := v.b.pack.finish(); err != nil {
+		v.b.Pack.Abandon()
+		v.b.Pack = nil
+	case v.b.Pack != nil:
+		if err := v.b.Pack.Finish(); err != nil {
 			return fmt.Errorf("take pre-images: %w", err)
 		}
 	}
 	if v.captured+v.unknown == 0 {
 		return nil
 	}
-	return v.b.save()
+	return v.b.Save()
 }
 
 // changes is the change set of the view, as Changes computes it; the view was taken with the
 // staged files' contents.
-func (v *stagedView) changes(s *Session) (*ChangeSet, error) {
+func (v *stagedView) changes(s *Session) (*changeset.ChangeSet, error) {
 	if v.unlock == nil {
-		return &ChangeSet{}, nil
+		return &changeset.ChangeSet{}, nil
 	}
-	return s.changesFrom(v.b, v.host, v.raw, nil)
+	return s.source().ChangesFrom(v.b, v.host, v.raw, s.extraProtected(nil))
 }
 
 // syncStaged makes what the upper layer holds durable with one syncfs of its filesystem, rather

@@ -4,12 +4,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/shadow-sandbox/shadow/session/changeset"
 )
 
 // ShowCommand is a shell command that shows a change's diff outside the review, for a text file
 // too large to diff there (TooLargeToDiff): `shadow diff -- PATH | less` while `shadow diff` writes
 // it as text, else a plain diff of the project's file against the staged one.
-func (s *Session) ShowCommand(c *Change) string {
+func (s *Session) ShowCommand(c *changeset.Change) string {
 	project := filepath.Join(s.Meta.Project, c.Path)
 	if c.Old.Size <= maxPatchBytes && c.New.Size <= maxPatchBytes {
 		return "shadow diff -- " + quoteArg(project) + " | less"

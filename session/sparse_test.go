@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
@@ -214,7 +215,7 @@ func TestStagedTerabyteSparseFile(t *testing.T) {
 		t.Skipf("this filesystem stores the holes (%d bytes)", got)
 	}
 
-	var cs *ChangeSet
+	var cs *changeset.ChangeSet
 	within(t, 5*time.Second, "run end and change set", func() (err error) {
 		if err = f.s.BeginRun([]string{"agent"}); err == nil {
 			cs, err = f.s.EndRunChanges(0)
@@ -222,10 +223,10 @@ func TestStagedTerabyteSparseFile(t *testing.T) {
 		return err
 	})
 	c, ok := cs.Find("big.img")
-	if !ok || c.Status != Modified || c.New.Size != tera || c.New.Holes < tera-1<<20 || !c.Binary {
+	if !ok || c.Status != changeset.Modified || c.New.Size != tera || c.New.Holes < tera-1<<20 || !c.Binary {
 		t.Fatalf("big.img: %+v", c)
 	}
-	if s := Summarize(cs, -1); !strings.Contains(strings.Join(s.Lines, "\n"), "sparse: 1.0 TiB apparent") {
+	if s := changeset.Summarize(cs, -1); !strings.Contains(strings.Join(s.Lines, "\n"), "sparse: 1.0 TiB apparent") {
 		t.Errorf("summary does not say big.img is sparse: %q", s.Lines)
 	}
 
@@ -315,14 +316,14 @@ func TestSparseHostFile(t *testing.T) {
 		}
 		return f.s.EndRun(0)
 	})
-	packs, _ := filepath.Glob(filepath.Join(baseDirOf(s.dir), "pack-*"))
+	packs, _ := filepath.Glob(filepath.Join(changeset.BaseDirOf(s.dir), "pack-*"))
 	if len(packs) != 1 {
 		t.Fatalf("packs: %q", packs)
 	}
 	if got := stored(t, packs[0]); got > 1<<20 {
 		t.Errorf("the pre-image pack stores %d bytes", got)
 	}
-	var cs *ChangeSet
+	var cs *changeset.ChangeSet
 	within(t, 5*time.Second, "change set", func() (err error) {
 		cs, err = f.s.Changes()
 		return err

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/statefile"
 	"golang.org/x/sys/unix"
 )
@@ -67,12 +68,23 @@ type Store struct {
 	// less); a larger one is never read for a diff and is decided as a whole file. Tests lower it
 	// so that a "too large" file costs a few kilobytes.
 	MaxDiffBytes int64
+	// DiffBudget is the time a line diff may take (diffview's default when zero); tests shorten
+	// it.
+	DiffBudget time.Duration
+}
+
+// changeset.DiffBudget is the store's time limit on a line diff.
+func (st *Store) diffBudget() time.Duration {
+	if st == nil {
+		return 0
+	}
+	return st.DiffBudget
 }
 
 // DefaultMaxDiffBytes is the largest text file the review and apply diff line by line.
 const DefaultMaxDiffBytes = 64 << 20
 
-// maxDiffBytes is the store's limit on a file diffed line by line.
+// changeset.MaxDiffBytes is the store's limit on a file diffed line by line.
 func (st *Store) maxDiffBytes() int64 {
 	if st == nil || st.MaxDiffBytes <= 0 {
 		return DefaultMaxDiffBytes
@@ -95,7 +107,7 @@ type Session struct {
 	checked map[string][]string
 	// man is the session's manifest when this process recorded it (create), until the first load
 	// of the bases: the session's first run uses it rather than read it back.
-	man *manifest
+	man *changeset.Manifest
 }
 
 // SetProtected adds gitignore-style patterns (matched at any depth) to the protected paths used
@@ -593,11 +605,9 @@ func (s *Session) RuntimeDir() string { return filepath.Join(s.dir, "runtime") }
 // NetLog is the file the network proxy appends one line per request to.
 func (s *Session) NetLog() string { return filepath.Join(s.dir, "net.log") }
 
-func (s *Session) baseDir() string    { return baseDirOf(s.dir) }
+func (s *Session) baseDir() string    { return changeset.BaseDirOf(s.dir) }
 func (s *Session) journalDir() string { return journalDirOf(s.dir) }
 
-// baseDirOf and journalDirOf are the base/ and journal/ of the session directory dir.
-func baseDirOf(dir string) string    { return filepath.Join(dir, "base") }
 func journalDirOf(dir string) string { return filepath.Join(dir, "journal") }
 
 // writable reports an error unless the session was obtained through the project's writer lock.
@@ -637,11 +647,11 @@ func (st *Store) create(project string, lk *ProjectLock) (*Session, error) {
 	}
 	// The manifest, a stat of every file of the project, is taken while git names the commit
 	// and the session's directories are made.
-	var man *manifest
+	var man *changeset.Manifest
 	recorded := make(chan error, 1)
 	go func() {
 		var err error
-		man, err = recordManifest(project, filepath.Join(dir, "manifest"), st.Root)
+		man, err = changeset.RecordManifest(project, filepath.Join(dir, "manifest"), st.Root)
 		recorded <- err
 	}()
 	s := &Session{store: st, dir: dir, lock: lk, Meta: Meta{Version: metaVersion, ID: id, Project: project, Created: now.UTC(), State: StateOpen,

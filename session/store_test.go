@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shadow-sandbox/shadow/session/changeset"
 )
 
 func TestDefaultRoot(t *testing.T) {
@@ -195,7 +197,7 @@ func TestReadersWorkDuringRun(t *testing.T) {
 	if !r.RunActive() {
 		t.Error("the run is not seen as active")
 	}
-	done := make(chan *ChangeSet, 1)
+	done := make(chan *changeset.ChangeSet, 1)
 	go func() {
 		cs, err := r.Changes()
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/shadow-sandbox/shadow/sandbox"
 	"github.com/shadow-sandbox/shadow/sandbox/proxy"
 	"github.com/shadow-sandbox/shadow/session"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 )
 
 // OpenOptions says which session a run goes into.
@@ -114,7 +115,7 @@ type Outcome struct {
 	Unchanged bool
 	// Changes is the session's change set after the run, when Options.Summary asked for it and
 	// it could be read; nil when Unchanged.
-	Changes *session.ChangeSet
+	Changes *changeset.ChangeSet
 	// EndErr is why the run's end could not be recorded, or its change set not read.
 	EndErr error
 	// Incomplete says the run's writes are not all staged, and the session is marked so.

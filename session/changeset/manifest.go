@@ -1,4 +1,4 @@
-package session
+package changeset
 
 import (
 	"bufio"
@@ -20,41 +20,41 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const manifestMagic = "shadow-manifest 1\n"
+const ManifestMagic = "shadow-manifest 1\n"
 
-// manifest is a project's file list at session start, sorted by path.
-type manifest struct {
-	paths []string
-	stats []projectfs.FileStat
+// Manifest is a project's file list at session start, sorted by path.
+type Manifest struct {
+	Paths []string
+	Stats []projectfs.FileStat
 }
 
-func (m *manifest) lookup(path string) (projectfs.FileStat, bool) {
-	i := sort.SearchStrings(m.paths, path)
-	if i < len(m.paths) && m.paths[i] == path {
-		return m.stats[i], true
+func (m *Manifest) Lookup(path string) (projectfs.FileStat, bool) {
+	i := sort.SearchStrings(m.Paths, path)
+	if i < len(m.Paths) && m.Paths[i] == path {
+		return m.Stats[i], true
 	}
 	return projectfs.FileStat{}, false
 }
 
 // hasDir reports whether the manifest holds an entry below dir: it lists no directories, so an
 // empty one is not seen.
-func (m *manifest) hasDir(dir string) bool {
-	i := sort.SearchStrings(m.paths, dir+"/")
-	return i < len(m.paths) && strings.HasPrefix(m.paths[i], dir+"/")
+func (m *Manifest) hasDir(dir string) bool {
+	i := sort.SearchStrings(m.Paths, dir+"/")
+	return i < len(m.Paths) && strings.HasPrefix(m.Paths[i], dir+"/")
 }
 
-// writeManifest records every non-directory entry of project (symlinks not followed) into out,
+// WriteManifest records every non-directory entry of project (symlinks not followed) into out,
 // compactly: varint-encoded records sorted by path. skip is a directory never descended (the
 // store, should it live inside the project).
-func writeManifest(project, out, skip string) error {
-	_, err := recordManifest(project, out, skip)
+func WriteManifest(project, out, skip string) error {
+	_, err := RecordManifest(project, out, skip)
 	return err
 }
 
-// recordManifest is writeManifest, returning the manifest written: the process that creates a
+// RecordManifest is WriteManifest, returning the manifest written: the process that creates a
 // session keeps it rather than read it back.
-func recordManifest(project, out, skip string) (*manifest, error) {
-	m, err := listProject(project, skip)
+func RecordManifest(project, out, skip string) (*Manifest, error) {
+	m, err := ListProject(project, skip)
 	if err != nil {
 		return nil, fmt.Errorf("record manifest of %s: %w", project, err)
 	}
@@ -64,14 +64,14 @@ func recordManifest(project, out, skip string) (*manifest, error) {
 	}
 	defer f.Close()
 	w := bufio.NewWriterSize(f, 1<<16)
-	w.WriteString(manifestMagic)
+	w.WriteString(ManifestMagic)
 	var buf [binary.MaxVarintLen64]byte
 	uv := func(v uint64) { w.Write(buf[:binary.PutUvarint(buf[:], v)]) }
 	sv := func(v int64) { w.Write(buf[:binary.PutVarint(buf[:], v)]) }
-	for i := range m.paths {
-		st := m.stats[i]
-		uv(uint64(len(m.paths[i])))
-		w.WriteString(m.paths[i])
+	for i := range m.Paths {
+		st := m.Stats[i]
+		uv(uint64(len(m.Paths[i])))
+		w.WriteString(m.Paths[i])
 		w.WriteByte(st.Type)
 		uv(uint64(st.Mode))
 		sv(st.Size)
@@ -87,11 +87,11 @@ func recordManifest(project, out, skip string) (*manifest, error) {
 	return m, nil
 }
 
-// listProject lists every non-directory entry beneath project (symlinks not followed) with its
+// ListProject lists every non-directory entry beneath project (symlinks not followed) with its
 // stat, sorted by path, on projectfs.ApplyWorkers goroutines that each take a directory at a time, list it and stat its
 // entries relative to its descriptor. skip is a directory never descended. A subtree that cannot
 // be read is left out (its changes are then conflicts); the project itself must be readable.
-func listProject(project, skip string) (*manifest, error) {
+func ListProject(project, skip string) (*Manifest, error) {
 	root, err := unix.Open(project, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: project, Err: err}
@@ -104,7 +104,7 @@ func listProject(project, skip string) (*manifest, error) {
 		busy  int            // workers listing one
 		wg    sync.WaitGroup
 	)
-	parts := make([]manifest, projectfs.ApplyWorkers)
+	parts := make([]Manifest, projectfs.ApplyWorkers)
 	for w := range parts {
 		wg.Add(1)
 		go func() {
@@ -140,18 +140,18 @@ func listProject(project, skip string) (*manifest, error) {
 	}
 	n := 0
 	for _, p := range parts {
-		n += len(p.paths)
+		n += len(p.Paths)
 	}
 	all := make([]entry, 0, n)
 	for _, p := range parts {
-		for i := range p.paths {
-			all = append(all, entry{p.paths[i], p.stats[i]})
+		for i := range p.Paths {
+			all = append(all, entry{p.Paths[i], p.Stats[i]})
 		}
 	}
 	slices.SortFunc(all, func(a, b entry) int { return strings.Compare(a.path, b.path) })
-	m := &manifest{paths: make([]string, len(all)), stats: make([]projectfs.FileStat, len(all))}
+	m := &Manifest{Paths: make([]string, len(all)), Stats: make([]projectfs.FileStat, len(all))}
 	for i, e := range all {
-		m.paths[i], m.stats[i] = e.path, e.st
+		m.Paths[i], m.Stats[i] = e.path, e.st
 	}
 	return m, nil
 }
@@ -160,7 +160,7 @@ func listProject(project, skip string) (*manifest, error) {
 // subdirectories but skip. buf is the worker's buffer for the directory's entries, which are read
 // and stated straight from it: a project's 100,000 files cost their fstatat and their path, no
 // other allocation.
-func listDir(root int, project, rel, skip string, m *manifest, buf []byte) []string {
+func listDir(root int, project, rel, skip string, m *Manifest, buf []byte) []string {
 	name := rel
 	if name == "" {
 		name = "."
@@ -209,8 +209,8 @@ func listDir(root int, project, rel, skip string, m *manifest, buf []byte) []str
 				}
 				continue
 			}
-			m.paths = append(m.paths, child)
-			m.stats = append(m.stats, projectfs.StatFromUnix(&st))
+			m.Paths = append(m.Paths, child)
+			m.Stats = append(m.Stats, projectfs.StatFromUnix(&st))
 		}
 	}
 }
@@ -228,16 +228,16 @@ func fstatatName(dir int, nul []byte, st *unix.Stat_t) error {
 
 var errCorruptManifest = errors.New("corrupt manifest")
 
-// readManifest reads the manifest at path. Its paths are cut from one copy of the file, its
+// ReadManifest reads the manifest at path. Its paths are cut from one copy of the file, its
 // varints decoded in place, and its records counted first so that each slice is made once: a
 // 100,000-file project's manifest costs a few allocations, not one per path (every command that
 // reads the bases reads it).
-func readManifest(path string) (*manifest, error) {
+func ReadManifest(path string) (*Manifest, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
-	if !bytes.HasPrefix(data, []byte(manifestMagic)) {
+	if !bytes.HasPrefix(data, []byte(ManifestMagic)) {
 		return nil, fmt.Errorf("read manifest %s: %w", path, errCorruptManifest)
 	}
 	text := string(data)
@@ -270,16 +270,16 @@ func readManifest(path string) (*manifest, error) {
 		return p, st, ok1 && ok2 && ok3 && ok4
 	}
 	count := 0
-	for i = len(manifestMagic); i < len(data); count++ {
+	for i = len(ManifestMagic); i < len(data); count++ {
 		if _, _, ok := record(); !ok {
 			return nil, fmt.Errorf("read manifest %s: %w", path, errCorruptManifest)
 		}
 	}
-	m := &manifest{paths: make([]string, 0, count), stats: make([]projectfs.FileStat, 0, count)}
-	for i = len(manifestMagic); i < len(data); {
+	m := &Manifest{Paths: make([]string, 0, count), Stats: make([]projectfs.FileStat, 0, count)}
+	for i = len(ManifestMagic); i < len(data); {
 		p, st, _ := record()
-		m.paths = append(m.paths, p)
-		m.stats = append(m.stats, st)
+		m.Paths = append(m.Paths, p)
+		m.Stats = append(m.Stats, st)
 	}
 	return m, nil
 }

@@ -1,4 +1,4 @@
-package session
+package changeset
 
 import (
 	"strings"
@@ -193,8 +193,8 @@ func protectedPatterns(list []ProtectedPath) []string {
 	return out
 }
 
-// protectedRules compiles patterns so that each matches at any depth.
-func protectedRules(patterns []string) []ignoreRule {
+// ProtectedRules compiles patterns so that each matches at any depth.
+func ProtectedRules(patterns []string) []ignoreRule {
 	var rules []ignoreRule
 	for _, p := range patterns {
 		p = strings.TrimSpace(p)
@@ -218,8 +218,8 @@ func protectedRules(patterns []string) []ignoreRule {
 	return rules
 }
 
-// isProtected reports whether p, or a directory above it, matches a protected rule.
-func isProtected(rules []ignoreRule, p string) bool {
+// IsProtected reports whether p, or a directory above it, matches a protected rule.
+func IsProtected(rules []ignoreRule, p string) bool {
 	prot := false
 	for _, r := range rules {
 		if r.match(p, false) {
@@ -247,11 +247,11 @@ type protectedMatcher struct {
 	whys  []string // whys[i] is the reason of rules[i]
 }
 
-// newProtectedMatcher compiles a protected list (ProtectedPaths) and the config's extra patterns.
-func newProtectedMatcher(list []ProtectedPath, extra []string) *protectedMatcher {
+// NewProtectedMatcher compiles a protected list (ProtectedPaths) and the config's extra patterns.
+func NewProtectedMatcher(list []ProtectedPath, extra []string) *protectedMatcher {
 	m := &protectedMatcher{}
 	add := func(pattern, why string) {
-		for _, r := range protectedRules([]string{pattern}) {
+		for _, r := range ProtectedRules([]string{pattern}) {
 			m.rules = append(m.rules, r)
 			m.whys = append(m.whys, why)
 		}
@@ -265,10 +265,10 @@ func newProtectedMatcher(list []ProtectedPath, extra []string) *protectedMatcher
 	return m
 }
 
-// why says why p is protected, or "" when it is not. It decides as isProtected does (the last rule
+// Why says why p is protected, or "" when it is not. It decides as IsProtected does (the last rule
 // matching p wins; a protected directory above p protects it) and names the first entry that
 // protects p, so that the list's own reason is given before the config's.
-func (m *protectedMatcher) why(p string) string {
+func (m *protectedMatcher) Why(p string) string {
 	first := -1
 	for i, r := range m.rules {
 		if !r.match(p, false) {
@@ -320,11 +320,11 @@ const (
 	DotDirWhy         = "in a dot-directory: tools read dot-directories as configuration"
 )
 
-// dotWhy says why the dot-file rule protects a change of p, or "" when it does not: no element of
+// DotWhy says why the dot-file rule protects a change of p, or "" when it does not: no element of
 // p starts with '.', or the config takes each such element off (a negated pattern, from the
 // `unprotected` key or a `!` in `protected`, matching it or a path below it that leads to p).
 // st is the change's status; baseHasDir reports whether the base has a directory.
-func (m *protectedMatcher) dotWhy(p string, st Status, baseHasDir func(string) bool) string {
+func (m *protectedMatcher) DotWhy(p string, st Status, baseHasDir func(string) bool) string {
 	parts := strings.Split(p, "/")
 	for i, e := range parts {
 		if !strings.HasPrefix(e, ".") || m.exempt(parts, i) {

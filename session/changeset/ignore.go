@@ -1,4 +1,4 @@
-package session
+package changeset
 
 import (
 	"strings"
@@ -79,11 +79,11 @@ func (r ignoreRule) match(p string, isDir bool) bool {
 			rel = rel[i+1:]
 		}
 	}
-	return wildmatch(r.pattern, rel)
+	return Wildmatch(r.pattern, rel)
 }
 
-// wildmatch matches a gitignore glob against a slash path.
-func wildmatch(pat, text string) bool {
+// Wildmatch matches a gitignore glob against a slash path.
+func Wildmatch(pat, text string) bool {
 	return wild(pat, 0, text, 0)
 }
 
@@ -211,7 +211,7 @@ type ignoreMatcher struct {
 	cache   map[string][]ignoreRule
 }
 
-func newIgnoreMatcher(exclude []byte, load func(dir string) []byte) *ignoreMatcher {
+func NewIgnoreMatcher(exclude []byte, load func(dir string) []byte) *ignoreMatcher {
 	return &ignoreMatcher{exclude: parseIgnore("", exclude), load: load, cache: map[string][]ignoreRule{}}
 }
 

@@ -1,13 +1,20 @@
-package session
+// Package changeset computes what an agent changed: a session's manifest of the project at its
+// start, the pre-images of what it touched, the scan of its staging layer, and the change set
+// read from them, each change classified (ignored, protected, changed by the host too, and then
+// merged three-way or in conflict). It reads; it never writes the project.
+package changeset
 
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/internal/quote"
@@ -96,8 +103,8 @@ type Change struct {
 	Merge MergeState `json:"merge,omitempty"`
 
 	shadowed bool      // under an opaque or replaced directory in the upper layer
-	base     baseEntry // the base this change was computed against
-	fromBase baseEntry // the base of From, for renames
+	base     BaseEntry // the base this change was computed against
+	fromBase BaseEntry // the base of From, for renames
 }
 
 // ChangeSet is every change a session stages, sorted by path.
@@ -115,64 +122,12 @@ func (cs *ChangeSet) Find(p string) (*Change, bool) {
 	return nil, false
 }
 
-// Changes computes the session's change set from its upper layer, classified (ignored, protected,
-// conflict). It works while a run is going.
-func (s *Session) Changes() (*ChangeSet, error) {
-	unlock, err := s.store.stateLock(s.Meta.Project, false)
+// ChangesFrom computes the change set of the upper entries raw, scanned already; protected are
+// the session's patterns beyond the built-in list.
+func (s *Source) ChangesFrom(b *Bases, host *projectfs.Root, raw []RawEntry, protected []string) (*ChangeSet, error) {
+	upper, err := projectfs.OpenRoot(s.Upper)
 	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	return s.changes(nil)
-}
-
-// extraProtected is the session's own protected patterns plus more.
-func (s *Session) extraProtected(more []string) []string {
-	return append(append([]string(nil), s.protected...), more...)
-}
-
-// changes computes the change set; extraProtected extends the protected patterns.
-func (s *Session) changes(extraProtected []string) (*ChangeSet, error) {
-	if s.Meta.State == StateDiscarded {
-		return nil, fmt.Errorf("session %s was discarded: its staged changes are gone", s.Meta.ID)
-	}
-	host, err := projectfs.OpenRoot(s.Meta.Project)
-	if err != nil {
-		return nil, err
-	}
-	defer host.Close()
-	if empty, err := emptyDir(s.UpperDir()); err == nil && empty {
-		return &ChangeSet{}, nil // nothing staged: no need for the bases and the manifest
-	}
-	b, err := s.loadBases()
-	if err != nil {
-		return nil, err
-	}
-	defer b.close()
-	return s.changesIn(b, host, extraProtected)
-}
-
-// changesIn computes the change set against bases already loaded and the open project root.
-func (s *Session) changesIn(b *bases, host *projectfs.Root, extraProtected []string) (*ChangeSet, error) {
-	if s.Meta.State == StateDiscarded {
-		return nil, fmt.Errorf("session %s was discarded: its staged changes are gone", s.Meta.ID)
-	}
-	raw, err := scanUpper(s.UpperDir(), host, scanOptions{contents: true})
-	if err != nil {
-		return nil, err
-	}
-	// What a damaged checkpoint holds is neither shown nor applied (see damage.go).
-	if raw, err = s.withoutDamaged(raw); err != nil {
-		return nil, err
-	}
-	return s.changesFrom(b, host, raw, extraProtected)
-}
-
-// changesFrom computes the change set of the upper entries raw, scanned already.
-func (s *Session) changesFrom(b *bases, host *projectfs.Root, raw []rawEntry, extraProtected []string) (*ChangeSet, error) {
-	upper, err := projectfs.OpenRoot(s.UpperDir())
-	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", s.Meta.ID, err)
+		return nil, fmt.Errorf("session %s: %w", s.ID, err)
 	}
 	defer upper.Close()
 	cs, err := buildChanges(b, host, raw)
@@ -180,13 +135,27 @@ func (s *Session) changesFrom(b *bases, host *projectfs.Root, raw []rawEntry, ex
 		return nil, err
 	}
 	detectRenames(cs)
-	if err := s.classify(cs, b, host, upper, s.extraProtected(extraProtected)); err != nil {
+	if err := s.classify(cs, b, host, upper, protected); err != nil {
 		return nil, err
 	}
 	if err := s.mergeConflicts(cs, b, host); err != nil {
 		return nil, err
 	}
 	return cs, nil
+}
+
+// Source is what a change set is computed from: the project, a session's staging layer and its
+// pre-images, and the patterns that protect paths beyond the built-in ones.
+type Source struct {
+	ID           string // the session's, for messages
+	Project      string
+	Upper        string        // the staging layer
+	Dir          string        // the session's directory: its manifest and pre-images
+	MaxDiffBytes int64         // the largest text file diffed (and merged) line by line
+	DiffBudget   time.Duration // the time a line diff may take
+	// Manifest is the session's manifest when the process recorded it; the first load of the bases
+	// uses it (see LoadBases).
+	Manifest *Manifest
 }
 
 // changeChunk is how many upper entries a worker of buildChanges takes at a time: neighbours share
@@ -196,7 +165,7 @@ const changeChunk = 128
 // buildChanges runs buildChange over every upper entry, in order, on up to projectfs.ApplyWorkers goroutines
 // when there are many (a base may have to be read and hashed, the host looked at); each worker
 // resolves paths through descriptors of its own.
-func buildChanges(b *bases, host *projectfs.Root, raw []rawEntry) (*ChangeSet, error) {
+func buildChanges(b *Bases, host *projectfs.Root, raw []RawEntry) (*ChangeSet, error) {
 	changes := make([]Change, len(raw))
 	changed := make([]bool, len(raw))
 	chunks := (len(raw) + changeChunk - 1) / changeChunk
@@ -268,19 +237,19 @@ func kindOf(t byte) FileKind {
 
 // buildChange compares one upper entry with its base; changed is false for a copied-up file that is
 // identical to its base in content and mode.
-func buildChange(b *bases, host *projectfs.Root, r rawEntry) (Change, bool, error) {
-	c := Change{Path: r.path, shadowed: r.shadowed}
+func buildChange(b *Bases, host *projectfs.Root, r RawEntry) (Change, bool, error) {
+	c := Change{Path: r.Path, shadowed: r.shadowed}
 	if r.readErr != nil {
 		c.Unreadable = r.readErr.Error()
 	}
-	e := b.get(r.path)
+	e := b.Get(r.Path)
 	c.base = e
 	var oldBinary bool
 	switch e.Kind {
-	case baseAbsent:
-	case baseUnknown:
+	case BaseAbsent:
+	case BaseUnknown:
 		c.BaseUnknown = true
-		h, err := host.Lstat(r.path)
+		h, err := host.Lstat(r.Path)
 		if err != nil {
 			return c, false, err
 		}
@@ -289,20 +258,20 @@ func buildChange(b *bases, host *projectfs.Root, r rawEntry) (Change, bool, erro
 		}
 	default:
 		c.Old = Side{Kind: kindOf(e.Type), Mode: e.Mode, Size: e.Host.Size, Target: e.Target, Hash: e.Hash}
-		if e.Type == 'f' && e.Kind == baseHost && e.Hash != "" && r.kind == 'f' && r.hash == e.Hash {
+		if e.Type == 'f' && e.Kind == BaseHost && e.Hash != "" && r.Kind == 'f' && r.hash == e.Hash {
 			// An applied file whose staged copy is what was applied: nothing to read on the host.
 			c.Old.Size, c.Old.Holes = r.stat.Size, projectfs.SparseHoles(r.holes)
-		} else if e.Type == 'f' && e.Kind == baseObject && e.Pack != "" {
+		} else if e.Type == 'f' && e.Kind == BaseObject && e.Pack != "" {
 			// A packed pre-image: its hash, size and binary test were recorded when it was
 			// taken; its content is read (and checked against the hash) only when shown.
-			if err := b.checkPacked(r.path, e); err != nil {
-				return c, false, fmt.Errorf("session %s: %w", filepath.Base(filepath.Dir(b.dir)), err)
+			if err := b.checkPacked(r.Path, e); err != nil {
+				return c, false, fmt.Errorf("session %s: %w", filepath.Base(filepath.Dir(b.Dir)), err)
 			}
 			c.Old.Size, c.Old.Holes, oldBinary = e.Len, e.Holes, e.Bin
 		} else if e.Type == 'f' {
-			rc, err := b.open(host, r.path, e)
+			rc, err := b.Open(host, r.Path, e)
 			if errors.Is(err, errCorruptBase) {
-				return c, false, fmt.Errorf("session %s: %w", filepath.Base(filepath.Dir(b.dir)), err)
+				return c, false, fmt.Errorf("session %s: %w", filepath.Base(filepath.Dir(b.Dir)), err)
 			}
 			if err != nil {
 				// The host moved on without a pre-image: review treats it as a conflict.
@@ -311,13 +280,13 @@ func buildChange(b *bases, host *projectfs.Root, r rawEntry) (Change, bool, erro
 				sum, err := projectfs.SumReader(rc)
 				rc.Close()
 				if err != nil {
-					return c, false, fmt.Errorf("read base of %s: %w", quote.Path(r.path), err)
+					return c, false, fmt.Errorf("read base of %s: %w", quote.Path(r.Path), err)
 				}
 				c.Old.Hash, c.Old.Size, c.Old.Holes, oldBinary = sum.Hash, sum.Size, projectfs.SparseHoles(sum.Holes), sum.Binary
 			}
 		}
 	}
-	switch r.kind {
+	switch r.Kind {
 	case 'w':
 	case 'f':
 		c.New = Side{Kind: KindFile, Mode: r.stat.Mode, Size: r.size, Hash: r.hash, Holes: projectfs.SparseHoles(r.holes)}
@@ -511,3 +480,143 @@ func (s Summary) Headline() string {
 
 // visible quotes a path for a one-line message when it holds control characters, invalid UTF-8 or
 // spaces at its ends, so that a file name can never inject terminal escapes or fake lines.
+
+// Select returns the changes at or below the given project-relative paths (all when none given).
+func (cs *ChangeSet) Select(paths []string) []*Change {
+	var out []*Change
+	for i := range cs.Changes {
+		if len(paths) == 0 || Selected(&cs.Changes[i], paths) {
+			out = append(out, &cs.Changes[i])
+		}
+	}
+	return out
+}
+
+// Note is a line about a change that its diff does not show: why the staged entry could not be
+// read, or that a side is sparse (its size, and the bytes it stores), which is never read for a
+// diff. It is "" for any other change.
+func (c *Change) Note() string {
+	if c.Unreadable != "" {
+		return c.Unreadable + "; listed, not applied"
+	}
+	var sides []string
+	for _, s := range []struct {
+		name string
+		side Side
+	}{{"base", c.Old}, {"staged", c.New}} {
+		if s.side.Holes > 0 {
+			sides = append(sides, fmt.Sprintf("%s %s apparent, %s stored", s.name,
+				projectfs.HumanSize(s.side.Size), projectfs.HumanSize(s.side.Size-s.side.Holes)))
+		}
+	}
+	if len(sides) == 0 {
+		return ""
+	}
+	return "sparse file: " + strings.Join(sides, "; ") + "; not shown as text"
+}
+
+// DecisionBase is what a decision about c records as its base: the base content, or for a merged
+// change the base and the host's content both, so that a decision made on the merge against one
+// host file does not hold against another.
+func (c *Change) DecisionBase() string {
+	if c.Merge == "" || c.Host == nil {
+		return ContentKey(c.Old)
+	}
+	return MergeKey(c.Old, c.Host.Hash)
+}
+
+func (s *Source) Contents(b *Bases, host *projectfs.Root, c *Change, limit int64) (old, new []byte, err error) {
+	read := func(r io.Reader, what string) ([]byte, error) {
+		if limit <= 0 {
+			return io.ReadAll(r)
+		}
+		data, err := io.ReadAll(io.LimitReader(r, limit+1))
+		if err == nil && int64(len(data)) > limit {
+			return nil, fmt.Errorf("%s of %s is larger than %d bytes", what, quote.Path(c.Path), limit)
+		}
+		return data, err
+	}
+	if c.Old.Kind == KindFile {
+		e := c.base
+		p := c.Path
+		if c.From != "" {
+			e, p = c.fromBase, c.From
+		}
+		var rc io.ReadCloser
+		if c.BaseUnknown {
+			rc, err = host.OpenRead(p)
+		} else {
+			rc, err = b.Open(host, p, e)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		old, err = read(rc, "the base")
+		rc.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("read base of %s: %w", quote.Path(p), err)
+		}
+	}
+	if c.New.Kind == KindFile {
+		f, err := s.OpenStaged(c.Path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read staged %s: %w", quote.Path(c.Path), err)
+		}
+		new, err = read(f, "the staged file")
+		f.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("read staged %s: %w", quote.Path(c.Path), err)
+		}
+	}
+	return old, new, nil
+}
+
+// OpenStaged opens the staged regular file p beneath the upper layer, as projectfs.OpenRegularAt does (a
+// file closed to its owner by its mode is opened all the same).
+func (s *Source) OpenStaged(p string) (*os.File, error) {
+	upper, err := projectfs.OpenRoot(s.Upper)
+	if err != nil {
+		return nil, err
+	}
+	defer upper.Close()
+	return upper.OpenRead(p)
+}
+
+// ContentKey is the hash a decision records for one side of a change: the content's sha256, the
+// symlink target, or "" when the side does not exist.
+func ContentKey(s Side) string {
+	switch s.Kind {
+	case KindFile:
+		return s.Hash
+	case KindSymlink:
+		return "symlink:" + s.Target
+	case KindSpecial:
+		return "special"
+	}
+	return ""
+}
+
+// Selected reports whether change c is named by the PATH arguments.
+func Selected(c *Change, paths []string) bool {
+	for _, p := range paths {
+		p = strings.Trim(filepath.ToSlash(filepath.Clean(p)), "/")
+		if p == "" || p == "." {
+			return true
+		}
+		for _, q := range []string{c.Path, c.From} {
+			if q != "" && (q == p || strings.HasPrefix(q, p+"/")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ShortHash is the first 12 hex digits of a content hash.
+func ShortHash(h string) string {
+	h = strings.TrimPrefix(h, "zeros-")
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

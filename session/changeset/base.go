@@ -1,4 +1,4 @@
-package session
+package changeset
 
 import (
 	"bufio"
@@ -30,13 +30,13 @@ import (
 type baseKind string
 
 const (
-	baseHost    baseKind = "host"    // content is the host file, as long as it still matches Host
-	baseObject  baseKind = "object"  // content captured in base/<Hash> (or Target for a symlink)
-	baseAbsent  baseKind = "absent"  // the path did not exist
-	baseUnknown baseKind = "unknown" // the host changed before the pre-image could be taken
+	BaseHost    baseKind = "host"    // content is the host file, as long as it still matches Host
+	BaseObject  baseKind = "object"  // content captured in base/<Hash> (or Target for a symlink)
+	BaseAbsent  baseKind = "absent"  // the path did not exist
+	BaseUnknown baseKind = "unknown" // the host changed before the pre-image could be taken
 )
 
-type baseEntry struct {
+type BaseEntry struct {
 	Kind   baseKind `json:"k"`
 	Type   byte     `json:"t,omitempty"` // 'f', 'l' or 'o'
 	Mode   uint32   `json:"m,omitempty"`
@@ -57,19 +57,19 @@ type baseEntry struct {
 	Host projectfs.FileStat `json:"s"`
 }
 
-type baseIndex struct {
+type BaseIndex struct {
 	Version int                  `json:"version"`
-	Paths   map[string]baseEntry `json:"paths"`
+	Paths   map[string]BaseEntry `json:"paths"`
 }
 
-// bases gives the base of any path: the index, then the manifest, else absent.
-type bases struct {
-	dir   string
-	index baseIndex
-	man   *manifest
-	// pack receives the pre-images of the capture in progress; nil until the first one. packMu
+// Bases gives the base of any path: the index, then the manifest, else absent.
+type Bases struct {
+	Dir      string
+	Index    BaseIndex
+	Manifest *Manifest
+	// Pack receives the pre-images of the capture in progress; nil until the first one. packMu
 	// guards it: pre-images are taken on parallel workers.
-	pack   *packWriter
+	Pack   *PackWriter
 	packMu sync.Mutex
 	// packs are the pack files opened for reading, by name, shared by their readers (packsMu
 	// guards the map: a change set is computed on parallel workers).
@@ -83,22 +83,22 @@ type packFile struct {
 	size int64
 }
 
-// close closes the pack files opened for reading.
-func (b *bases) close() {
+// Close closes the pack files opened for reading.
+func (b *Bases) Close() {
 	for _, p := range b.packs {
 		p.f.Close()
 	}
 	b.packs = nil
 }
 
-// openView opens the project root and loads the session's bases: what planning, capturing and
+// OpenView opens the project root and loads the session's bases: what planning, capturing and
 // reading contents work against. The caller closes it.
-func (s *Session) openView() (*projectfs.Root, *bases, error) {
-	host, err := projectfs.OpenRoot(s.Meta.Project)
+func (s *Source) OpenView() (*projectfs.Root, *Bases, error) {
+	host, err := projectfs.OpenRoot(s.Project)
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := s.loadBases()
+	b, err := s.LoadBases()
 	if err != nil {
 		host.Close()
 		return nil, nil, err
@@ -106,72 +106,72 @@ func (s *Session) openView() (*projectfs.Root, *bases, error) {
 	return host, b, nil
 }
 
-// loadBases loads the session's bases. The manifest the process recorded, when it made the
+// LoadBases loads the session's bases. The manifest the process recorded, when it made the
 // session, serves the first load (the end of the session's first run) and is then dropped: any
 // later load reads the manifest from disk, as another command does.
-func (s *Session) loadBases() (*bases, error) {
-	man := s.man
-	s.man = nil
-	return loadBases(s.dir, s.Meta.ID, man)
+func (s *Source) LoadBases() (*Bases, error) {
+	man := s.Manifest
+	s.Manifest = nil
+	return LoadBases(s.Dir, s.ID, man)
 }
 
-// loadBases loads the bases of the session whose directory is dir, over its manifest man when
+// LoadBases loads the bases of the session whose directory is dir, over its manifest man when
 // the process has it, else the one read from dir.
-func loadBases(dir, id string, man *manifest) (*bases, error) {
-	b, err := loadIndex(dir, id)
+func LoadBases(dir, id string, man *Manifest) (*Bases, error) {
+	b, err := LoadIndex(dir, id)
 	if err != nil {
 		return nil, err
 	}
 	if man == nil {
-		if man, err = readManifest(filepath.Join(dir, "manifest")); err != nil {
+		if man, err = ReadManifest(filepath.Join(dir, "manifest")); err != nil {
 			return nil, fmt.Errorf("session %s: %w", id, err)
 		}
 	}
-	b.man = man
+	b.Manifest = man
 	return b, nil
 }
 
-// loadIndex loads the base index of the session whose directory is dir: its bases without the
+// LoadIndex loads the base index of the session whose directory is dir: its bases without the
 // manifest.
-func loadIndex(dir, id string) (*bases, error) {
-	b := &bases{dir: baseDirOf(dir), index: baseIndex{Version: 1, Paths: map[string]baseEntry{}}}
-	data, err := os.ReadFile(filepath.Join(b.dir, "index.json"))
+func LoadIndex(dir, id string) (*Bases, error) {
+	b := &Bases{Dir: BaseDirOf(dir), Index: BaseIndex{Version: 1, Paths: map[string]BaseEntry{}}}
+	data, err := os.ReadFile(filepath.Join(b.Dir, "index.json"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return nil, fmt.Errorf("session %s: read base index: %w", id, err)
 	default:
-		if err := json.Unmarshal(data, &b.index); err != nil || b.index.Paths == nil {
+		if err := json.Unmarshal(data, &b.Index); err != nil || b.Index.Paths == nil {
 			return nil, fmt.Errorf("session %s: corrupt base/index.json", id)
 		}
 	}
 	return b, nil
 }
 
-func (b *bases) get(path string) baseEntry {
-	if e, ok := b.index.Paths[path]; ok {
+func (b *Bases) Get(path string) BaseEntry {
+	if e, ok := b.Index.Paths[path]; ok {
 		return e
 	}
-	if st, ok := b.man.lookup(path); ok {
-		return baseEntry{Kind: baseHost, Type: st.Type, Mode: st.Mode, Host: st}
+	if st, ok := b.Manifest.Lookup(path); ok {
+		return BaseEntry{Kind: BaseHost, Type: st.Type, Mode: st.Mode, Host: st}
 	}
-	return baseEntry{Kind: baseAbsent}
+	return BaseEntry{Kind: BaseAbsent}
 }
 
-func (b *bases) save() error {
-	data, err := b.index.MarshalJSON()
+func (b *Bases) Save() error {
+	data, err := b.Index.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("encode base index: %w", err)
 	}
-	return statefile.WriteFileAtomic(filepath.Join(b.dir, "index.json"), data, 0o600)
+	return statefile.WriteFileAtomic(filepath.Join(b.Dir, "index.json"), data, 0o600)
 }
 
-func (b *bases) objectPath(hash string) string { return filepath.Join(b.dir, hash) }
+func (b *Bases) ObjectPath(hash string) string { return filepath.Join(b.Dir, hash) }
 
-// putObject stores content from r as a base object and returns its hash. With sync unset the file
+// PutObject stores content from r as a base object and returns its hash. With sync unset the file
 // is not fsynced: the caller batches that.
-func (b *bases) putObject(r io.Reader, sync bool) (string, error) {
-	f, err := os.CreateTemp(b.dir, ".obj*")
+func (b *Bases) PutObject(r io.Reader, sync bool) (string, error) {
+	f, err := os.CreateTemp(b.Dir, ".obj*")
 	if err != nil {
 		return "", fmt.Errorf("store pre-image: %w", err)
 	}
@@ -188,28 +188,28 @@ func (b *bases) putObject(r io.Reader, sync bool) (string, error) {
 		return "", fmt.Errorf("store pre-image: %w", err)
 	}
 	sum := h.Sum()
-	if err := os.Rename(f.Name(), b.objectPath(sum)); err != nil {
+	if err := os.Rename(f.Name(), b.ObjectPath(sum)); err != nil {
 		os.Remove(f.Name())
 		return "", fmt.Errorf("store pre-image: %w", err)
 	}
 	return sum, nil
 }
 
-// sameStat reports whether a host file still looks as it was recorded.
-func sameStat(a, b projectfs.FileStat) bool {
+// SameStat reports whether a host file still looks as it was recorded.
+func SameStat(a, b projectfs.FileStat) bool {
 	return a.Type == b.Type && a.Mode == b.Mode && a.Size == b.Size && a.Mtime == b.Mtime && a.Ino == b.Ino
 }
 
-// captureAll takes the pre-image of every path of paths whose base still refers to the host (see
+// CaptureAll takes the pre-image of every path of paths whose base still refers to the host (see
 // captureEntry) on up to projectfs.ApplyWorkers goroutines, a directory at a time, each directory opened once
 // beneath the root. It returns the new entries by index of paths (Kind "" where nothing was to be
 // taken), for the caller to record in the index.
-func (b *bases) captureAll(root *projectfs.Root, paths []string) ([]baseEntry, error) {
-	out := make([]baseEntry, len(paths))
-	want := func(i int) bool { return b.get(paths[i]).Kind == baseHost }
+func (b *Bases) CaptureAll(root *projectfs.Root, paths []string) ([]BaseEntry, error) {
+	out := make([]BaseEntry, len(paths))
+	want := func(i int) bool { return b.Get(paths[i]).Kind == BaseHost }
 	err := root.InDirs(projectfs.GroupByDir(paths, want), func(_, dir int, dirErr error, i int) error {
 		name := paths[i][strings.LastIndexByte(paths[i], '/')+1:]
-		e, err := b.captureAt(dir, dirErr, name, b.get(paths[i]))
+		e, err := b.captureAt(dir, dirErr, name, b.Get(paths[i]))
 		if err != nil {
 			return fmt.Errorf("take pre-image of %s: %w", quote.Path(paths[i]), err)
 		}
@@ -221,16 +221,16 @@ func (b *bases) captureAll(root *projectfs.Root, paths []string) ([]baseEntry, e
 
 // captureAt is captureEntry for name in the project directory dir (or dirErr, why it could not be
 // opened), looked up now.
-func (b *bases) captureAt(dir int, dirErr error, name string, e baseEntry) (baseEntry, error) {
+func (b *Bases) captureAt(dir int, dirErr error, name string, e BaseEntry) (BaseEntry, error) {
 	st, exists, err := projectfs.StatAt(dir, dirErr, name)
 	if err != nil {
 		return e, err
 	}
 	if !exists {
-		return baseEntry{Kind: baseUnknown}, nil // the path is gone
+		return BaseEntry{Kind: BaseUnknown}, nil // the path is gone
 	}
 	h := projectfs.HostEntry{Exists: true, Stat: projectfs.StatFromUnix(&st)}
-	if h.Stat.Type == 'l' && sameStat(h.Stat, e.Host) {
+	if h.Stat.Type == 'l' && SameStat(h.Stat, e.Host) {
 		var err error
 		if h.Target, err = projectfs.Readlinkat(dir, name); err != nil {
 			return e, err
@@ -239,15 +239,15 @@ func (b *bases) captureAt(dir int, dirErr error, name string, e baseEntry) (base
 	return b.captureEntry(dir, name, h, e)
 }
 
-// captureSeen is captureEntry for path, whose host entry h was just looked up through root; Kind
+// CaptureSeen is captureEntry for path, whose host entry h was just looked up through root; Kind
 // is "" when the base of path does not refer to the host.
-func (b *bases) captureSeen(root *projectfs.Root, path string, h projectfs.HostEntry) (baseEntry, error) {
-	e := b.get(path)
-	if e.Kind != baseHost {
-		return baseEntry{}, nil
+func (b *Bases) CaptureSeen(root *projectfs.Root, path string, h projectfs.HostEntry) (BaseEntry, error) {
+	e := b.Get(path)
+	if e.Kind != BaseHost {
+		return BaseEntry{}, nil
 	}
 	dir, name := -1, ""
-	if h.Exists && e.Type == 'f' && sameStat(h.Stat, e.Host) {
+	if h.Exists && e.Type == 'f' && SameStat(h.Stat, e.Host) {
 		var err error
 		// The directory the lookup just went through, from root's cache.
 		if dir, name, err = root.OpenParent(path, false); err != nil {
@@ -262,41 +262,41 @@ func (b *bases) captureSeen(root *projectfs.Root, path string, h projectfs.HostE
 // symlink's target recorded. When the host no longer matches what e recorded, the base becomes
 // "unknown". h is checked before anything is opened: a special file put in place of a regular one
 // never is.
-func (b *bases) captureEntry(dir int, name string, h projectfs.HostEntry, e baseEntry) (baseEntry, error) {
+func (b *Bases) captureEntry(dir int, name string, h projectfs.HostEntry, e BaseEntry) (BaseEntry, error) {
 	if !h.Exists {
-		return baseEntry{Kind: baseUnknown}, nil
+		return BaseEntry{Kind: BaseUnknown}, nil
 	}
-	if !sameStat(h.Stat, e.Host) {
-		return baseEntry{Kind: baseUnknown, Host: h.Stat}, nil
+	if !SameStat(h.Stat, e.Host) {
+		return BaseEntry{Kind: BaseUnknown, Host: h.Stat}, nil
 	}
 	switch e.Type {
 	case 'l':
-		return baseEntry{Kind: baseObject, Type: 'l', Mode: e.Mode, Target: h.Target, Host: h.Stat}, nil
+		return BaseEntry{Kind: BaseObject, Type: 'l', Mode: e.Mode, Target: h.Target, Host: h.Stat}, nil
 	case 'f':
-		return b.captureFile(dir, name, e)
+		return b.CaptureFile(dir, name, e)
 	}
-	return baseEntry{Kind: baseUnknown, Host: h.Stat}, nil
+	return BaseEntry{Kind: BaseUnknown, Host: h.Stat}, nil
 }
 
-// captureFile copies the regular file name of dir, which a stat just found as e recorded it, into
+// CaptureFile copies the regular file name of dir, which a stat just found as e recorded it, into
 // the run's pack. What was opened is checked against e before it is read (a symlink is never
 // followed, a special file swapped in never read), and the path after the copy: a file replaced
 // (another inode), or written while it was copied (its size or mtime moved), makes the base
 // unknown, and the copy is never referred to.
-func (b *bases) captureFile(dir int, name string, e baseEntry) (baseEntry, error) {
+func (b *Bases) CaptureFile(dir int, name string, e BaseEntry) (BaseEntry, error) {
 	fd, st, err := projectfs.OpenRegularAt(dir, name)
 	switch {
 	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP):
-		return baseEntry{Kind: baseUnknown}, nil // gone, or a symlink now, since the stat
+		return BaseEntry{Kind: BaseUnknown}, nil // gone, or a symlink now, since the stat
 	case errors.Is(err, projectfs.ErrNotRegular):
-		return baseEntry{Kind: baseUnknown, Host: projectfs.StatFromUnix(&st)}, nil
+		return BaseEntry{Kind: BaseUnknown, Host: projectfs.StatFromUnix(&st)}, nil
 	case err != nil:
 		return e, err
 	}
 	defer unix.Close(fd)
 	before := projectfs.StatFromUnix(&st)
-	if !sameStat(before, e.Host) {
-		return baseEntry{Kind: baseUnknown, Host: before}, nil
+	if !SameStat(before, e.Host) {
+		return BaseEntry{Kind: BaseUnknown, Host: before}, nil
 	}
 	var p packed
 	bp := projectfs.CopyBuffers.Get().(*[]byte)
@@ -308,7 +308,7 @@ func (b *bases) captureFile(dir int, name string, e baseEntry) (baseEntry, error
 	case len(data) > 0:
 		// More than its size said: written since the stat.
 		projectfs.CopyBuffers.Put(bp)
-		return baseEntry{Kind: baseUnknown, Host: before}, nil
+		return BaseEntry{Kind: BaseUnknown, Host: before}, nil
 	default:
 		// Too large for one buffer: streamed into the pack, its holes left holes.
 		p, err = b.packFile(fd, before.Size)
@@ -317,8 +317,8 @@ func (b *bases) captureFile(dir int, name string, e baseEntry) (baseEntry, error
 	if err != nil {
 		return e, err
 	}
-	if preimageCopied != nil {
-		preimageCopied(dir, name)
+	if PreimageCopied != nil {
+		PreimageCopied(dir, name)
 	}
 	// Looked up by name: the path must still name the file copied, unchanged (the descriptor
 	// holds its inode, whose number no other file can take meanwhile).
@@ -327,18 +327,18 @@ func (b *bases) captureFile(dir int, name string, e baseEntry) (baseEntry, error
 		return e, err
 	}
 	if !exists {
-		return baseEntry{Kind: baseUnknown}, nil
+		return BaseEntry{Kind: BaseUnknown}, nil
 	}
-	if after := projectfs.StatFromUnix(&st); !sameStat(after, e.Host) {
-		return baseEntry{Kind: baseUnknown, Host: after}, nil
+	if after := projectfs.StatFromUnix(&st); !SameStat(after, e.Host) {
+		return BaseEntry{Kind: BaseUnknown, Host: after}, nil
 	}
-	return baseEntry{Kind: baseObject, Type: 'f', Mode: e.Mode, Hash: p.sum, Host: before,
+	return BaseEntry{Kind: BaseObject, Type: 'f', Mode: e.Mode, Hash: p.sum, Host: before,
 		Pack: p.pack, Off: p.off, Len: p.n, Bin: p.bin, Holes: projectfs.SparseHoles(p.holes)}, nil
 }
 
-// preimageCopied, when set, is called when a pre-image has been copied, before the file is
+// PreimageCopied, when set, is called when a pre-image has been copied, before the file is
 // checked again (tests change the file there).
-var preimageCopied func(dir int, name string)
+var PreimageCopied func(dir int, name string)
 
 // packed is where a pre-image went: its pack, offset and length, projectfs.ContentSum, whether its first
 // 8000 bytes hold a NUL, and its bytes in holes.
@@ -351,7 +351,7 @@ type packed struct {
 }
 
 // packBytes appends data to the run's pack (created on first use); parallel captures share it.
-func (b *bases) packBytes(data []byte) (packed, error) {
+func (b *Bases) packBytes(data []byte) (packed, error) {
 	p := packed{n: int64(len(data)), sum: projectfs.Sha256Hex(data), bin: diff.IsBinary(data)}
 	b.packMu.Lock()
 	defer b.packMu.Unlock()
@@ -359,61 +359,61 @@ func (b *bases) packBytes(data []byte) (packed, error) {
 	if err != nil {
 		return packed{}, err
 	}
-	p.pack, p.off = w.name, w.off
-	_, err = w.w.Write(data)
+	p.pack, p.off = w.Name, w.off
+	_, err = w.Buf.Write(data)
 	w.off += int64(len(data)) // bytes written even on error: later entries start after them
 	if err != nil {
-		return packed{}, fmt.Errorf("store pre-image in %s: %w", w.name, err)
+		return packed{}, fmt.Errorf("store pre-image in %s: %w", w.Name, err)
 	}
 	return p, nil
 }
 
 // packFile appends the regular file fd, size bytes long, to the run's pack, holding it for the
 // whole copy.
-func (b *bases) packFile(fd int, size int64) (packed, error) {
+func (b *Bases) packFile(fd int, size int64) (packed, error) {
 	b.packMu.Lock()
 	defer b.packMu.Unlock()
 	w, err := b.packWriter()
 	if err != nil {
 		return packed{}, err
 	}
-	s, off, err := w.addFile(fd, size)
+	s, off, err := w.AddFile(fd, size)
 	if err != nil {
 		return packed{}, err
 	}
-	return packed{pack: w.name, off: off, n: s.Size, sum: s.Hash, bin: s.Binary, holes: s.Holes}, nil
+	return packed{pack: w.Name, off: off, n: s.Size, sum: s.Hash, bin: s.Binary, holes: s.Holes}, nil
 }
 
-// packWriter returns the run's pack, created on first use; packMu is held.
-func (b *bases) packWriter() (*packWriter, error) {
-	if b.pack == nil {
-		w, err := newPackWriter(b.dir)
+// PackWriter returns the run's pack, created on first use; packMu is held.
+func (b *Bases) packWriter() (*PackWriter, error) {
+	if b.Pack == nil {
+		w, err := newPackWriter(b.Dir)
 		if err != nil {
 			return nil, err
 		}
-		b.pack = w
+		b.Pack = w
 	}
-	return b.pack, nil
+	return b.Pack, nil
 }
 
-// open returns the base content of a regular-file base for reading.
-func (b *bases) open(root *projectfs.Root, path string, e baseEntry) (io.ReadCloser, error) {
+// Open returns the base content of a regular-file base for reading.
+func (b *Bases) Open(root *projectfs.Root, path string, e BaseEntry) (io.ReadCloser, error) {
 	switch e.Kind {
-	case baseObject:
+	case BaseObject:
 		if e.Pack != "" {
 			return b.openPacked(path, e)
 		}
-		f, err := os.Open(b.objectPath(e.Hash))
+		f, err := os.Open(b.ObjectPath(e.Hash))
 		if err != nil {
 			return nil, fmt.Errorf("read base of %s: %w", quote.Path(path), err)
 		}
 		return f, nil
-	case baseHost:
+	case BaseHost:
 		h, err := root.Lstat(path)
 		if err != nil {
 			return nil, err
 		}
-		if !h.Exists || !sameStat(h.Stat, e.Host) {
+		if !h.Exists || !SameStat(h.Stat, e.Host) {
 			return nil, fmt.Errorf("read base of %s: the host file changed and no pre-image was taken", quote.Path(path))
 		}
 		return root.OpenRead(path)
@@ -425,28 +425,28 @@ func (b *bases) open(root *projectfs.Root, path string, e baseEntry) (io.ReadClo
 // host that moved on.
 var errCorruptBase = errors.New("corrupt")
 
-// packWriter appends the pre-images of one capture to one new pack file. A hole of a file it
+// PackWriter appends the pre-images of one capture to one new pack file. A hole of a file it
 // takes is left a hole of the pack: holes says that the pack may end before off, in one.
-type packWriter struct {
-	f     *os.File
-	w     *bufio.Writer
-	name  string
+type PackWriter struct {
+	File  *os.File
+	Buf   *bufio.Writer
+	Name  string
 	off   int64
 	holes bool
 }
 
-func newPackWriter(dir string) (*packWriter, error) {
+func newPackWriter(dir string) (*PackWriter, error) {
 	f, err := os.CreateTemp(dir, "pack-*")
 	if err != nil {
 		return nil, fmt.Errorf("store pre-images: %w", err)
 	}
-	return &packWriter{f: f, w: bufio.NewWriterSize(f, 1<<16), name: filepath.Base(f.Name())}, nil
+	return &PackWriter{File: f, Buf: bufio.NewWriterSize(f, 1<<16), Name: filepath.Base(f.Name())}, nil
 }
 
-// addFile appends the regular file fd, size bytes long by its stat, and returns what it holds
+// AddFile appends the regular file fd, size bytes long by its stat, and returns what it holds
 // (projectfs.FileSum) and where it starts. Only its data segments are written; its holes are skipped over,
 // holes of the pack.
-func (p *packWriter) addFile(fd int, size int64) (projectfs.FileSum, int64, error) {
+func (p *PackWriter) AddFile(fd int, size int64) (projectfs.FileSum, int64, error) {
 	off := p.off
 	bp := projectfs.CopyBuffers.Get().(*[]byte)
 	defer projectfs.CopyBuffers.Put(bp)
@@ -457,17 +457,17 @@ func (p *packWriter) addFile(fd int, size int64) (projectfs.FileSum, int64, erro
 			s.Binary = diff.IsBinary(b[:min(int64(len(b)), diff.SniffLen-at)])
 		}
 		h.Write(b)
-		n, err := p.w.Write(b)
+		n, err := p.Buf.Write(b)
 		p.off += int64(n) // bytes written even on error: later entries start after them
 		return err
 	}, func(at, n int64) error {
 		s.Binary = s.Binary || at < diff.SniffLen
 		s.Holes += n
 		h.Zeros(n)
-		if err := p.w.Flush(); err != nil {
+		if err := p.Buf.Flush(); err != nil {
 			return err
 		}
-		if _, err := p.f.Seek(n, io.SeekCurrent); err != nil {
+		if _, err := p.File.Seek(n, io.SeekCurrent); err != nil {
 			return err
 		}
 		p.off += n
@@ -475,65 +475,65 @@ func (p *packWriter) addFile(fd int, size int64) (projectfs.FileSum, int64, erro
 		return nil
 	})
 	if err != nil {
-		return projectfs.FileSum{}, 0, fmt.Errorf("store pre-image in %s: %w", p.name, err)
+		return projectfs.FileSum{}, 0, fmt.Errorf("store pre-image in %s: %w", p.Name, err)
 	}
 	s.Hash = h.Sum()
 	return s, off, nil
 }
 
 // extend makes the pack as long as what was added to it, when that ends in a hole.
-func (p *packWriter) extend() error {
+func (p *PackWriter) extend() error {
 	if !p.holes {
 		return nil
 	}
-	return p.f.Truncate(p.off)
+	return p.File.Truncate(p.off)
 }
 
-// finish makes the pack durable (see seal); a pack that could not be made so is removed.
-func (p *packWriter) finish() error {
-	if err := p.seal(); err != nil {
-		os.Remove(p.f.Name())
-		return fmt.Errorf("store pre-images in %s: %w", p.name, err)
+// Finish makes the pack durable (see seal); a pack that could not be made so is removed.
+func (p *PackWriter) Finish() error {
+	if err := p.Seal(); err != nil {
+		os.Remove(p.File.Name())
+		return fmt.Errorf("store pre-images in %s: %w", p.Name, err)
 	}
 	return nil
 }
 
-// flush writes out what the pack buffers, so that its file can be read; it is not made durable.
-func (p *packWriter) flush() error {
-	err := p.w.Flush()
+// Flush writes out what the pack buffers, so that its file can be read; it is not made durable.
+func (p *PackWriter) Flush() error {
+	err := p.Buf.Flush()
 	if err == nil {
 		err = p.extend()
 	}
 	if err != nil {
-		return fmt.Errorf("store pre-images in %s: %w", p.name, err)
+		return fmt.Errorf("store pre-images in %s: %w", p.Name, err)
 	}
 	return nil
 }
 
-// seal flushes the pack, fsyncs it once and closes it.
-func (p *packWriter) seal() error {
-	err := p.w.Flush()
+// Seal flushes the pack, fsyncs it once and closes it.
+func (p *PackWriter) Seal() error {
+	err := p.Buf.Flush()
 	if err == nil {
 		err = p.extend()
 	}
 	if err == nil {
-		err = statefile.Fsync(p.f)
+		err = statefile.Fsync(p.File)
 	}
-	if cerr := p.f.Close(); err == nil {
+	if cerr := p.File.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
-// abandon drops a pack that no index entry will reference.
-func (p *packWriter) abandon() {
-	p.f.Close()
-	os.Remove(p.f.Name())
+// Abandon drops a pack that no index entry will reference.
+func (p *PackWriter) Abandon() {
+	p.File.Close()
+	os.Remove(p.File.Name())
 }
 
 // checkPacked reports a packed pre-image that its pack cannot hold (a missing or truncated pack)
 // without reading it.
-func (b *bases) checkPacked(path string, e baseEntry) error {
+func (b *Bases) checkPacked(path string, e BaseEntry) error {
 	rc, err := b.openPacked(path, e)
 	if err != nil {
 		return err
@@ -543,7 +543,7 @@ func (b *bases) checkPacked(path string, e baseEntry) error {
 
 // openPacked returns a reader of a packed pre-image that fails, at the end, when the content does
 // not hash to what was captured: a damaged pack never passes for a base.
-func (b *bases) openPacked(path string, e baseEntry) (io.ReadCloser, error) {
+func (b *Bases) openPacked(path string, e BaseEntry) (io.ReadCloser, error) {
 	if strings.ContainsAny(e.Pack, "/\\") || !strings.HasPrefix(e.Pack, "pack-") || e.Off < 0 || e.Len < 0 {
 		return nil, fmt.Errorf("read base of %s: base/index.json is %w (bad pack reference %q)", quote.Path(path), errCorruptBase, e.Pack)
 	}
@@ -561,13 +561,13 @@ func (b *bases) openPacked(path string, e baseEntry) (io.ReadCloser, error) {
 
 // openPack returns the named pack file, opened once for all the pre-images read from it, and its
 // size.
-func (b *bases) openPack(name string) (*os.File, int64, error) {
+func (b *Bases) openPack(name string) (*os.File, int64, error) {
 	b.packsMu.Lock()
 	defer b.packsMu.Unlock()
 	if p, ok := b.packs[name]; ok {
 		return p.f, p.size, nil
 	}
-	f, err := os.Open(filepath.Join(b.dir, name))
+	f, err := os.Open(filepath.Join(b.Dir, name))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -602,3 +602,6 @@ func (p *packedReader) Read(buf []byte) (int, error) {
 
 // Close does nothing: the pack file is shared, and closed with the bases.
 func (p *packedReader) Close() error { return nil }
+
+// BaseDirOf and journalDirOf are the base/ and journal/ of the session directory dir.
+func BaseDirOf(dir string) string { return filepath.Join(dir, "base") }

@@ -1,4 +1,4 @@
-package session
+package changeset
 
 import (
 	"fmt"
@@ -11,21 +11,21 @@ import (
 )
 
 // classify marks each change ignored, protected, conflict and outside-link.
-func (s *Session) classify(cs *ChangeSet, b *bases, host, upper *projectfs.Root, extraProtected []string) error {
+func (s *Source) classify(cs *ChangeSet, b *Bases, host, upper *projectfs.Root, extraProtected []string) error {
 	exclude := readSmall(host, ".git/info/exclude")
-	ign := newIgnoreMatcher(exclude, func(dir string) []byte {
+	ign := NewIgnoreMatcher(exclude, func(dir string) []byte {
 		p := ".gitignore"
 		if dir != "" {
 			p = dir + "/.gitignore"
 		}
-		e := b.get(p)
-		if e.Kind == baseUnknown {
+		e := b.Get(p)
+		if e.Kind == BaseUnknown {
 			return readSmall(host, p)
 		}
-		if e.Kind == baseAbsent || e.Type != 'f' {
+		if e.Kind == BaseAbsent || e.Type != 'f' {
 			return nil
 		}
-		rc, err := b.open(host, p, e)
+		rc, err := b.Open(host, p, e)
 		if err != nil {
 			return nil
 		}
@@ -33,7 +33,7 @@ func (s *Session) classify(cs *ChangeSet, b *bases, host, upper *projectfs.Root,
 		data, _ := io.ReadAll(io.LimitReader(rc, 1<<20))
 		return data
 	})
-	prot := newProtectedMatcher(ProtectedPaths, extraProtected)
+	prot := NewProtectedMatcher(ProtectedPaths, extraProtected)
 	gitDirs := map[string]bool{}
 	gitShaped := func(p string) bool {
 		parts := strings.Split(p, "/")
@@ -65,16 +65,16 @@ func (s *Session) classify(cs *ChangeSet, b *bases, host, upper *projectfs.Root,
 			if st == Renamed {
 				st = Added
 			}
-			c.ProtectedWhy = prot.dotWhy(c.Path, st, b.man.hasDir)
+			c.ProtectedWhy = prot.DotWhy(c.Path, st, b.Manifest.hasDir)
 		}
 		if c.ProtectedWhy == "" && c.From != "" {
-			if why := prot.dotWhy(c.From, Deleted, b.man.hasDir); why != "" {
+			if why := prot.DotWhy(c.From, Deleted, b.Manifest.hasDir); why != "" {
 				c.ProtectedWhy = "moved from a protected path: " + why
 			}
 		}
 		c.Protected = c.ProtectedWhy != ""
 		if c.New.Kind == KindSymlink {
-			c.OutsideLink = linkLeavesProject(s.Meta.Project, c.Path, c.New.Target)
+			c.OutsideLink = linkLeavesProject(s.Project, c.Path, c.New.Target)
 		}
 		// The reason was found with the change (buildChange), on parallel workers.
 		c.Conflict = c.Reason != ""
@@ -85,7 +85,7 @@ func (s *Session) classify(cs *ChangeSet, b *bases, host, upper *projectfs.Root,
 // protectedWhy says why p is protected, by the list and config or by a git-shaped directory above
 // it, or "" when it is not.
 func protectedWhy(prot *protectedMatcher, gitShaped func(string) bool, p string) string {
-	if why := prot.why(p); why != "" {
+	if why := prot.Why(p); why != "" {
 		return why
 	}
 	if gitShaped(p) {
@@ -121,25 +121,25 @@ func readSmall(root *projectfs.Root, p string) []byte {
 
 // conflictReason says why the host's p no longer matches the base the change was computed on, or
 // "" when it matches.
-func conflictReason(b *bases, host *projectfs.Root, p string, e baseEntry) (string, error) {
+func conflictReason(b *Bases, host *projectfs.Root, p string, e BaseEntry) (string, error) {
 	h, err := host.Lstat(p)
 	if err != nil {
 		return "", err
 	}
 	switch e.Kind {
-	case baseUnknown:
+	case BaseUnknown:
 		return "conflict, base unknown: the host changed it before its pre-image was taken", nil
-	case baseAbsent:
+	case BaseAbsent:
 		if h.Exists && h.Stat.Type != 'd' {
 			return "the host created it after the session started", nil
 		}
 		// A host directory where the agent put a file: its contents are deletions of the change set.
 		return "", nil
-	case baseHost:
+	case BaseHost:
 		if !h.Exists {
 			return "the host deleted it since the session started", nil
 		}
-		if !sameStat(h.Stat, e.Host) {
+		if !SameStat(h.Stat, e.Host) {
 			return "the host changed it since the session started", nil
 		}
 		return "", nil
@@ -148,7 +148,7 @@ func conflictReason(b *bases, host *projectfs.Root, p string, e baseEntry) (stri
 	if !h.Exists {
 		return "the host deleted it since its pre-image was taken", nil
 	}
-	if sameStat(h.Stat, e.Host) {
+	if SameStat(h.Stat, e.Host) {
 		return "", nil
 	}
 	if h.Stat.Type != e.Type || h.Stat.Mode != e.Mode {

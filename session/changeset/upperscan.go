@@ -1,4 +1,4 @@
-package session
+package changeset
 
 import (
 	"errors"
@@ -17,11 +17,11 @@ import (
 // The walk of a session's upper layer: every staged entry, with what the overlay makes of it
 // (a whiteout, an opaque directory), read in parallel without following a symlink.
 
-// rawEntry is one path the upper layer touches: a staged file, symlink or special file, or a
+// RawEntry is one path the upper layer touches: a staged file, symlink or special file, or a
 // deletion (a whiteout, or a host file hidden by an opaque or replaced directory).
-type rawEntry struct {
-	path     string
-	kind     byte // 'f' file, 'l' symlink, 'o' special, 'w' deleted, 'u' could not be looked at
+type RawEntry struct {
+	Path     string
+	Kind     byte // 'f' file, 'l' symlink, 'o' special, 'w' deleted, 'u' could not be looked at
 	stat     projectfs.FileStat
 	target   string
 	shadowed bool
@@ -37,10 +37,10 @@ type rawEntry struct {
 	holes   int64
 }
 
-// scanUpper lists every path the upper layer changes. It reads the upper layer only, plus the host
+// ScanUpper lists every path the upper layer changes. It reads the upper layer only, plus the host
 // directories an opaque directory or whiteout hides: its cost grows with the change. The
-// directories are read on up to projectfs.ApplyWorkers goroutines, a large one in parts of scanChunk entries.
-func scanUpper(upper string, host *projectfs.Root, opts scanOptions) ([]rawEntry, error) {
+// directories are read on up to projectfs.ApplyWorkers goroutines, a large one in parts of ScanChunk entries.
+func ScanUpper(upper string, host *projectfs.Root, opts ScanOptions) ([]RawEntry, error) {
 	if err := projectfs.ReadableDir(upper); err != nil {
 		return nil, fmt.Errorf("scan staged changes: %w", err)
 	}
@@ -92,38 +92,38 @@ func scanUpper(upper string, host *projectfs.Root, opts scanOptions) ([]rawEntry
 	out := sc.out
 	for p := range sc.hidden {
 		if !sc.seen[p] {
-			out = append(out, rawEntry{path: p, kind: 'w', shadowed: true})
+			out = append(out, RawEntry{Path: p, Kind: 'w', shadowed: true})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
 }
 
-// scanOptions says what else scanUpper does with the entries it finds.
-type scanOptions struct {
-	// contents reads each staged file's content (its hash, size and binary test, in the rawEntry)
+// ScanOptions says what else ScanUpper does with the entries it finds.
+type ScanOptions struct {
+	// Contents reads each staged file's content (its hash, size and binary test, in the RawEntry)
 	// as the scan comes to it, what a change set needs.
-	contents bool
+	Contents bool
 	// visit, when set, is called on the scan's goroutines for every staged file, symlink or special
 	// file with what the project holds at its path, just looked up through host (a root of the
 	// goroutine's own): the end of a run takes the pre-images there.
-	visit func(host *projectfs.Root, path string, h projectfs.HostEntry) error
+	Visit func(host *projectfs.Root, path string, h projectfs.HostEntry) error
 }
 
-// scanChunk is how many entries of one upper directory a goroutine of scanUpper describes at a time.
-const scanChunk = 128
+// ScanChunk is how many entries of one upper directory a goroutine of ScanUpper describes at a time.
+const ScanChunk = 128
 
-// upperScan is the state of one scanUpper: what it found, and the directories (or parts of one)
+// upperScan is the state of one ScanUpper: what it found, and the directories (or parts of one)
 // still to describe, which its goroutines take in turn.
 type upperScan struct {
 	upper string
-	opts  scanOptions
+	opts  ScanOptions
 
 	mu      sync.Mutex
 	more    *sync.Cond // signalled when a task is added, the last one done, or the scan failed
 	tasks   []scanTask // taken last first: a depth-first walk keeps the list short
 	pending int        // tasks listed or being done
-	out     []rawEntry
+	out     []RawEntry
 	seen    map[string]bool // paths the upper layer holds
 	hidden  map[string]bool // host paths an opaque directory, a whiteout or a file hides
 	err     error
@@ -163,7 +163,7 @@ func (sc *upperScan) work(host, up *projectfs.Root) {
 		}
 		sc.out = append(sc.out, p.out...)
 		for _, r := range p.out {
-			sc.seen[r.path] = true
+			sc.seen[r.Path] = true
 		}
 		for h := range p.hidden {
 			sc.hidden[h] = true
@@ -179,7 +179,7 @@ func (sc *upperScan) work(host, up *projectfs.Root) {
 
 // dir does the task t: it describes the entries of an upper directory, and returns what it found
 // and the tasks that follow (the subdirectories, and the parts of a large directory beyond the
-// first scanChunk entries).
+// first ScanChunk entries).
 func (sc *upperScan) dir(host, up *projectfs.Root, t scanTask) (*scanPart, []scanTask, error) {
 	p := &scanPart{sc: sc, host: host, rel: t.rel, shadowed: t.shadowed, hidden: map[string]bool{}}
 	if t.closed {
@@ -196,7 +196,7 @@ func (sc *upperScan) dir(host, up *projectfs.Root, t scanTask) (*scanPart, []sca
 		case errors.Is(err, fs.ErrNotExist) && t.rel != "":
 			return p, nil, nil // removed while a run is going
 		case errors.Is(err, fs.ErrPermission) && t.rel != "":
-			p.out = append(p.out, rawEntry{path: t.rel, kind: 'u', shadowed: t.shadowed,
+			p.out = append(p.out, RawEntry{Path: t.rel, Kind: 'u', shadowed: t.shadowed,
 				readErr: fmt.Errorf("cannot read the staged directory: %w", unix.EACCES)})
 			return p, nil, nil
 		}
@@ -210,13 +210,13 @@ func (sc *upperScan) dir(host, up *projectfs.Root, t scanTask) (*scanPart, []sca
 		if ents, err = d.ReadDir(-1); err != nil {
 			return p, nil, fmt.Errorf("scan staged changes: %s: %w", quote.Path(t.rel), err)
 		}
-		for len(ents) > scanChunk {
-			more = append(more, scanTask{rel: t.rel, shadowed: t.shadowed, ents: ents[len(ents)-scanChunk:]})
-			ents = ents[:len(ents)-scanChunk]
+		for len(ents) > ScanChunk {
+			more = append(more, scanTask{rel: t.rel, shadowed: t.shadowed, ents: ents[len(ents)-ScanChunk:]})
+			ents = ents[:len(ents)-ScanChunk]
 		}
 	}
 	for _, e := range ents {
-		if err := p.entry(e.Name(), sc.opts.contents && e.Type().IsRegular()); err != nil {
+		if err := p.entry(e.Name(), sc.opts.Contents && e.Type().IsRegular()); err != nil {
 			return p, nil, err
 		}
 	}
@@ -226,7 +226,7 @@ func (sc *upperScan) dir(host, up *projectfs.Root, t scanTask) (*scanPart, []sca
 	return p, more, nil
 }
 
-// scanPart is what one goroutine of scanUpper finds in some entries of one upper directory.
+// scanPart is what one goroutine of ScanUpper finds in some entries of one upper directory.
 type scanPart struct {
 	sc       *upperScan
 	host     *projectfs.Root
@@ -234,7 +234,7 @@ type scanPart struct {
 	rel      string
 	shadowed bool
 
-	out     []rawEntry
+	out     []RawEntry
 	hidden  map[string]bool
 	subdirs []subdir
 }
@@ -255,7 +255,7 @@ func (p *scanPart) entry(name string, open bool) error {
 	st, fd, err := statEntry(p.dfd, name, open)
 	if errors.Is(err, unix.EACCES) {
 		// In a directory shadow cannot enter (of another owner): listed as unread.
-		p.out = append(p.out, rawEntry{path: child, kind: 'u', shadowed: p.shadowed,
+		p.out = append(p.out, RawEntry{Path: child, Kind: 'u', shadowed: p.shadowed,
 			readErr: fmt.Errorf("cannot read the staged entry: %w", err)})
 		return nil
 	}
@@ -284,11 +284,11 @@ func (p *scanPart) entry(name string, open bool) error {
 	if kind == layers.Whiteout {
 		return p.hideHost(child)
 	}
-	r := rawEntry{path: child, stat: projectfs.StatFromUnix(&st), shadowed: p.shadowed}
+	r := RawEntry{Path: child, stat: projectfs.StatFromUnix(&st), shadowed: p.shadowed}
 	switch r.stat.Type {
 	case 'f':
-		r.kind = 'f'
-		if !p.sc.opts.contents {
+		r.Kind = 'f'
+		if !p.sc.opts.Contents {
 			break
 		}
 		if fd < 0 {
@@ -307,12 +307,12 @@ func (p *scanPart) entry(name string, open bool) error {
 		}
 		r.hash, r.size, r.binary, r.holes = sum.Hash, sum.Size, sum.Binary, sum.Holes
 	case 'l':
-		r.kind = 'l'
+		r.Kind = 'l'
 		if r.target, err = projectfs.Readlinkat(p.dfd, name); err != nil {
 			return nil
 		}
 	default:
-		r.kind = 'o'
+		r.Kind = 'o'
 	}
 	h, err := p.host.Lstat(child)
 	// A file replacing a host directory hides everything in it.
@@ -321,11 +321,11 @@ func (p *scanPart) entry(name string, open bool) error {
 			return err
 		}
 	}
-	if p.sc.opts.visit != nil {
+	if p.sc.opts.Visit != nil {
 		if err != nil {
 			return err
 		}
-		if err := p.sc.opts.visit(p.host, child, h); err != nil {
+		if err := p.sc.opts.Visit(p.host, child, h); err != nil {
 			return err
 		}
 	}
