@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/shadow-sandbox/shadow/session/changeset"
+	"github.com/shadow-sandbox/shadow/session/config"
 )
 
 // protectedExamples names, for every entry of ProtectedPaths, files the entry is there for. Each is
@@ -555,14 +556,14 @@ func TestDotFileRule(t *testing.T) {
 // TestDotFileRuleExemptions: the user's `unprotected` names (and ! patterns of `protected`) take
 // dot-files off the rule, element by element; a project's .shadow.toml cannot.
 func TestDotFileRuleExemptions(t *testing.T) {
-	user, err := ParseConfig("user.toml", []byte(`unprotected = [".editorconfig", ".config/", ".tool", "docs/.vitepress/**"]
+	user, err := config.ParseConfig("user.toml", []byte(`unprotected = [".editorconfig", ".config/", ".tool", "docs/.vitepress/**"]
 protected = ["!.prettierrc"]
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
-	project := Config{Unprotected: List{".env"}, Protected: List{"!.eslintrc", "deploy/"}}
-	merged, warn := NarrowProject(user, project)
+	project := config.Config{Unprotected: config.List{".env"}, Protected: config.List{"!.eslintrc", "deploy/"}}
+	merged, warn := config.NarrowProject(user, project)
 	if len(warn) != 2 || !strings.Contains(warn[0], `"protected"`) || !strings.Contains(warn[1], `"unprotected"`) {
 		t.Errorf("project exemptions: warnings %q, want one for protected and one for unprotected", warn)
 	}
@@ -597,7 +598,7 @@ protected = ["!.prettierrc"]
 	if err := os.WriteFile(userPath, []byte(`unprotected = [".editorconfig"]`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := LoadConfig(userPath, t.TempDir(), filepath.Join(dir, "state"))
+	loaded, err := config.LoadConfig(userPath, t.TempDir(), filepath.Join(dir, "state"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,7 +606,7 @@ protected = ["!.prettierrc"]
 		t.Errorf("the user's unprotected key was not taken without a project file: %+v", loaded.Config)
 	}
 	// A trusted project file is the user's word.
-	trusted := Overlay(user, project)
+	trusted := config.Overlay(user, project)
 	if m := changeset.NewProtectedMatcher(changeset.ProtectedPaths, trusted.Protected); m.DotWhy(".env", changeset.Added, has) != "" {
 		t.Errorf("a trusted project's unprotected key was not taken: %q", trusted.Protected)
 	}

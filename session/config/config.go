@@ -1,4 +1,7 @@
-package session
+// Package config reads the configuration a run starts from: the user's file and the project's
+// (which counts only once the user trusts it, and may only narrow), with a key for every flag of
+// `shadow run`, checked with errors that name the file, the line and the key.
+package config
 
 import (
 	"encoding/json"
