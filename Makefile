@@ -2,6 +2,8 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/shadow
+# The jail's PID 1 (cmd/shadow-init): a small program beside shadow, which starts it for every jail.
+INIT_BIN = $(dir $(BIN))shadow-init
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # The commit is stamped here too: `go build` leaves it out when -buildvcs=false is set (GOFLAGS).
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
@@ -12,6 +14,7 @@ FUZZTIME ?= 30s
 GOARCH ?= $(shell $(GO) env GOARCH)
 RELEASE_DIR ?= dist
 RELEASE_BIN := $(RELEASE_DIR)/shadow-linux-$(GOARCH)
+RELEASE_INIT_BIN := $(RELEASE_DIR)/shadow-init-linux-$(GOARCH)
 
 .PHONY: all build release release-check test test-deps lint unit bench fuzz demo deps clean \
 	docs install uninstall deb deb-check container-check
@@ -21,6 +24,7 @@ RELEASE_BIN := $(RELEASE_DIR)/shadow-linux-$(GOARCH)
 PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR ?= $(PREFIX)/bin
+LIBEXECDIR ?= $(PREFIX)/libexec
 DATADIR ?= $(PREFIX)/share
 MANDIR ?= $(DATADIR)/man
 # Generated from the command tree by `make docs`: the man pages and the shell completions.
@@ -44,11 +48,20 @@ test-deps:
 build: deps
 	@echo "building $(BIN) (a first build takes 1–7 minutes: cgo and ~280 packages; later ones seconds)…"
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/shadow
+	$(INIT_BUILD) -o $(INIT_BIN) ./cmd/shadow-init
 
+# shadow-init is built with the shadowinit tag, which leaves the host's side of the sandbox
+# package (and libseccomp, the proxy, TLS) out of it: it links the jail's side and no more (netgo
+# and osusergo: nor glibc's resolver and user lookup, which PID 1 never uses).
+INIT_TAGS := shadowinit,netgo,osusergo
+INIT_BUILD = $(GO) build -trimpath -tags $(INIT_TAGS) -ldflags "$(LDFLAGS)"
 # bin/shadow as a file: built when missing or older than a source, reused as it is otherwise
 # (so `sudo make install` after `make build` installs that binary and builds nothing as root).
 $(BIN): $(SOURCES)
 	@$(MAKE) --no-print-directory build
+
+$(INIT_BIN): $(SOURCES)
+	$(INIT_BUILD) -o $@ ./cmd/shadow-init
 
 # docs writes the man pages (shadow.1, shadow-run.1, ...) and the bash, zsh and fish completions.
 docs: $(BIN)
@@ -58,13 +71,14 @@ docs: $(BIN)
 	$(BIN) completion zsh > $(DOCS_DIR)/_shadow
 	$(BIN) completion fish > $(DOCS_DIR)/shadow.fish
 
-# install puts the binary in BINDIR, the man pages in MANDIR/man1 and the completions where
+# install puts the binary in BINDIR, shadow-init in LIBEXECDIR/shadow, the man pages in MANDIR/man1 and the completions where
 # bash-completion, zsh and fish look under PREFIX (for PREFIX=$$HOME/.local, the user's own).
-install: docs
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+install: docs $(INIT_BIN)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/shadow $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(DATADIR)/bash-completion/completions $(DESTDIR)$(DATADIR)/zsh/site-functions \
 		$(DESTDIR)$(DATADIR)/fish/vendor_completions.d
 	install -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/shadow
+	install -m 0755 $(INIT_BIN) $(DESTDIR)$(LIBEXECDIR)/shadow/shadow-init
 	install -m 0644 $(DOCS_DIR)/man1/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 $(DOCS_DIR)/shadow.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/shadow
 	install -m 0644 $(DOCS_DIR)/_shadow $(DESTDIR)$(DATADIR)/zsh/site-functions/_shadow
@@ -72,22 +86,28 @@ install: docs
 	@echo "installed $(DESTDIR)$(BINDIR)/shadow; run: shadow doctor"
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/shadow $(DESTDIR)$(MANDIR)/man1/shadow.1 $(DESTDIR)$(MANDIR)/man1/shadow-*.1 \
+	rm -f $(DESTDIR)$(BINDIR)/shadow $(DESTDIR)$(LIBEXECDIR)/shadow/shadow-init $(DESTDIR)$(MANDIR)/man1/shadow.1 $(DESTDIR)$(MANDIR)/man1/shadow-*.1 \
 		$(DESTDIR)$(DATADIR)/bash-completion/completions/shadow $(DESTDIR)$(DATADIR)/zsh/site-functions/_shadow \
 		$(DESTDIR)$(DATADIR)/fish/vendor_completions.d/shadow.fish
+	rmdir $(DESTDIR)$(LIBEXECDIR)/shadow 2>/dev/null || true
 
-# release builds a static binary (libseccomp linked in; netgo and osusergo keep glibc's resolver
-# and user lookup, which a static binary cannot load, out of it) and its sha256 checksum file.
+# release builds static binaries (libseccomp linked in; netgo and osusergo keep glibc's resolver
+# and user lookup, which a static binary cannot load, out of it), shadow and shadow-init, and a
+# sha256 checksum file for each. shadow runs alone too: without shadow-init beside it, it is its
+# own PID 1.
 release: deps
 	CGO_ENABLED=1 $(GO) build -trimpath -tags netgo,osusergo \
 		-ldflags "$(LDFLAGS) -s -w -linkmode external -extldflags -static" -o $(RELEASE_BIN) ./cmd/shadow
-	cd $(RELEASE_DIR) && sha256sum $(notdir $(RELEASE_BIN)) > $(notdir $(RELEASE_BIN)).sha256
-	@echo "$(RELEASE_BIN) and $(RELEASE_BIN).sha256"
+	CGO_ENABLED=1 $(GO) build -trimpath -tags $(INIT_TAGS) \
+		-ldflags "$(LDFLAGS) -s -w -linkmode external -extldflags -static" -o $(RELEASE_INIT_BIN) ./cmd/shadow-init
+	cd $(RELEASE_DIR) && sha256sum $(notdir $(RELEASE_BIN)) > $(notdir $(RELEASE_BIN)).sha256 && \
+		sha256sum $(notdir $(RELEASE_INIT_BIN)) > $(notdir $(RELEASE_INIT_BIN)).sha256
+	@echo "$(RELEASE_BIN), $(RELEASE_INIT_BIN) and their .sha256"
 
-# deb builds dist/shadow_VERSION_ARCH.deb with dpkg-deb from the static release binary and the
+# deb builds dist/shadow_VERSION_ARCH.deb with dpkg-deb from the static release binaries and the
 # control files of packaging/deb (man pages and completions are generated by the binary).
 deb: release
-	bash packaging/deb/build.sh $(RELEASE_BIN) $(RELEASE_DIR)
+	bash packaging/deb/build.sh $(RELEASE_BIN) $(RELEASE_DIR) $(RELEASE_INIT_BIN)
 
 # deb-check installs that package with apt-get, tries it as an ordinary user and purges it
 # (cmd/shadow's TestDebPackage; as root: it installs /usr/bin/shadow while it runs).
@@ -103,15 +123,17 @@ deb-check: deb
 container-check: release
 	bash packaging/container/check.sh $(RELEASE_BIN)
 
-# release-check checks the release binary: static (no ELF interpreter), its checksum, and that
-# it runs `version` and `run -- true` (cmd/shadow's TestReleaseBinary).
+# release-check checks the release binaries: static (no ELF interpreter), their checksums, and
+# that shadow runs `version` and a jailed command, alone and with shadow-init beside it
+# (cmd/shadow's TestReleaseBinary).
 release-check: release
-	SHADOW_RELEASE_BIN=$(abspath $(RELEASE_BIN)) $(GO) test -count=1 -run '^TestReleaseBinary$$' ./cmd/shadow
+	SHADOW_RELEASE_BIN=$(abspath $(RELEASE_BIN)) SHADOW_RELEASE_INIT_BIN=$(abspath $(RELEASE_INIT_BIN)) $(GO) test -count=1 -run '^TestReleaseBinary$$' ./cmd/shadow
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags $(INIT_TAGS) ./cmd/shadow-init
 
 # unit runs every package's tests, with the race detector, but for the two packages whose tests
 # drive the built binary (the CLI, and the jail's PID 1 re-executed): there it makes each shadow
@@ -145,8 +167,8 @@ fuzz:
 		done; \
 	done
 
-# demo reuses bin/shadow when no source is newer, and builds it first otherwise.
-demo: $(BIN)
+# demo reuses bin/shadow (and bin/shadow-init) when no source is newer, and builds it first otherwise.
+demo: $(BIN) $(INIT_BIN)
 	@bash assets/demo/run-demo.sh $(BIN)
 
 clean:

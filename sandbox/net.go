@@ -1,3 +1,5 @@
+//go:build !shadowinit
+
 package sandbox
 
 import (
@@ -6,12 +8,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,34 +22,6 @@ import (
 // the runtime directory: path-based unix sockets are reachable from any
 // network namespace, while the host (unprivileged) cannot enter the jail's.
 // Each connection starts with the port as two big-endian bytes.
-
-// servePublish runs in PID 1: it accepts relayed connections and dials the
-// jail's 127.0.0.1:PORT for each, for the listed ports only.
-func servePublish(ln net.Listener, ports []int) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer c.Close()
-			var hdr [2]byte
-			if _, err := io.ReadFull(c, hdr[:]); err != nil {
-				return
-			}
-			port := int(binary.BigEndian.Uint16(hdr[:]))
-			if !slices.Contains(ports, port) {
-				return
-			}
-			t, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 5*time.Second)
-			if err != nil {
-				return
-			}
-			defer t.Close()
-			relay(c, t)
-		}()
-	}
-}
 
 // publisher is the host side of the published ports.
 type publisher struct {
@@ -133,22 +105,6 @@ func (p *publisher) close() {
 		ln.Close()
 	}
 	p.wg.Wait()
-}
-
-// relay copies both ways until both directions are done.
-func relay(a, b net.Conn) {
-	done := make(chan struct{}, 2)
-	cp := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			_ = cw.CloseWrite()
-		}
-		done <- struct{}{}
-	}
-	go cp(a, b)
-	go cp(b, a)
-	<-done
-	<-done
 }
 
 // netHelper is the user-mode network stack giving the jail internet access.

@@ -1,3 +1,5 @@
+//go:build !shadowinit
+
 package sandbox
 
 import (
@@ -36,7 +38,7 @@ type hostFacts struct {
 	Dir     string // where the command starts: Project or a directory in it
 	Home    string // clean $HOME, or Policy.Home; may be empty
 	Upper   string // real path of the staging layer, created
-	Binary  string // this executable
+	Binary  string // the jail's PID 1 program (initBinary)
 	UID     int    // the invoker, as the host sees it
 	GID     int
 	// Env is the command's environment before HOME, PWD and PATH are set:
@@ -69,6 +71,9 @@ type hostFacts struct {
 	// Kinds says what each path the plan shows is: git directories,
 	// install trees, --ro paths, the host copies of agent caches.
 	Kinds map[string]fileKind
+	// InitSelf is set when Binary is this executable: PID 1 is
+	// /proc/self/exe re-executed.
+	InitSelf bool
 }
 
 // kind is what the facts say path is: missing when they do not know it.
@@ -120,9 +125,11 @@ func lookHost(p Policy, argv []string) (hostFacts, error) {
 	// /proc/self/exe cannot be the bind source: in the jail it still refers
 	// to the host's mount of the binary, which a bind from the jail's mount
 	// namespace refuses (EINVAL). The path is looked up again there.
-	if f.Binary, err = os.Executable(); err != nil {
+	exe, err := os.Executable()
+	if err != nil {
 		return f, &JailError{Step: "find shadow binary", Err: err}
 	}
+	f.Binary, f.InitSelf = initBinary(exe)
 	f.SystemDirs = systemDirs()
 	if t, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && within(t, "/run") {
 		f.ResolvConf = t
@@ -237,6 +244,7 @@ func planJail(p Policy, argv []string, root string, f hostFacts) (*jailSpec, err
 	s := &jailSpec{
 		Root:       root,
 		Binary:     f.Binary,
+		InitSelf:   f.InitSelf,
 		Project:    project,
 		Dir:        f.Dir,
 		Home:       home,
@@ -399,12 +407,30 @@ func planAgentCaches(caches []AgentCache, home, project string, f hostFacts) ([]
 	return out, dsts, nil
 }
 
-// systemDirs are the host's directories of systemDirGlobs.
-func systemDirs() []string {
-	var dirs []string
-	for _, g := range systemDirGlobs {
-		m, _ := filepath.Glob(g)
-		dirs = append(dirs, m...)
+// prepare checks p and resolves everything the jail needs on the host, then
+// plans the jail.
+func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, &JailError{Step: "command", Err: errors.New("no command given")}
 	}
-	return dirs
+	f, err := lookHost(p, argv)
+	if err != nil {
+		return nil, err
+	}
+	return planJail(p, argv, root, f)
+}
+
+// readOnlyMount shows host path p, of kind k, read-only at the same path: a
+// directory through an overlay (mountShown), a file through a read-only
+// bind. A socket is refused: the jail never reaches a host socket.
+func readOnlyMount(what, p string, k fileKind) (mountSpec, error) {
+	switch k {
+	case kindMissing:
+		return mountSpec{}, fmt.Errorf("stat %s: %w", p, fs.ErrNotExist)
+	case kindDir:
+		return mountSpec{Kind: mountShown, What: what, Src: p, Dst: p, ReadOnly: true}, nil
+	case kindSocket:
+		return mountSpec{}, fmt.Errorf("%s is a socket: shadow never lets the jail reach a host socket", p)
+	}
+	return mountSpec{Kind: mountBind, What: what, Src: p, Dst: p, ReadOnly: true}, nil
 }

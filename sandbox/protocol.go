@@ -1,6 +1,9 @@
 package sandbox
 
-import "syscall"
+import (
+	"syscall"
+	"time"
+)
 
 // The host and PID 1 of the jail talk over two inherited pipes, one JSON
 // value a line, one type per direction: on the control pipe the host sends
@@ -76,3 +79,6 @@ type stageReport struct {
 	Error    string `json:"error,omitempty"`
 	Exit     *int   `json:"exit,omitempty"`
 }
+
+// defaultKillGrace is the time between SIGTERM and SIGKILL when stopping.
+const defaultKillGrace = 2 * time.Second

@@ -1,3 +1,5 @@
+//go:build !shadowinit
+
 package sandbox
 
 import (
@@ -8,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -25,9 +26,6 @@ import (
 // then accepts the command's connections itself, with no relay in between,
 // and removes the hand-off socket. The command finds the port in HTTP_PROXY
 // and its kin. Nothing else leaves the jail's namespace.
-
-// proxySocket is the hand-off socket in the runtime directory.
-const proxySocket = "proxy.sock"
 
 // StateBind is a host path bound read-write into the jail at Dst, for an
 // agent's own state (SPEC §8): writes go straight to Src, are not staged and
@@ -46,10 +44,6 @@ type netProxy struct {
 	rules []proxy.Rule
 	done  chan struct{} // closed when the hand-off goroutine ends
 }
-
-// handOffTimeout bounds how long the host waits for a connection's
-// descriptor on the hand-off socket.
-const handOffTimeout = 5 * time.Second
 
 // startNetProxy starts an allow-list proxy for rules that serves the
 // listening socket PID 1 of the jail hands over on runtimeDir's proxy
@@ -118,10 +112,6 @@ func (n *netProxy) awaitListener() {
 		return
 	}
 }
-
-// maxHandOff bounds the descriptors one hand-off carries: the proxy's
-// listener and the loopback relays' (loopbackRelays keeps to it).
-const maxHandOff = 64
 
 // receiveListeners reads the descriptors of one hand-off from c and returns
 // them as listeners: the first a listening IPv4 TCP socket (the proxy's),
@@ -237,48 +227,6 @@ func ListenUnix(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// listenProxyPort runs in PID 1: it listens on a free port of the jail's
-// own loopback, the address the command is given as its proxy.
-func listenProxyPort() (net.Listener, int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, 0, fmt.Errorf("listen on the jail's 127.0.0.1: %w", err)
-	}
-	return ln, ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// handOffProxyListener runs in PID 1: it hands the listening socket ln,
-// then the loopback relays' listeners, over to the host's proxy through the
-// hand-off socket sock, then closes its own copies; from then on the host
-// accepts the command's connections directly. On failure they are closed
-// too, so the command's connections are refused rather than left hanging.
-func handOffProxyListener(ln net.Listener, relays []net.Listener, sock string) error {
-	all := append([]net.Listener{ln}, relays...)
-	defer func() {
-		for _, l := range all {
-			l.Close()
-		}
-	}()
-	var fds []int
-	for _, l := range all {
-		f, err := l.(*net.TCPListener).File()
-		if err != nil {
-			return fmt.Errorf("proxy listener: %w", err)
-		}
-		defer f.Close()
-		fds = append(fds, int(f.Fd()))
-	}
-	c, err := net.DialTimeout("unix", sock, handOffTimeout)
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", sock, err)
-	}
-	defer c.Close()
-	if _, _, err := c.(*net.UnixConn).WriteMsgUnix([]byte{0}, unix.UnixRights(fds...), nil); err != nil {
-		return fmt.Errorf("hand the proxy listener over on %s: %w", sock, err)
-	}
-	return nil
-}
-
 // loopbackRelay is an allowed destination on the host's loopback
 // ("--allow-domain localhost:8080"). The jail's own loopback goes direct
 // (NO_PROXY), so PID 1 listens on the same address in the jail and the
@@ -321,47 +269,6 @@ func loopbackRelays(rules []proxy.Rule) []loopbackRelay {
 		}
 	}
 	return out
-}
-
-// listenLoopbackRelays runs in PID 1: it listens on each relay address of
-// the jail's lo. An address that cannot be had (no IPv6 on this kernel) is
-// left out: the host relays what it is handed.
-func listenLoopbackRelays(addrs []string) []net.Listener {
-	var out []net.Listener
-	for _, a := range addrs {
-		ln, err := net.Listen("tcp", a)
-		if err != nil {
-			if !strings.HasPrefix(a, "[") {
-				fmt.Fprintf(os.Stderr, "shadow: cannot relay %s into the jail: %v\n", a, err)
-			}
-			continue
-		}
-		out = append(out, ln)
-	}
-	return out
-}
-
-// jailNoProxy is what goes direct rather than through the proxy: the
-// jail's own loopback, where the command's own servers listen (an allowed
-// loopback destination of the host is relayed there). Every form, since
-// clients differ: CIDR for Go, curl and Python, names and addresses for
-// Node's.
-const jailNoProxy = "localhost,127.0.0.1,::1,127.0.0.0/8,[::1]"
-
-// proxyEnv points the command's HTTP clients at the relay on port: the
-// proxy variables in both cases, NO_PROXY for the jail's loopback only
-// (nothing else bypasses the allow-list; there is nothing else to reach
-// directly), and NODE_USE_ENV_PROXY so that Node's own fetch uses them.
-func proxyEnv(env []string, port int) []string {
-	u := "http://127.0.0.1:" + strconv.Itoa(port)
-	for _, kv := range [][2]string{
-		{"HTTP_PROXY", u}, {"HTTPS_PROXY", u}, {"ALL_PROXY", u},
-		{"http_proxy", u}, {"https_proxy", u}, {"all_proxy", u},
-		{"NO_PROXY", jailNoProxy}, {"no_proxy", jailNoProxy}, {"NODE_USE_ENV_PROXY", "1"},
-	} {
-		env = setEnv(env, kv[0], kv[1])
-	}
-	return env
 }
 
 // stateMounts checks agent state binds and turns them into read-write bind

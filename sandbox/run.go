@@ -1,3 +1,5 @@
+//go:build !shadowinit
+
 package sandbox
 
 import (
@@ -19,9 +21,6 @@ import (
 
 	"github.com/shadow-sandbox/shadow/sandbox/confine"
 )
-
-// defaultKillGrace is the time between SIGTERM and SIGKILL when stopping.
-const defaultKillGrace = 2 * time.Second
 
 // RelayedSignals are the signals a caller relays to a run (IO.Signals) so
 // that a run in the user's terminal gets them as a command outside a jail
@@ -394,8 +393,13 @@ func startJail(s *jailSpec, w IO, masks *maskScan) (*jail, error) {
 	if s.NewNet {
 		flags |= unix.CLONE_NEWNET
 	}
+	pid1 := s.Binary
+	if s.InitSelf {
+		// The very binary running, even if its path was replaced since.
+		pid1 = "/proc/self/exe"
+	}
 	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
+		Path:       pid1,
 		Args:       []string{"shadow", initArg},
 		Env:        stageEnv,
 		Stdin:      w.Stdin,

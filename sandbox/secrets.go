@@ -1,3 +1,5 @@
+//go:build !shadowinit
+
 package sandbox
 
 import (

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +14,8 @@ import (
 // inherited pipe: every path already resolved on the host.
 type jailSpec struct {
 	Root        string      // empty host directory the jail's root tmpfs is mounted on
-	Binary      string      // this executable, bound at jailInitBinary
+	Binary      string      // PID 1's program (initBinary), bound at jailInitBinary
+	InitSelf    bool        `json:"-"` // Binary is this executable: start /proc/self/exe
 	Project     string      // real path of the project
 	Dir         string      // where the command starts: Project or a directory in it
 	Home        string      // host $HOME, an empty tmpfs in the jail
@@ -113,34 +113,6 @@ func CheckProject(project, home string) error {
 			"run shadow in the project's directory, or give --project DIR", project, home)
 	}
 	return nil
-}
-
-// prepare checks p and resolves everything the jail needs on the host, then
-// plans the jail.
-func prepare(p Policy, argv []string, root string) (*jailSpec, error) {
-	if len(argv) == 0 || argv[0] == "" {
-		return nil, &JailError{Step: "command", Err: errors.New("no command given")}
-	}
-	f, err := lookHost(p, argv)
-	if err != nil {
-		return nil, err
-	}
-	return planJail(p, argv, root, f)
-}
-
-// readOnlyMount shows host path p, of kind k, read-only at the same path: a
-// directory through an overlay (mountShown), a file through a read-only
-// bind. A socket is refused: the jail never reaches a host socket.
-func readOnlyMount(what, p string, k fileKind) (mountSpec, error) {
-	switch k {
-	case kindMissing:
-		return mountSpec{}, fmt.Errorf("stat %s: %w", p, fs.ErrNotExist)
-	case kindDir:
-		return mountSpec{Kind: mountShown, What: what, Src: p, Dst: p, ReadOnly: true}, nil
-	case kindSocket:
-		return mountSpec{}, fmt.Errorf("%s is a socket: shadow never lets the jail reach a host socket", p)
-	}
-	return mountSpec{Kind: mountBind, What: what, Src: p, Dst: p, ReadOnly: true}, nil
 }
 
 // gitReadOnly returns the git directories to bind read-only, of the
@@ -369,4 +341,14 @@ func (s *jailSpec) projectUpper() string {
 		}
 	}
 	return ""
+}
+
+// systemDirs are the host's directories of systemDirGlobs.
+func systemDirs() []string {
+	var dirs []string
+	for _, g := range systemDirGlobs {
+		m, _ := filepath.Glob(g)
+		dirs = append(dirs, m...)
+	}
+	return dirs
 }

@@ -13,7 +13,8 @@ import (
 
 // TestDebPackage installs the Debian package of `make deb` with apt-get, as `make deb-check`
 // does (it names the package in SHADOW_DEB): the files are where Debian puts them, shadow doctor
-// passes and a jailed command runs as an ordinary user, `man shadow-run` renders, bash completes
+// passes and a jailed command runs as an ordinary user (with /usr/libexec/shadow/shadow-init as
+// its PID 1), `man shadow-run` renders, bash completes
 // a subcommand and every preset after --preset; then `apt-get remove --purge` leaves none of the
 // package's files. It installs /usr/bin/shadow on this machine for its length, so it runs only
 // when asked, as root.
@@ -63,7 +64,7 @@ func TestDebPackage(t *testing.T) {
 	for _, p := range listed {
 		has[p] = true
 	}
-	want := []string{"/usr/bin/shadow", "/etc/apparmor.d/shadow",
+	want := []string{"/usr/bin/shadow", "/usr/libexec/shadow/shadow-init", "/etc/apparmor.d/shadow",
 		"/usr/share/bash-completion/completions/shadow", "/usr/share/zsh/vendor-completions/_shadow",
 		"/usr/share/fish/vendor_completions.d/shadow.fish", "/usr/share/doc/shadow/copyright",
 		"/usr/share/doc/shadow/changelog.Debian.gz", "/usr/share/doc/shadow/README.md.gz"}
@@ -107,6 +108,9 @@ func TestDebPackage(t *testing.T) {
 	}
 	if out, err := asUser("shadow", "run", "--", "sh", "-c", "echo hi > f"); err != nil || !strings.Contains(out, "1 added") {
 		t.Errorf("shadow run as %s: %v\n%s", a.Name, err, out)
+	}
+	if out, err := userCmd("shadow", "run", "--", "cat", "/proc/1/comm").Output(); err != nil || strings.TrimSpace(string(out)) != initComm() {
+		t.Errorf("shadow run as %s: PID 1 of the jail is %q (%v), want %s", a.Name, strings.TrimSpace(string(out)), err, initComm())
 	}
 	if out, err := asUser("man", "-P", "cat", "shadow-run"); err != nil || !strings.Contains(out, "SHADOW-RUN(1)") || !strings.Contains(out, "shadow run [flags] -- CMD") ||
 		!strings.Contains(out, "--preset") {

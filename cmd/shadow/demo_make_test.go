@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// TestDemoReusesBuild: `make demo` runs the demo on bin/shadow as it is when no source is newer,
+// TestDemoReusesBuild: `make demo` runs the demo on bin/shadow (and bin/shadow-init beside it) as
+// they are when no source is newer,
 // and otherwise (stale or missing) first says what the build does and how long a first one takes,
 // then builds. make -n shows what it would run without running it.
 func TestDemoReusesBuild(t *testing.T) {
@@ -28,13 +29,16 @@ func TestDemoReusesBuild(t *testing.T) {
 	}
 	fresh := filepath.Join(dir, "fresh")
 	stale := filepath.Join(dir, "stale")
-	for _, p := range []string{fresh, stale} {
+	// shadow-init of both, fresh: the demo builds it only when it is older than a source.
+	freshInit := filepath.Join(dir, "shadow-init")
+	for _, p := range []string{fresh, stale, freshInit} {
 		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	later, long := time.Now().Add(time.Hour), time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	os.Chtimes(fresh, later, later)
+	os.Chtimes(freshInit, later, later)
 	os.Chtimes(stale, long, long)
 
 	if out := plan(fresh); strings.Contains(out, "go build") || strings.Contains(out, "building") || !strings.Contains(out, "run-demo.sh "+fresh) {

@@ -34,7 +34,7 @@ func manPages(root *cobra.Command) []string {
 }
 
 // TestMakeInstall: `make install PREFIX=…` run by a user who is not root installs the binary,
-// a man page for every command and the three shells' completions under the prefix, `DESTDIR`
+// shadow-init where shadow looks for it (LIBEXECDIR/shadow), a man page for every command and the three shells' completions under the prefix, `DESTDIR`
 // stages the same tree under another root, and `make uninstall` takes every file away again.
 func TestMakeInstall(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
@@ -42,10 +42,17 @@ func TestMakeInstall(t *testing.T) {
 	}
 	root := repoRoot(t)
 	dir, bin := testuser.BinaryDir(t, "shadow-install-", "shadow")
-	// The copy is newer than every source, so make installs it and builds nothing.
-	later := time.Now().Add(time.Hour)
-	if err := os.Chtimes(bin, later, later); err != nil {
+	// The copies are newer than every source, so make installs them and builds nothing; the
+	// install of shadow-init is checked on a stand-in.
+	initBin := filepath.Join(dir, "shadow-init")
+	if err := copyExecutable(bin, initBin); err != nil {
 		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	for _, p := range []string{bin, initBin} {
+		if err := os.Chtimes(p, later, later); err != nil {
+			t.Fatal(err)
+		}
 	}
 	as := func(args ...string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }
 	if os.Getuid() == 0 {
@@ -63,7 +70,7 @@ func TestMakeInstall(t *testing.T) {
 			t.Fatalf("make %v: %v\n%s", args, err, out)
 		}
 	}
-	want := []string{"bin/shadow", "share/bash-completion/completions/shadow",
+	want := []string{"bin/shadow", "libexec/shadow/shadow-init", "share/bash-completion/completions/shadow",
 		"share/zsh/site-functions/_shadow", "share/fish/vendor_completions.d/shadow.fish"}
 	for _, page := range manPages(newRootCmd()) {
 		want = append(want, "share/man/man1/"+page)
@@ -78,8 +85,10 @@ func TestMakeInstall(t *testing.T) {
 				t.Errorf("%s: make install left no %s: %v", c.name, rel, err)
 			}
 		}
-		if fi, err := os.Stat(filepath.Join(c.top, "bin", "shadow")); err == nil && fi.Mode().Perm() != 0o755 {
-			t.Errorf("%s: bin/shadow has mode %v, want 0755", c.name, fi.Mode().Perm())
+		for _, rel := range []string{"bin/shadow", "libexec/shadow/shadow-init"} {
+			if fi, err := os.Stat(filepath.Join(c.top, rel)); err == nil && fi.Mode().Perm() != 0o755 {
+				t.Errorf("%s: %s has mode %v, want 0755", c.name, rel, fi.Mode().Perm())
+			}
 		}
 		make("uninstall", "PREFIX="+c.prefix, "DESTDIR="+c.dest)
 		filepath.Walk(c.top, func(p string, fi os.FileInfo, err error) error {

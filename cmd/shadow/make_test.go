@@ -27,12 +27,13 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// TestReleaseBinary builds the release binary with `make release` (or takes the one named by
-// SHADOW_RELEASE_BIN, as `make release-check` does) and checks it is static (no ELF interpreter,
-// no shared library), that its checksum file matches, that `version` names the commit it was
-// built from, and that it runs a command in the jail.
+// TestReleaseBinary builds the release binaries with `make release` (or takes those named by
+// SHADOW_RELEASE_BIN and SHADOW_RELEASE_INIT_BIN, as `make release-check` does) and checks both
+// are static (no ELF interpreter, no shared library), that their checksum files match, that
+// `version` names the commit it was built from, and that shadow runs a command in the jail
+// alone (its own PID 1) and with shadow-init beside it (which is then PID 1).
 func TestReleaseBinary(t *testing.T) {
-	bin := os.Getenv("SHADOW_RELEASE_BIN")
+	bin, initBin := os.Getenv("SHADOW_RELEASE_BIN"), os.Getenv("SHADOW_RELEASE_INIT_BIN")
 	root := repoRoot(t)
 	built := bin == ""
 	if built {
@@ -55,33 +56,39 @@ func TestReleaseBinary(t *testing.T) {
 			t.Fatalf("make release: %v\n%s", err, out)
 		}
 		bin = filepath.Join(dir, "shadow-linux-"+runtime.GOARCH)
+		initBin = filepath.Join(dir, "shadow-init-linux-"+runtime.GOARCH)
+	}
+	if initBin == "" {
+		initBin = filepath.Join(filepath.Dir(bin), "shadow-init-linux-"+runtime.GOARCH)
 	}
 
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
-			t.Errorf("%s has a %s program header: it is not static", bin, p.Type)
+	for _, bin := range []string{bin, initBin} {
+		f, err := elf.Open(bin)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if libs, err := f.ImportedLibraries(); err != nil || len(libs) > 0 {
-		t.Errorf("%s needs shared libraries %v (%v)", bin, libs, err)
-	}
-	f.Close()
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+				t.Errorf("%s has a %s program header: it is not static", bin, p.Type)
+			}
+		}
+		if libs, err := f.ImportedLibraries(); err != nil || len(libs) > 0 {
+			t.Errorf("%s needs shared libraries %v (%v)", bin, libs, err)
+		}
+		f.Close()
 
-	sum, err := os.ReadFile(bin + ".sha256")
-	if err != nil {
-		t.Fatalf("no checksum file: %v", err)
-	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := sha256.Sum256(data)
-	if want := hex.EncodeToString(h[:]) + "  " + filepath.Base(bin) + "\n"; string(sum) != want {
-		t.Errorf("%s.sha256 = %q, want %q (the format sha256sum -c reads)", bin, sum, want)
+		sum, err := os.ReadFile(bin + ".sha256")
+		if err != nil {
+			t.Fatalf("no checksum file: %v", err)
+		}
+		data, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.Sum256(data)
+		if want := hex.EncodeToString(h[:]) + "  " + filepath.Base(bin) + "\n"; string(sum) != want {
+			t.Errorf("%s.sha256 = %q, want %q (the format sha256sum -c reads)", bin, sum, want)
+		}
 	}
 
 	out, err := exec.Command(bin, "version").CombinedOutput()
@@ -111,6 +118,42 @@ func TestReleaseBinary(t *testing.T) {
 	if !strings.Contains(stderr.String(), "0 added, 1 modified, 0 deleted") {
 		t.Errorf("the release binary's run staged nothing:\n%s", stderr.String())
 	}
+
+	// Alone, shadow is its own PID 1; installed with shadow-init (as README says), shadow-init is.
+	pair := t.TempDir()
+	if err := copyExecutable(bin, filepath.Join(pair, "shadow")); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyExecutable(initBin, filepath.Join(pair, "shadow-init")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ bin, want string }{{bin, "exe"}, {filepath.Join(pair, "shadow"), initComm()}} {
+		cmd := exec.Command(c.bin, "run", "--project", project, "--", "cat", "/proc/1/comm")
+		cmd.Env = run.Env
+		out, err := cmd.Output()
+		if err != nil || strings.TrimSpace(string(out)) != c.want {
+			t.Errorf("%s run: PID 1 of the jail is %q (%v), want %s", c.bin, strings.TrimSpace(string(out)), err, c.want)
+		}
+	}
+}
+
+// initComm is what /proc/1/comm says in a jail of a shadow installed with shadow-init:
+// shadow-init, or exe (shadow re-executed as /proc/self/exe) where AppArmor lets only shadow
+// make user namespaces.
+func initComm() string {
+	if b, _ := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); strings.TrimSpace(string(b)) == "1" {
+		return "exe"
+	}
+	return "shadow-init"
+}
+
+// copyExecutable copies the program src to dst, mode 0755.
+func copyExecutable(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o755)
 }
 
 // fakeTools makes a directory to be the whole PATH, holding the tools .ci/deps itself uses and

@@ -1,3 +1,5 @@
+//go:build !shadowinit
+
 package confine
 
 import (

@@ -1,0 +1,55 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestInitBinaryLayouts: shadow finds shadow-init in every layout it is installed in (a build's
+// bin/, a release copied beside shadow, make install and the Debian package's libexec), prefers
+// the one beside it, and is its own PID 1 when none is there or the one there cannot be run.
+func TestInitBinaryLayouts(t *testing.T) {
+	if appArmorRestrictsUserns() {
+		t.Skip("AppArmor restricts user namespaces here: PID 1 is shadow itself, whatever is installed")
+	}
+	file := func(p string, mode os.FileMode) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		files map[string]os.FileMode // under the prefix
+		want  string                 // "": shadow itself
+	}{
+		{"beside", map[string]os.FileMode{"bin/shadow-init": 0o755}, "bin/shadow-init"},
+		{"libexec", map[string]os.FileMode{"libexec/shadow/shadow-init": 0o755}, "libexec/shadow/shadow-init"},
+		{"beside first", map[string]os.FileMode{"bin/shadow-init": 0o755, "libexec/shadow/shadow-init": 0o755}, "bin/shadow-init"},
+		{"none", nil, ""},
+		{"not executable", map[string]os.FileMode{"bin/shadow-init": 0o644}, ""},
+		{"a directory", map[string]os.FileMode{"bin/shadow-init/x": 0o755}, ""},
+		{"other name", map[string]os.FileMode{"bin/shadow-init-linux-amd64": 0o755}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			prefix := t.TempDir()
+			exe := filepath.Join(prefix, "bin", "shadow")
+			file(exe, 0o755)
+			for p, mode := range c.files {
+				file(filepath.Join(prefix, p), mode)
+			}
+			got, self := initBinary(exe)
+			want := exe
+			if c.want != "" {
+				want = filepath.Join(prefix, c.want)
+			}
+			if got != want || self != (c.want == "") {
+				t.Errorf("initBinary = %s (self %v), want %s (self %v)", got, self, want, c.want == "")
+			}
+		})
+	}
+}
