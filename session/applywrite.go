@@ -78,20 +78,8 @@ type journalEntry struct {
 // on parallel workers, one directory at a time each. Cancelling ctx before the renames undoes
 // the apply (abort); from the renames on, it is finished.
 func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *changeset.Bases, root *projectfs.Root) error {
-	// Partial contents become base objects first: a recovered, done apply records them as bases.
-	partial := false
-	for _, o := range pl.ops {
-		if o.Kind == 'f' && !o.Whole {
-			if _, err := b.PutObject(bytes.NewReader(pl.contents[o.Hash]), true); err != nil {
-				return err
-			}
-			partial = true
-		}
-	}
-	if partial {
-		if err := statefile.SyncDir(b.Dir); err != nil {
-			return err
-		}
+	if err := storePartials(pl, b); err != nil {
+		return err
 	}
 	jdir := filepath.Join(s.journalDir(), id)
 	if err := os.MkdirAll(jdir, 0o700); err != nil {
@@ -110,57 +98,14 @@ func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *cha
 	if err != nil {
 		return fail(err)
 	}
-	dirs := map[string]bool{}  // directories this apply creates
-	isDir := map[string]bool{} // directories the project has
 	deleted := map[string]bool{}
 	for _, o := range pl.ops {
 		if o.Kind == 'd' {
 			deleted[o.Path] = true
 		}
 	}
-	for i, o := range pl.ops {
-		jp := journalPath{op: o, Temp: fmt.Sprintf(".shadow-apply-%s-%d", id, i), Prior: priors[i]}
-		if pe, ok := b.Index.Paths[o.Path]; ok {
-			pe := pe
-			jp.PriorBase = &pe
-		}
-		if jp.Prior.Exists {
-			switch jp.Prior.Type {
-			case 'f', 'l':
-			case 'd':
-				// The agent replaced a directory with a file: allowed when this apply deletes
-				// everything in it; the directories are removed and recorded for a rollback.
-				removed, err := emptiedDirs(root, o.Path, deleted)
-				if err != nil || o.Kind == 'd' {
-					return fail(fmt.Errorf("apply %s: the project has a directory there that this apply does not empty; not replacing it", quote.Path(o.Path)))
-				}
-				e.RemovedDirs = append(e.RemovedDirs, removed...)
-			default:
-				return fail(fmt.Errorf("apply %s: the project has a special file there; not replacing it", quote.Path(o.Path)))
-			}
-		}
-		if o.Kind != 'd' {
-			for d := filepath.Dir(o.Path); d != "."; d = filepath.Dir(d) {
-				d = filepath.ToSlash(d)
-				if dirs[d] || isDir[d] {
-					break
-				}
-				dh, err := root.Lstat(d)
-				if err != nil {
-					return fail(fmt.Errorf("apply %s: %w", quote.Path(o.Path), err))
-				}
-				if dh.Exists && dh.Stat.Type == 'd' {
-					isDir[d] = true
-					break
-				}
-				if dh.Exists && !deleted[d] {
-					return fail(fmt.Errorf("apply %s: %s is not a directory in the project", quote.Path(o.Path), quote.Path(d)))
-				}
-				dirs[d] = true
-				e.Dirs = append(e.Dirs, d)
-			}
-		}
-		e.Paths = append(e.Paths, jp)
+	if err := journalPaths(root, id, pl.ops, b, priors, deleted, e); err != nil {
+		return fail(err)
 	}
 	sort.Strings(e.Dirs)
 	e.RemovedDirs = append(e.RemovedDirs, leftEmpty(root, s.UpperDir(), pl.ops, deleted, e.RemovedDirs)...)
@@ -175,14 +120,106 @@ func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *cha
 	step("journal")
 	// Resolve every directory afresh from here on: the host may have changed the tree meanwhile.
 	root.Invalidate()
+	if err := removeForApply(ctx, root, e); err != nil {
+		return s.abort(root, e, err)
+	}
+	root.Invalidate()
+	if err := s.writeAndRename(ctx, root, b, e); err != nil {
+		return s.abort(root, e, err)
+	}
+	if err := writeMarker(jdir, "done"); err != nil {
+		return err
+	}
+	step("done")
+	if err := s.commitApply(root, e, b); err != nil {
+		return fmt.Errorf("apply %s: the project is written but recording it failed (the next shadow command finishes it): %w", id, err)
+	}
+	step("committed")
+	return nil
+}
 
+// storePartials makes the partial contents of the plan (hunks accepted in part) base objects, so
+// that a recovered, done apply records them as bases.
+func storePartials(pl *ApplyPlan, b *changeset.Bases) error {
+	partial := false
+	for _, o := range pl.ops {
+		if o.Kind == 'f' && !o.Whole {
+			if _, err := b.PutObject(bytes.NewReader(pl.contents[o.Hash]), true); err != nil {
+				return err
+			}
+			partial = true
+		}
+	}
+	if !partial {
+		return nil
+	}
+	return statefile.SyncDir(b.Dir)
+}
+
+// journalPaths records in e what each op replaces (its prior, saved as priors, and its prior
+// base), the directories the apply creates and those it removes because the agent replaced a
+// directory with a file; deleted are the paths the apply deletes. It refuses an op whose place
+// the project holds in a way the apply must not overwrite.
+func journalPaths(root *projectfs.Root, id string, ops []op, b *changeset.Bases, priors []priorState, deleted map[string]bool, e *journalEntry) error {
+	dirs := map[string]bool{}  // directories this apply creates
+	isDir := map[string]bool{} // directories the project has
+	for i, o := range ops {
+		jp := journalPath{op: o, Temp: fmt.Sprintf(".shadow-apply-%s-%d", id, i), Prior: priors[i]}
+		if pe, ok := b.Index.Paths[o.Path]; ok {
+			pe := pe
+			jp.PriorBase = &pe
+		}
+		if jp.Prior.Exists {
+			switch jp.Prior.Type {
+			case 'f', 'l':
+			case 'd':
+				// The agent replaced a directory with a file: allowed when this apply deletes
+				// everything in it; the directories are removed and recorded for a rollback.
+				removed, err := emptiedDirs(root, o.Path, deleted)
+				if err != nil || o.Kind == 'd' {
+					return fmt.Errorf("apply %s: the project has a directory there that this apply does not empty; not replacing it", quote.Path(o.Path))
+				}
+				e.RemovedDirs = append(e.RemovedDirs, removed...)
+			default:
+				return fmt.Errorf("apply %s: the project has a special file there; not replacing it", quote.Path(o.Path))
+			}
+		}
+		if o.Kind != 'd' {
+			for d := filepath.Dir(o.Path); d != "."; d = filepath.Dir(d) {
+				d = filepath.ToSlash(d)
+				if dirs[d] || isDir[d] {
+					break
+				}
+				dh, err := root.Lstat(d)
+				if err != nil {
+					return fmt.Errorf("apply %s: %w", quote.Path(o.Path), err)
+				}
+				if dh.Exists && dh.Stat.Type == 'd' {
+					isDir[d] = true
+					break
+				}
+				if dh.Exists && !deleted[d] {
+					return fmt.Errorf("apply %s: %s is not a directory in the project", quote.Path(o.Path), quote.Path(d))
+				}
+				dirs[d] = true
+				e.Dirs = append(e.Dirs, d)
+			}
+		}
+		e.Paths = append(e.Paths, jp)
+	}
+	return nil
+}
+
+// removeForApply deletes the paths the journaled apply e deletes, then the directories it
+// removes (children first); a directory the host put something in meanwhile stays.
+func removeForApply(ctx context.Context, root *projectfs.Root, e *journalEntry) error {
 	for i, jp := range e.Paths {
 		if jp.Kind == 'd' {
 			if ctx.Err() != nil {
-				return s.abort(root, e, errInterrupted)
+				return errInterrupted
 			}
 			if err := deletePath(root, jp); err != nil {
-				return s.abort(root, e, err)
+				return err
 			}
 			step(fmt.Sprintf("delete %d", i))
 		}
@@ -194,40 +231,37 @@ func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *cha
 			continue // the host put something in it meanwhile: it stays
 		}
 		if err != nil {
-			return s.abort(root, e, fmt.Errorf("apply: remove directory %s: %w", quote.Path(d.Path), err))
+			return fmt.Errorf("apply: remove directory %s: %w", quote.Path(d.Path), err)
 		}
 		step("rmdir " + d.Path)
 	}
-	root.Invalidate()
+	return nil
+}
+
+// writeAndRename writes the temp files of the journaled apply e and renames them over the
+// project's files, each stage made durable with one syncfs; an interruption is honoured up to
+// the renames, the last moment to undo rather than finish.
+func (s *Session) writeAndRename(ctx context.Context, root *projectfs.Root, b *changeset.Bases, e *journalEntry) error {
 	if err := s.writeTemps(ctx, root, b, e); err != nil {
-		return s.abort(root, e, err)
+		return err
 	}
 	// One syncfs makes every temp file durable before any of them replaces a project file.
 	if err := syncfsAt(s.Meta.Project); err != nil {
-		return s.abort(root, e, err)
+		return err
 	}
 	step("temps")
-	// The last moment to undo rather than finish: the renames replace project files.
 	if ctx.Err() != nil {
-		return s.abort(root, e, errInterrupted)
+		return errInterrupted
 	}
 	root.Invalidate()
 	if err := renameTemps(root, e); err != nil {
-		return s.abort(root, e, err)
+		return err
 	}
 	// And one more makes the renames (the directories) durable before the entry is marked done.
 	if err := syncfsAt(s.Meta.Project); err != nil {
-		return s.abort(root, e, err)
-	}
-	step("renamed")
-	if err := writeMarker(jdir, "done"); err != nil {
 		return err
 	}
-	step("done")
-	if err := s.commitApply(root, e, b); err != nil {
-		return fmt.Errorf("apply %s: the project is written but recording it failed (the next shadow command finishes it): %w", id, err)
-	}
-	step("committed")
+	step("renamed")
 	return nil
 }
 

@@ -483,43 +483,9 @@ func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
 	} else if msg != "" {
 		l.Recovered = strings.TrimPrefix(l.Recovered+"; "+msg, "; ")
 	}
-	sessions, _, err := l.store.projectSessions(l.project)
+	items, left, err := l.appliesToRollBack(toID)
 	if err != nil {
 		return nil, err
-	}
-	type item struct {
-		s   *Session
-		rec ApplyRecord
-	}
-	var items []item
-	for _, s := range sessions {
-		s.lock = l
-		for _, r := range s.Meta.Applies {
-			if !r.RolledBack {
-				items = append(items, item{s, r})
-			}
-		}
-	}
-	sort.SliceStable(items, func(i, j int) bool { return items[i].rec.Time.Before(items[j].rec.Time) })
-	if len(items) == 0 {
-		return nil, fmt.Errorf("roll back: project %s has no apply to roll back", l.project)
-	}
-	from := len(items) - 1
-	if toID != "" {
-		from = -1
-		for i, it := range items {
-			if it.rec.ID == toID {
-				from = i
-			}
-		}
-		if from < 0 {
-			return nil, fmt.Errorf("roll back: no apply %q of project %s that is not rolled back already", toID, l.project)
-		}
-	}
-	for _, it := range items[from:] {
-		if it.s.RunActive() {
-			return nil, fmt.Errorf("roll back: a run is active on session %s; wait for it to end", it.s.Meta.ID)
-		}
 	}
 	unlock, err := l.store.stateLock(l.project, true)
 	if err != nil {
@@ -531,17 +497,100 @@ func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
 		return nil, err
 	}
 	defer root.Close()
-	// Check every path against the newest apply that wrote it before touching anything.
-	entries := make([]*journalEntry, len(items)-from)
+	entries, err := unchangedSinceApply(root, items)
+	if err != nil {
+		return nil, err
+	}
+	// Applies made with --commit: their commits are undone first, or the rollback refused.
+	jdirs := make([]string, 0, len(entries))
+	for i := len(entries) - 1; i >= 0; i-- {
+		jdirs = append(jdirs, filepath.Join(items[i].s.journalDir(), entries[i].ID))
+	}
+	if err := uncommitApplies(jdirs); err != nil {
+		return nil, err
+	}
+	res := &RollbackResult{Left: left}
+	for i := len(entries) - 1; i >= 0; i-- {
+		it, e := items[i], entries[i]
+		jdir := filepath.Join(it.s.journalDir(), e.ID)
+		if err := writeMarker(jdir, "rollback"); err != nil {
+			return res, err
+		}
+		u, err := it.s.rollbackEntry(root, e, false)
+		if err != nil {
+			return res, err
+		}
+		if err := it.s.commitRollback(root, e); err != nil {
+			return res, err
+		}
+		res.Applies = append(res.Applies, e.ID)
+		res.Restored += u.Restored
+	}
+	res.PutBack, res.Removed = rolledBackPaths(entries)
+	return res, nil
+}
+
+// rollbackItem is one apply a rollback may undo, with its session.
+type rollbackItem struct {
+	s   *Session
+	rec ApplyRecord
+}
+
+// appliesToRollBack are the applies of the project a rollback to toID undoes ("": the last one),
+// oldest first, and how many older applies stay. It refuses while a run is active on a session
+// whose apply it would undo.
+func (l *ProjectLock) appliesToRollBack(toID string) ([]rollbackItem, int, error) {
+	sessions, _, err := l.store.projectSessions(l.project)
+	if err != nil {
+		return nil, 0, err
+	}
+	var items []rollbackItem
+	for _, s := range sessions {
+		s.lock = l
+		for _, r := range s.Meta.Applies {
+			if !r.RolledBack {
+				items = append(items, rollbackItem{s, r})
+			}
+		}
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].rec.Time.Before(items[j].rec.Time) })
+	if len(items) == 0 {
+		return nil, 0, fmt.Errorf("roll back: project %s has no apply to roll back", l.project)
+	}
+	from := len(items) - 1
+	if toID != "" {
+		from = -1
+		for i, it := range items {
+			if it.rec.ID == toID {
+				from = i
+			}
+		}
+		if from < 0 {
+			return nil, 0, fmt.Errorf("roll back: no apply %q of project %s that is not rolled back already", toID, l.project)
+		}
+	}
+	for _, it := range items[from:] {
+		if it.s.RunActive() {
+			return nil, 0, fmt.Errorf("roll back: a run is active on session %s; wait for it to end", it.s.Meta.ID)
+		}
+	}
+	return items[from:], from, nil
+}
+
+// unchangedSinceApply reads the journal entries of items and checks every path against the
+// newest apply that wrote it, before anything is touched: a path the project changed after the
+// apply refuses the whole rollback, naming every such path.
+func unchangedSinceApply(root *projectfs.Root, items []rollbackItem) ([]*journalEntry, error) {
+	entries := make([]*journalEntry, len(items))
 	latest := map[string]bool{}
 	var changed []string
-	for i := len(items) - 1; i >= from; i-- {
+	for i := len(items) - 1; i >= 0; i-- {
 		it := items[i]
 		e, err := readEntry(filepath.Join(it.s.journalDir(), it.rec.ID))
 		if err != nil {
 			return nil, fmt.Errorf("roll back apply %s: read its journal: %w", it.rec.ID, err)
 		}
-		entries[i-from] = e
+		entries[i] = e
 		for _, jp := range e.Paths {
 			if latest[jp.Path] {
 				continue
@@ -559,32 +608,12 @@ func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
 	if len(changed) > 0 {
 		return nil, fmt.Errorf("roll back: the project changed these paths after the apply; nothing was rolled back: %s", strings.Join(quoteAll(changed), ", "))
 	}
-	// Applies made with --commit: their commits are undone first, or the rollback refused.
-	jdirs := make([]string, 0, len(entries))
-	for i := len(entries) - 1; i >= 0; i-- {
-		jdirs = append(jdirs, filepath.Join(items[from+i].s.journalDir(), entries[i].ID))
-	}
-	if err := uncommitApplies(jdirs); err != nil {
-		return nil, err
-	}
-	res := &RollbackResult{Left: from}
-	for i := len(entries) - 1; i >= 0; i-- {
-		it, e := items[from+i], entries[i]
-		jdir := filepath.Join(it.s.journalDir(), e.ID)
-		if err := writeMarker(jdir, "rollback"); err != nil {
-			return res, err
-		}
-		u, err := it.s.rollbackEntry(root, e, false)
-		if err != nil {
-			return res, err
-		}
-		if err := it.s.commitRollback(root, e); err != nil {
-			return res, err
-		}
-		res.Applies = append(res.Applies, e.ID)
-		res.Restored += u.Restored
-	}
-	// A path's state now is its prior state in the oldest apply rolled back.
+	return entries, nil
+}
+
+// rolledBackPaths are the paths the rolled-back entries put back and those they removed: a
+// path's state now is its prior state in the oldest apply rolled back.
+func rolledBackPaths(entries []*journalEntry) (putBack, removed []string) {
 	prior := map[string]bool{}
 	for i := len(entries) - 1; i >= 0; i-- {
 		for _, jp := range entries[i].Paths {
@@ -593,12 +622,12 @@ func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
 	}
 	for p, existed := range prior {
 		if existed {
-			res.PutBack = append(res.PutBack, p)
+			putBack = append(putBack, p)
 		} else {
-			res.Removed = append(res.Removed, p)
+			removed = append(removed, p)
 		}
 	}
-	sort.Strings(res.PutBack)
-	sort.Strings(res.Removed)
-	return res, nil
+	sort.Strings(putBack)
+	sort.Strings(removed)
+	return putBack, removed
 }
