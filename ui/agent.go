@@ -15,9 +15,14 @@ import (
 	"github.com/shadow-sandbox/shadow/ui/pane"
 )
 
-// frameInterval is the shortest time between two redraws caused by agent
-// output: a flood of output costs at most this many frames a second.
-const frameInterval = time.Second / 60
+// Pacing of the redraws caused by agent output. A flood of output costs at most one frame per
+// frameInterval; the first frameBurst frames after a quiet spell come at once, since an agent
+// draws the echo of a key in a few writes a few milliseconds apart (codex in three to five):
+// pacing the second write a frame after the first delayed every echo by up to a frame.
+const (
+	frameInterval = time.Second / 60
+	frameBurst    = 4
+)
 
 // agentRun is one running agent: the host side of its pty and the
 // goroutines moving bytes between the pty and the pane.
@@ -32,9 +37,11 @@ type agentRun struct {
 	outputDone chan struct{}
 	// done is closed when the agent's function has returned.
 	done chan struct{}
-	// lastFrame is when waitFrame last reported a frame (only the one
-	// waitFrame running at a time reads or writes it).
-	lastFrame time.Time
+	// paced is when the frames waitFrame reported would have ended, each
+	// taking frameInterval (only the one waitFrame running at a time reads
+	// or writes it): frames pass at once while it is at most
+	// frameBurst-1 intervals ahead of now.
+	paced time.Time
 }
 
 // Messages of the agent phase.
@@ -230,13 +237,14 @@ func (r *agentRun) copyInput(ctx context.Context, p *Pane) {
 	}
 }
 
-// waitFrame returns a frame message when the pane changed, at most once per
-// frameInterval. The pause is taken before waiting for a change, not after
-// it: the echo of a key, which comes after a quiet spell, is drawn at once
-// (a pause after each change delayed every echo by a frame).
+// waitFrame returns a frame message when the pane changed: at once for the
+// first frameBurst frames after a quiet spell, then once per frameInterval.
+// The pause is taken before waiting for a change, not after it: the echo of
+// a key, which comes after a quiet spell, is drawn at once (a pause after
+// each change delayed every echo by a frame).
 func waitFrame(r *agentRun) tea.Cmd {
 	return func() tea.Msg {
-		if wait := frameInterval - time.Since(r.lastFrame); wait > 0 {
+		if wait := time.Until(r.paced.Add(-(frameBurst - 1) * frameInterval)); wait > 0 {
 			time.Sleep(wait)
 		}
 		select {
@@ -248,7 +256,10 @@ func waitFrame(r *agentRun) tea.Cmd {
 				return nil
 			}
 		}
-		r.lastFrame = time.Now()
+		if now := time.Now(); r.paced.Before(now) {
+			r.paced = now
+		}
+		r.paced = r.paced.Add(frameInterval)
 		return frameMsg{run: r}
 	}
 }
