@@ -1,0 +1,200 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/shadow-sandbox/shadow/session/statefile"
+)
+
+// A project's session index (projectFile(project, "sessions")) lists the IDs of its sessions,
+// one a line, so that finding them reads the project's own sessions however many the store
+// holds. Only a writer of the project changes it: LockProject writes it from a scan of every
+// session when it is missing (a store from before it) or corrupt, and create adds a session to
+// it before the session exists. Without it, or while it is corrupt, the project's sessions are
+// found by that scan. Whatever the index says, a new session is started only when a scan of
+// the store finds no open session of the project: an index that lost a line cannot make a
+// second open session.
+
+// projectSessions loads project's sessions, oldest first, with the errors of unreadable ones
+// that may be the project's (with the index, only the sessions it lists).
+func (st *Store) projectSessions(project string) ([]*Session, []error, error) {
+	return st.projectSessionsWhere(project, nil)
+}
+
+// projectSessionsWhere is projectSessions, but loads only the sessions whose ID want accepts (nil:
+// every one): a session's own files can say, more cheaply than its session.json, that it is not
+// one the caller looks for.
+func (st *Store) projectSessionsWhere(project string, want func(id string) bool) ([]*Session, []error, error) {
+	path := st.projectFile(project, "sessions")
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("read the session index of %s: %w (remove %s: the next shadow command rebuilds it)", project, err, path)
+	}
+	ids, ok := parseIndex(data)
+	if err != nil || !ok {
+		all, bad, err := st.allWhere(want)
+		return ofProject(all, project), bad, err
+	}
+	found, bad := st.loadEach(ids, want)
+	return ofProject(found, project), bad, nil
+}
+
+// parseIndex reads a session index: one session ID a line. An ID cut short (being appended, or
+// by a failed write) names no session directory, and loadEach skips it; anything else that is not
+// an ID makes the index corrupt (ok false).
+func parseIndex(data []byte) (ids []string, ok bool) {
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "" {
+			continue
+		}
+		if !idPrefix(line) {
+			return nil, false
+		}
+		ids = append(ids, line)
+	}
+	return ids, true
+}
+
+// idPrefix reports whether s is a session ID as newID makes them (20261201-143143-3bc396), or
+// the start of one.
+func idPrefix(s string) bool {
+	const shape = "dddddddd-dddddd-xxxxxx"
+	if len(s) > len(shape) {
+		return false
+	}
+	for i, c := range []byte(s) {
+		switch shape[i] {
+		case 'd':
+			if c < '0' || c > '9' {
+				return false
+			}
+		case 'x':
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+				return false
+			}
+		default:
+			if c != shape[i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ofProject is the sessions of project among all.
+func ofProject(all []*Session, project string) []*Session {
+	var out []*Session
+	for _, s := range all {
+		if s.Meta.Project == project {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// indexProject writes project's session index from a scan of every session, when there is none
+// or it is corrupt; the caller holds the project's writer lock. While any session is unreadable
+// it writes none: that session may be the project's. It is best effort: without the index, the
+// project's sessions are found by the scan, so a store that cannot be written (a full disk)
+// stays usable.
+func (st *Store) indexProject(project string) {
+	path := st.projectFile(project, "sessions")
+	data, err := os.ReadFile(path)
+	if _, ok := parseIndex(data); err == nil && ok {
+		return
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	st.rebuildIndex(project)
+}
+
+// rebuildIndex writes project's session index from a scan of every session, unless a session is
+// unreadable (it may be the project's). Best effort, as indexProject.
+func (st *Store) rebuildIndex(project string) {
+	all, bad, err := st.all()
+	if err != nil || len(bad) > 0 {
+		return
+	}
+	var b strings.Builder
+	for _, s := range ofProject(all, project) {
+		b.WriteString(s.Meta.ID + "\n")
+	}
+	_ = statefile.WriteFileAtomic(st.projectFile(project, "sessions"), []byte(b.String()), 0o600)
+}
+
+// openByScan finds the project's open session by a scan of every readable session, whatever
+// the index says; with none, moved is the open session of this same directory at a path that is
+// gone (see MovedError).
+func (st *Store) openByScan(project string) (open, moved *Session, err error) {
+	all, _, err := st.all()
+	if err != nil {
+		return nil, nil, err
+	}
+	sessions := ofProject(all, project)
+	for i := len(sessions) - 1; i >= 0; i-- {
+		if sessions[i].Meta.State == StateOpen {
+			return sessions[i], nil, nil
+		}
+	}
+	return nil, movedHere(all, project), nil
+}
+
+// addToIndex adds a new session to its project's index, durably, when the project has one.
+func (st *Store) addToIndex(project, id string) error {
+	err := statefile.AppendLine(st.projectFile(project, "sessions"), []byte(id), false)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("index session %s: %w", id, err)
+	}
+	return nil
+}
+
+// Current returns the project's open session, read-only, or ErrNoSession.
+// An unreadable session could be the project's open one, so when there is one, the error names
+// it instead of ErrNoSession: a new session is never started over work that may still be staged.
+func (st *Store) Current(project string) (*Session, error) {
+	s, _, err := st.current(project)
+	return s, err
+}
+
+// current is Current, and says whether the session was found only by a scan of the store (the
+// index does not list it).
+func (st *Store) current(project string) (*Session, bool, error) {
+	sessions, bad, err := st.projectSessions(project)
+	if err != nil {
+		return nil, false, err
+	}
+	for i := len(sessions) - 1; i >= 0; i-- {
+		if sessions[i].Meta.State == StateOpen {
+			return sessions[i], false, nil
+		}
+	}
+	if len(bad) > 0 {
+		return nil, false, bad[0]
+	}
+	// An index that lost a line (or all of them) must not hide an open session.
+	s, moved, err := st.openByScan(project)
+	if err != nil || s != nil {
+		return s, s != nil, err
+	}
+	if moved != nil {
+		return nil, false, &MovedError{Project: project, OldPath: moved.Meta.Project, ID: moved.Meta.ID}
+	}
+	return nil, false, fmt.Errorf("project %s: %w", project, ErrNoSession)
+}
+
+// Latest returns the project's most recent session in any state, read-only, or ErrNoSession.
+func (st *Store) Latest(project string) (*Session, error) {
+	sessions, _, err := st.projectSessions(project)
+	if err != nil {
+		return nil, err
+	}
+	if len(sessions) > 0 {
+		return sessions[len(sessions)-1], nil
+	}
+	return nil, fmt.Errorf("project %s: %w", project, ErrNoSession)
+}
