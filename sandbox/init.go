@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -65,7 +66,7 @@ func initMain() {
 		status:  json.NewEncoder(os.NewFile(statusFD, "status")),
 		writer:  -1,
 	}
-	if err := p.control.Decode(&p.s); err != nil {
+	if err := readSpec(p.control, &p.s); err != nil {
 		p.fail("read jail spec", err)
 	}
 	// SIGCHLD must be caught before any child exists.
@@ -96,6 +97,18 @@ func initMain() {
 	code, sig := supervise(cmd.pid, p.sigs, p.stdio.master, cps)
 	p.stdio.drain()
 	p.end(code, sig, cps)
+}
+
+// readSpec reads the jail spec from d. PID 1 may be another file than
+// shadow (shadow-init): a field it does not know says the two come from
+// different builds, and PID 1 does not build a jail it half understands.
+func readSpec(d *json.Decoder, s *jailSpec) error {
+	d.DisallowUnknownFields()
+	err := d.Decode(s)
+	if err != nil && strings.HasPrefix(err.Error(), "json: unknown field") {
+		return fmt.Errorf("%w: the jail's PID 1 is an older build than shadow (install shadow and %s from one build)", err, InitProgram)
+	}
+	return err
 }
 
 // pid1 is PID 1's state, from the spec to the run's end.
