@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -102,24 +103,7 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 					return nothingToApply(errw, all || len(paths) > 0)
 				}
 			}
-			if res.Recovered != "" {
-				sayErr(errw, "shadow:", res.Recovered)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "applied %s (apply %s); undo with `shadow apply --rollback`\n", english.Count(len(res.Files), "path"), res.ID)
-			if commit {
-				id, err := s.CommitApply(res, message)
-				if err != nil {
-					return fmt.Errorf("%w (the apply itself is done: commit it yourself, or undo it with `shadow apply --rollback`)", err)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "committed as %s\n", id)
-			}
-			if res.Closes {
-				fmt.Fprintf(cmd.OutOrStdout(), "session %s is applied: nothing is pending\n", s.ID())
-			}
-			if sig := in.Signal(); res.Interrupted && sig != 0 {
-				return withCode(128+int(sig), fmt.Errorf("%s came while the apply was replacing files: apply %s was finished first; `shadow apply --rollback` undoes it", signalName(sig), res.ID))
-			}
-			return nil
+			return reportApply(cmd, s, res, commit, message, in.Signal())
 		},
 	}
 	f.register(cmd, true)
@@ -134,6 +118,30 @@ shadow command, and 'shadow apply --rollback' restores the project byte for byte
 	fl.BoolVar(&commit, "commit", false, "make a git commit of exactly the paths and bytes written (no git filter or hook runs)")
 	fl.StringVarP(&message, "message", "m", "", "with --commit: the commit message")
 	return cmd
+}
+
+// reportApply says what an apply wrote, makes its commit with --commit, and says whether it closed
+// the session; sig is the signal that came while the apply replaced files (0: none).
+func reportApply(cmd *cobra.Command, s *session.Session, res *session.ApplyResult, commit bool, message string, sig syscall.Signal) error {
+	out := cmd.OutOrStdout()
+	if res.Recovered != "" {
+		sayErr(cmd.ErrOrStderr(), "shadow:", res.Recovered)
+	}
+	fmt.Fprintf(out, "applied %s (apply %s); undo with `shadow apply --rollback`\n", english.Count(len(res.Files), "path"), res.ID)
+	if commit {
+		id, err := s.CommitApply(res, message)
+		if err != nil {
+			return fmt.Errorf("%w (the apply itself is done: commit it yourself, or undo it with `shadow apply --rollback`)", err)
+		}
+		fmt.Fprintf(out, "committed as %s\n", id)
+	}
+	if res.Closes {
+		fmt.Fprintf(out, "session %s is applied: nothing is pending\n", s.ID())
+	}
+	if res.Interrupted && sig != 0 {
+		return withCode(128+int(sig), fmt.Errorf("%s came while the apply was replacing files: apply %s was finished first; `shadow apply --rollback` undoes it", signalName(sig), res.ID))
+	}
+	return nil
 }
 
 func runRollback(cmd *cobra.Command, f *sessionFlags, to string, yes bool) error {

@@ -349,18 +349,9 @@ func NarrowProject(user, project Config) (Config, []string) {
 		}
 	}
 	if project.AllowDomain != nil {
-		var kept []string
-		for _, d := range project.AllowDomain {
-			if slices.Contains(user.AllowDomain, d) {
-				kept = append(kept, d)
-			} else {
-				drop("allow-domain", fmt.Sprintf("%s is not in your own allow-list", d))
-			}
-		}
-		out.AllowDomain = kept
-		if kept == nil {
-			out.AllowDomain = []string{}
-		}
+		out.AllowDomain = keepOwn(project.AllowDomain, user.AllowDomain, func(d string) {
+			drop("allow-domain", fmt.Sprintf("%s is not in your own allow-list", d))
+		})
 	}
 	for key, v := range map[string][]string{"rw": project.RW, "ro": project.RO, "env": project.Env} {
 		if len(v) > 0 {
@@ -369,18 +360,9 @@ func NarrowProject(user, project Config) (Config, []string) {
 	}
 	if project.Secret != nil {
 		// A secret sends a host variable's value out: only those of the user's own stay.
-		var kept []string
-		for _, s := range project.Secret {
-			if slices.Contains(user.Secret, s) {
-				kept = append(kept, s)
-			} else {
-				drop("secret", fmt.Sprintf("%s is not among your own secrets: it would send a host variable's value to the network", s))
-			}
-		}
-		out.Secret = kept
-		if kept == nil {
-			out.Secret = []string{}
-		}
+		out.Secret = keepOwn(project.Secret, user.Secret, func(s string) {
+			drop("secret", fmt.Sprintf("%s is not among your own secrets: it would send a host variable's value to the network", s))
+		})
 	}
 	if len(project.Publish) > 0 {
 		drop("publish", "it would expose a port on the host")
@@ -455,6 +437,20 @@ func NarrowProject(user, project Config) (Config, []string) {
 	}
 	sort.Strings(warn)
 	return out, warn
+}
+
+// keepOwn is the items of the project's list that the user's own list has (never nil: a list set
+// to nothing narrows to nothing); each other item is reported to dropped.
+func keepOwn(project, user []string, dropped func(item string)) []string {
+	kept := []string{}
+	for _, v := range project {
+		if slices.Contains(user, v) {
+			kept = append(kept, v)
+		} else {
+			dropped(v)
+		}
+	}
+	return kept
 }
 
 // Overlay merges a trusted project config onto the user's: every key set in project wins.
