@@ -55,9 +55,14 @@ type (
 	frameMsg struct{ run *agentRun }
 )
 
-// startAgent opens a pty of the pane's size, starts the agent on it and the
-// goroutines that feed its output to the pane and the pane's input to it.
-func startAgent(ctx context.Context, agent AgentFunc, p *Pane, w, h int) tea.Cmd {
+// startAgent starts the agent of opts (see startHosted for a hosted one), on a pty of the
+// pane's size that it opens, and the goroutines that feed its output to the pane and the
+// pane's input to it.
+func startAgent(ctx context.Context, opts Options, p *Pane, w, h int) tea.Cmd {
+	if opts.Hosted != nil {
+		return startHosted(ctx, opts.Hosted, p)
+	}
+	agent := opts.Agent
 	return func() tea.Msg {
 		master, tty, err := pty.Open()
 		if err != nil {
@@ -97,6 +102,76 @@ func startAgent(ctx context.Context, agent AgentFunc, p *Pane, w, h int) tea.Cmd
 	}
 }
 
+// startHosted starts an agent host's client with the pane as its terminal: a key goes from the
+// pane's input queue to the host's socket, and the agent's output from the socket to the pane's
+// feeder, with no pty in between (a pty costs a wakeup of the kernel's worker each way, which
+// on a loaded machine took milliseconds, at times tens).
+func startHosted(ctx context.Context, agent HostedFunc, p *Pane) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithCancel(ctx)
+		r := &agentRun{
+			cancel:     cancel,
+			dirty:      make(chan struct{}, 1),
+			exited:     make(chan agentExitMsg, 1),
+			outputDone: make(chan struct{}),
+			done:       make(chan struct{}),
+		}
+		out := newOutput(p, func() int {
+			_, h := p.Size()
+			return max(compactRows, h)
+		})
+		go func() {
+			defer close(r.outputDone)
+			out.feed(p, r.dirty)
+		}()
+		go func() {
+			res, err := agent(ctx, &paneTerminal{p: p, out: out, done: r.done})
+			close(r.done)
+			out.put(nil, true)
+			select {
+			case <-r.outputDone:
+			case <-time.After(2 * time.Second):
+			}
+			cancel()
+			r.exited <- agentExitMsg{res: res, err: err}
+		}()
+		return agentStartedMsg{run: r}
+	}
+}
+
+// paneTerminal is the pane as the terminal of a hosted agent (agenthost.Terminal): Read takes
+// the pane's input, Write puts output for the pane's feeder, Size is the pane's.
+type paneTerminal struct {
+	p   *Pane
+	out *output
+	// done is closed when the agent's function has returned: Read then ends.
+	done <-chan struct{}
+	rest []byte // of the input taken last, what Read has not returned yet
+}
+
+func (t *paneTerminal) Read(b []byte) (int, error) {
+	if len(t.rest) == 0 {
+		select {
+		case t.rest = <-t.p.Input():
+		case <-t.done:
+			return 0, io.EOF
+		}
+	}
+	n := copy(b, t.rest)
+	t.rest = t.rest[n:]
+	return n, nil
+}
+
+func (t *paneTerminal) Write(b []byte) (int, error) {
+	t.out.put(b, false)
+	return len(b), nil
+}
+
+func (t *paneTerminal) Size() (int, int, error) {
+	w, h := t.p.Size()
+	return w, h, nil
+}
+
 // Bounds on the agent output waiting for the pane.
 const (
 	// maxBacklog is how much agent output may wait for the pane before it
@@ -122,100 +197,127 @@ const (
 	gatherBytes = 512 << 10
 )
 
-// copyOutput feeds the agent's output to the pane and marks it dirty. One
-// goroutine reads the pty while another feeds the pane, so that output
-// arriving while the pane is busy is fed in one batch: a flood of lines
-// then costs the pane a screenful per batch rather than per line. When the
-// pane falls behind by maxBacklog, the waiting output is compacted (the
-// lines that would scroll off unseen are dropped, see pane.Compact) rather
-// than the agent's writes blocked; only output that cannot be compacted
-// blocks them.
+// copyOutput feeds the agent's output from its pty to the pane and marks it
+// dirty: one goroutine reads the pty while another feeds the pane (output).
 func (r *agentRun) copyOutput(p *Pane) {
-	var (
-		mu   sync.Mutex
-		cond = sync.NewCond(&mu)
-		// The output waiting for the pane is read into one buffer while
-		// the other is fed. Both are made at the most that may wait plus
-		// one read when the agent starts: growing them during a flood cost
-		// the reader copies and page faults while the agent waited on it.
-		backlog = make([]byte, 0, maxBacklog+readSize)
-		spare   = make([]byte, 0, maxBacklog+readSize) // a fed batch's buffer, for reuse
-		eof     bool
-		// The pane's clamp state where the backlog starts, which compacting
-		// needs: base, or while a batch is being fed, inflightBase (where
-		// the batch starts) carried over the batch.
-		base         = p.State()
-		inflight     []byte
-		inflightBase pane.State
-	)
-	buf := make([]byte, readSize)
+	out := newOutput(p, func() int {
+		if ws, err := pty.GetsizeFull(r.master); err == nil {
+			return max(compactRows, int(ws.Rows)) // the pane's size, told to the agent
+		}
+		return compactRows
+	})
 	go func() {
-		var compacted []byte
+		buf := make([]byte, readSize)
 		for {
 			n, err := r.master.Read(buf)
-			mu.Lock()
-			backlog = append(backlog, buf[:n]...)
-			if len(backlog) >= maxBacklog && err == nil {
-				st := base.Clone()
-				if inflight != nil {
-					st = inflightBase.Clone()
-					st.Advance(inflight)
-				}
-				rows := compactRows
-				if ws, err := pty.GetsizeFull(r.master); err == nil {
-					rows = max(rows, int(ws.Rows)) // the pane's size, told to the agent
-				}
-				compacted = pane.Compact(compacted[:0], backlog, st, rows)
-				backlog = append(backlog[:0], compacted...)
-				// What compacting cannot shrink enough waits for the pane.
-				for len(backlog) >= maxBacklog*3/4 {
-					cond.Wait()
-				}
-			}
-			if err != nil {
-				eof = true
-			}
-			cond.Broadcast()
-			mu.Unlock()
+			out.put(buf[:n], err != nil)
 			if err != nil {
 				return
 			}
 		}
 	}()
 	defer close(r.outputDone)
+	out.feed(p, r.dirty)
+}
+
+// output is the agent's output on its way to the pane: what is read (from the agent's pty, or
+// from an agent host's socket) is put in a backlog while the pane is fed the one before, so
+// that output arriving while the pane is busy is fed in one batch: a flood of lines then costs
+// the pane a screenful per batch rather than per line. When the pane falls behind by
+// maxBacklog, the waiting output is compacted (the lines that would scroll off unseen are
+// dropped, see pane.Compact) rather than the agent's writes blocked; only output that cannot be
+// compacted blocks them.
+type output struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	// The output waiting for the pane is put into one buffer while the
+	// other is fed. Both are made at the most that may wait plus one read
+	// when the agent starts: growing them during a flood cost the reader
+	// copies and page faults while the agent waited on it.
+	backlog, spare []byte
+	compacted      []byte
+	eof            bool
+	// The pane's clamp state where the backlog starts, which compacting
+	// needs: base, or while a batch is being fed, inflightBase (where the
+	// batch starts) carried over the batch.
+	base         pane.State
+	inflight     []byte
+	inflightBase pane.State
+	// rows is the pane's height as the agent was told it.
+	rows func() int
+}
+
+func newOutput(p *Pane, rows func() int) *output {
+	o := &output{
+		backlog: make([]byte, 0, maxBacklog+readSize),
+		spare:   make([]byte, 0, maxBacklog+readSize),
+		base:    p.State(),
+		rows:    rows,
+	}
+	o.cond = sync.NewCond(&o.mu)
+	return o
+}
+
+// put adds b to the backlog; with eof, the output ends after it.
+func (o *output) put(b []byte, eof bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.backlog = append(o.backlog, b...)
+	if len(o.backlog) >= maxBacklog && !eof {
+		st := o.base.Clone()
+		if o.inflight != nil {
+			st = o.inflightBase.Clone()
+			st.Advance(o.inflight)
+		}
+		o.compacted = pane.Compact(o.compacted[:0], o.backlog, st, o.rows())
+		o.backlog = append(o.backlog[:0], o.compacted...)
+		// What compacting cannot shrink enough waits for the pane.
+		for len(o.backlog) >= maxBacklog*3/4 {
+			o.cond.Wait()
+		}
+	}
+	if eof {
+		o.eof = true
+	}
+	o.cond.Broadcast()
+}
+
+// feed feeds the backlog to p, a batch at a time, signalling dirty after each, until the output
+// has ended.
+func (o *output) feed(p *Pane, dirty chan<- struct{}) {
 	var (
 		fed  time.Time // when the last batch was fed
 		last int       // and its size
 	)
 	for {
-		mu.Lock()
-		for len(backlog) == 0 && !eof {
-			cond.Wait()
+		o.mu.Lock()
+		for len(o.backlog) == 0 && !o.eof {
+			o.cond.Wait()
 		}
-		if wait := frameInterval - time.Since(fed); !eof && last >= floodBatch && len(backlog) < gatherBytes && wait > 0 {
-			mu.Unlock()
+		if wait := frameInterval - time.Since(fed); !o.eof && last >= floodBatch && len(o.backlog) < gatherBytes && wait > 0 {
+			o.mu.Unlock()
 			time.Sleep(wait)
-			mu.Lock()
+			o.mu.Lock()
 		}
 		fed = time.Now()
-		data, done := backlog, eof
+		data, done := o.backlog, o.eof
 		last = len(data)
-		backlog, spare = spare[:0], nil
-		inflight, inflightBase = data, base
-		cond.Broadcast()
-		mu.Unlock()
+		o.backlog, o.spare = o.spare[:0], nil
+		o.inflight, o.inflightBase = data, o.base
+		o.cond.Broadcast()
+		o.mu.Unlock()
 		if len(data) > 0 {
 			_, _ = p.Write(data)
 			select {
-			case r.dirty <- struct{}{}:
+			case dirty <- struct{}{}:
 			default:
 			}
 		}
 		end := p.State()
-		mu.Lock()
-		base, inflight = end, nil
-		spare = data // the next batch is read into it
-		mu.Unlock()
+		o.mu.Lock()
+		o.base, o.inflight = end, nil
+		o.spare = data // the next batch is put into it
+		o.mu.Unlock()
 		if done {
 			return
 		}
@@ -283,8 +385,11 @@ func stopAgent(r *agentRun) tea.Cmd {
 // resizePty gives the agent's pty the pane's new size.
 func resizePty(r *agentRun, w, h int, notify func()) tea.Cmd {
 	return func() tea.Msg {
-		if err := pty.Setsize(r.master, &pty.Winsize{Cols: uint16(w), Rows: uint16(h)}); err != nil {
-			return nil // the agent has ended
+		// A hosted agent's terminal is the pane, whose size notify tells its host.
+		if r.master != nil {
+			if err := pty.Setsize(r.master, &pty.Winsize{Cols: uint16(w), Rows: uint16(h)}); err != nil {
+				return nil // the agent has ended
+			}
 		}
 		if notify != nil {
 			notify()

@@ -70,6 +70,27 @@ type agentEnd struct {
 	err error
 }
 
+// onPty runs a hosted agent with the slave side of a pty as its terminal.
+func onPty(agent HostedFunc) AgentFunc {
+	return func(ctx context.Context, tty *os.File) (AgentResult, error) {
+		term, err := agenthost.PTY(tty)
+		if err != nil {
+			return AgentResult{ExitCode: -1}, err
+		}
+		return agent(ctx, term)
+	}
+}
+
+// appTerminal is the slave side of a pty as an agent host client's terminal.
+func appTerminal(t *testing.T, tty *os.File) agenthost.Terminal {
+	t.Helper()
+	term, err := agenthost.PTY(tty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return term
+}
+
 func runAgent(agent AgentFunc, ctx context.Context, tty *os.File) chan agentEnd {
 	ch := make(chan agentEnd, 1)
 	go func() {
@@ -105,7 +126,7 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 	app := newAppPty(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	first := runAgent(j.hostAgent(argv, PolicyLayers(j.Policy)), ctx, app.tty)
+	first := runAgent(onPty(j.hostAgent(argv, PolicyLayers(j.Policy))), ctx, app.tty)
 	app.waitFor(t, "ready")
 
 	cur, err := st.Current(project)
@@ -126,7 +147,7 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	other.BusyAdvice = BusyAdvice()
-	_, err = other.Relay(context.Background(), newAppPty(t).tty)
+	_, err = other.Relay(context.Background(), appTerminal(t, newAppPty(t).tty))
 	var busy *agenthost.BusyError
 	if !errors.As(err, &busy) || busy.Holder == nil || busy.Holder.PID != os.Getpid() ||
 		!strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(err.Error(), "shadow tui --attach") {
@@ -169,14 +190,14 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 	j2 := &Jail{Session: cur, Store: st, Attach: &host}
 	defer j2.Release()
 	app2 := newAppPty(t)
-	second := runAgent(j2.hostAgent(nil, nil), context.Background(), app2.tty)
+	second := runAgent(onPty(j2.hostAgent(nil, nil)), context.Background(), app2.tty)
 	app2.waitFor(t, "ready") // replayed
 	// One client at a time: a second one is turned away.
 	third, err := agenthost.Dial(host.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := third.Relay(context.Background(), newAppPty(t).tty); !IsBusy(err) {
+	if _, err := third.Relay(context.Background(), appTerminal(t, newAppPty(t).tty)); !IsBusy(err) {
 		t.Fatalf("a second client was not turned away: %v", err)
 	}
 	if _, err := app2.master.Write([]byte("hello\r")); err != nil {
@@ -253,7 +274,7 @@ func TestAgentHostLongStatePath(t *testing.T) {
 	defer j.Release()
 	stopHost(t, s)
 	app := newAppPty(t)
-	end := runAgent(j.hostAgent([]string{"/bin/sh", "-c", "echo ready-deep"}, PolicyLayers(j.Policy)), context.Background(), app.tty)
+	end := runAgent(onPty(j.hostAgent([]string{"/bin/sh", "-c", "echo ready-deep"}, PolicyLayers(j.Policy))), context.Background(), app.tty)
 	app.waitFor(t, "ready-deep")
 	if e := waitEnd(t, end); e.err != nil || e.res.ExitCode != 0 {
 		t.Fatalf("the agent ended with %+v", e)
@@ -271,7 +292,7 @@ func TestAgentHostResizeReachesTheAgent(t *testing.T) {
 	app := newAppPty(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	runAgent(j.hostAgent(argv, PolicyLayers(j.Policy)), ctx, app.tty)
+	runAgent(onPty(j.hostAgent(argv, PolicyLayers(j.Policy))), ctx, app.tty)
 	app.waitFor(t, "ready")
 	if err := unix.IoctlSetWinsize(int(app.tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: 91, Row: 37}); err != nil {
 		t.Fatal(err)

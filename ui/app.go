@@ -23,6 +23,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/shadow-sandbox/shadow/diffview"
+	"github.com/shadow-sandbox/shadow/ui/agenthost"
 	"github.com/shadow-sandbox/shadow/ui/keymap"
 	"github.com/shadow-sandbox/shadow/ui/reviewsrc"
 )
@@ -42,6 +43,12 @@ const DefaultCountdown = 5 * time.Second
 // reads) as its standard streams, and returns when it has ended. Cancelling
 // ctx stops it.
 type AgentFunc func(ctx context.Context, tty *os.File) (AgentResult, error)
+
+// HostedFunc runs an agent whose terminal is another process's (an agent host's pty): what the
+// user types is read from term and the agent's output written to it, with no pty of the app's
+// between the pane and the host, and returns when the agent has ended (or the app detached).
+// Cancelling ctx stops it.
+type HostedFunc func(ctx context.Context, term agenthost.Terminal) (AgentResult, error)
 
 // AgentResult is how the agent ended.
 type AgentResult struct {
@@ -84,6 +91,8 @@ type Options struct {
 	Preflight PreflightFunc
 	// Agent runs the agent.
 	Agent AgentFunc
+	// Hosted, when set, runs the agent instead of Agent, in an agent host.
+	Hosted HostedFunc
 	// Review is the session as the review screen reads and changes it.
 	Review diffview.Source
 	// Stats, when set, is polled every second for the status bar's counts.
@@ -212,8 +221,8 @@ func NewModel(ctx context.Context, opts Options) (Model, error) {
 	if err := keymap.ApplyKeys(&m.keys, &m.rkeys, opts.Keys); err != nil {
 		return m, err
 	}
-	if (opts.Preflight == nil && !opts.Attach) || opts.Agent == nil || opts.Review == nil {
-		return m, errors.New("ui: Preflight, Agent and Review are required")
+	if (opts.Preflight == nil && !opts.Attach) || (opts.Agent == nil && opts.Hosted == nil) || opts.Review == nil {
+		return m, errors.New("ui: Preflight, Agent (or Hosted) and Review are required")
 	}
 	m.styles = DefaultStyles(m.dark)
 	m.help = help.New()
@@ -241,7 +250,7 @@ func (m Model) Err() error { return m.err }
 func (m Model) Init() tea.Cmd {
 	if m.opts.Attach {
 		w, h := m.paneSize()
-		return tea.Batch(startAgent(m.ctx, m.opts.Agent, m.pane, w, h), tea.RequestBackgroundColor)
+		return tea.Batch(startAgent(m.ctx, m.opts, m.pane, w, h), tea.RequestBackgroundColor)
 	}
 	return tea.Batch(startPreflight(m.ctx, m.opts.Preflight), m.pre.spinner.Tick, tea.RequestBackgroundColor)
 }

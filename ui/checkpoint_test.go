@@ -298,7 +298,7 @@ func TestHostCheckpoints(t *testing.T) {
 	defer j.Release()
 	stopHost(t, s)
 	app := newAppPty(t)
-	end := runAgent(j.hostAgent(checkpointAgent, nil), context.Background(), app.tty)
+	end := runAgent(onPty(j.hostAgent(checkpointAgent, nil)), context.Background(), app.tty)
 	got := promptFlow(t, j, app)
 	if e := waitEnd(t, end); e.err != nil || e.res.ExitCode != 0 {
 		t.Fatalf("the agent ended with %+v", e)

@@ -76,7 +76,7 @@ func (m Model) startAgent() (tea.Model, tea.Cmd) {
 	m.phase = phaseAgent
 	w, h := m.paneSize()
 	m.pane.SetSize(w, h)
-	return m, startAgent(m.ctx, m.opts.Agent, m.pane, w, h)
+	return m, startAgent(m.ctx, m.opts, m.pane, w, h)
 }
 
 // agentKey handles keys while the agent's pane is showing.

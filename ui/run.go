@@ -18,7 +18,6 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/audit"
 	"github.com/shadow-sandbox/shadow/sandbox"
@@ -153,15 +152,15 @@ func WithJail(opts Options, j *Jail) Options {
 	if opts.Layers == nil {
 		opts.Layers = PolicyLayers(j.Policy)
 	}
-	if opts.Agent == nil && (j.Store != nil || j.Attach != nil) {
-		opts.Agent = j.hostAgent(opts.Argv, opts.Layers)
+	if opts.Agent == nil && opts.Hosted == nil && (j.Store != nil || j.Attach != nil) {
+		opts.Hosted = j.hostAgent(opts.Argv, opts.Layers)
 		opts.Detach = j.detach
 		opts.OnResize = j.resizeHost
 		if j.Attach != nil {
 			opts.Attach, opts.Started = true, j.Attach.Started
 		}
 	}
-	if opts.Agent == nil {
+	if opts.Agent == nil && opts.Hosted == nil {
 		opts.Agent = JailAgent(j, opts.Argv)
 	}
 	if opts.Checkpoint == nil {
@@ -225,11 +224,11 @@ func (j *Jail) stateRoot() string {
 // hostAgent runs argv in an agent host that the app connects to (or, with
 // j.Attach, connects to the running one), and takes the project's writer
 // lock back when the agent ends.
-func (j *Jail) hostAgent(argv []string, layers []Layer) AgentFunc {
-	return func(ctx context.Context, tty *os.File) (AgentResult, error) {
+func (j *Jail) hostAgent(argv []string, layers []Layer) HostedFunc {
+	return func(ctx context.Context, term agenthost.Terminal) (AgentResult, error) {
 		j.running.Store(true)
 		defer j.running.Store(false)
-		c, err := j.connect(argv, layers, tty)
+		c, err := j.connect(argv, layers, term)
 		if err != nil {
 			// The host may hold the lock still (or another client is
 			// attached): take it back only if it is free.
@@ -241,7 +240,7 @@ func (j *Jail) hostAgent(argv []string, layers []Layer) AgentFunc {
 		c.Checkpointed, c.CheckpointAnswered = j.checkpointed, j.checkpointAnswered
 		j.hearQuestions(c)
 		stop := j.forwardCheckpoints(c)
-		ex, err := c.Relay(ctx, tty)
+		ex, err := c.Relay(ctx, term)
 		stop()
 		res := AgentResult{ExitCode: ex.ExitCode, Reason: ex.Reason, Notes: ex.Notes, Duration: ex.Duration}
 		if errors.Is(err, agenthost.ErrDetached) || IsBusy(err) {
@@ -258,7 +257,7 @@ func (j *Jail) hostAgent(argv []string, layers []Layer) AgentFunc {
 
 // connect starts the agent host, handing it the writer lock, or finds the
 // one to attach to, and connects to it.
-func (j *Jail) connect(argv []string, layers []Layer, tty *os.File) (*agenthost.Client, error) {
+func (j *Jail) connect(argv []string, layers []Layer, term agenthost.Terminal) (*agenthost.Client, error) {
 	sock := ""
 	if j.Attach != nil {
 		sock = j.Attach.Socket
@@ -267,12 +266,8 @@ func (j *Jail) connect(argv []string, layers []Layer, tty *os.File) (*agenthost.
 			return nil, errors.New("start the agent host: no session store")
 		}
 		cols, rows := 80, 24
-		if raw, err := tty.SyscallConn(); err == nil {
-			_ = raw.Control(func(fd uintptr) {
-				if ws, err := unix.IoctlGetWinsize(int(fd), unix.TIOCGWINSZ); err == nil {
-					cols, rows = int(ws.Col), int(ws.Row)
-				}
-			})
+		if c, r, err := term.Size(); err == nil {
+			cols, rows = c, r
 		}
 		j.mu.Lock()
 		j.Lock.Release()
@@ -336,7 +331,7 @@ func (j *Jail) detach() error {
 	return c.Detach()
 }
 
-// resizeHost passes the app's pty size on to the agent host.
+// resizeHost passes the pane's size on to the agent host.
 func (j *Jail) resizeHost() {
 	j.mu.Lock()
 	c := j.client

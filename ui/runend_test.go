@@ -24,7 +24,7 @@ var agentPaths = []struct {
 	agent func(j *Jail, argv []string) AgentFunc
 }{
 	{"in the app", JailAgent},
-	{"agent host", func(j *Jail, argv []string) AgentFunc { return j.hostAgent(argv, nil) }},
+	{"agent host", func(j *Jail, argv []string) AgentFunc { return onPty(j.hostAgent(argv, nil)) }},
 }
 
 // stopHost kills, with the test, an agent host left running in s (by a failed step, or by a

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -100,8 +101,8 @@ func Start(st *session.Store, s *session.Session, p sandbox.Policy, protected, a
 type Client struct {
 	conn     net.Conn
 	wmu      sync.Mutex
-	ttyMu    sync.Mutex
-	tty      *os.File
+	termMu   sync.Mutex
+	term     Terminal
 	detached bool
 	// ended is set once the host said how the agent ended.
 	ended bool
@@ -133,26 +134,58 @@ func (c *Client) send(typ byte, p []byte) error {
 	return writeFrame(c.conn, typ, p)
 }
 
-// resize sends the size of the app's pty to the host.
+// Terminal is the app's end of the agent's terminal as Relay moves it: what the user types is
+// read from it, the agent's output is written to it, and Size is the size the agent's pty takes.
+// The app's pane is one (no pty of the app's between the pane and the host); PTY makes one of
+// a pty's slave side.
+type Terminal interface {
+	io.ReadWriter
+	Size() (cols, rows int, err error)
+}
+
+// PTY is the slave side of a pty that the app reads, as a Terminal: set raw, so that bytes pass
+// it unchanged on their way between the app and the host.
+func PTY(tty *os.File) (Terminal, error) {
+	if err := makeRaw(tty); err != nil {
+		return nil, err
+	}
+	return ptyTerminal{tty}, nil
+}
+
+type ptyTerminal struct{ *os.File }
+
+// Size is the pty's size.
+func (t ptyTerminal) Size() (int, int, error) {
+	raw, err := t.SyscallConn()
+	if err != nil {
+		return 0, 0, err
+	}
+	// Fd would put the pty in blocking mode, and a blocked read would then outlive its Close.
+	var ws *unix.Winsize
+	if cerr := raw.Control(func(fd uintptr) { ws, err = unix.IoctlGetWinsize(int(fd), unix.TIOCGWINSZ) }); cerr != nil {
+		return 0, 0, cerr
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	return int(ws.Col), int(ws.Row), nil
+}
+
+// Resize sends the size of the app's terminal to the host.
 func (c *Client) Resize() {
-	c.ttyMu.Lock()
-	tty := c.tty
-	c.ttyMu.Unlock()
-	if tty == nil {
+	c.termMu.Lock()
+	term := c.term
+	c.termMu.Unlock()
+	if term == nil {
 		return
 	}
-	var ws *unix.Winsize
-	raw, err := tty.SyscallConn()
+	cols, rows, err := term.Size()
 	if err != nil {
 		return
 	}
-	_ = raw.Control(func(fd uintptr) { ws, err = unix.IoctlGetWinsize(int(fd), unix.TIOCGWINSZ) })
-	if err != nil || ws == nil {
-		return
-	}
 	var p [4]byte
-	binary.BigEndian.PutUint16(p[:], ws.Col)
-	binary.BigEndian.PutUint16(p[2:], ws.Row)
+	binary.BigEndian.PutUint16(p[:], uint16(cols))
+	binary.BigEndian.PutUint16(p[2:], uint16(rows))
 	_ = c.send(frameResize, p[:])
 }
 
@@ -182,26 +215,23 @@ func (c *Client) isDetached() bool {
 // ErrDetached ends the agent phase of an app that detached.
 var ErrDetached = errors.New("detached: the agent keeps running")
 
-// relay moves bytes between tty (the app's pty) and the host until the
-// agent ends or the app detaches. Cancelling ctx stops the agent.
-func (c *Client) Relay(ctx context.Context, tty *os.File) (Exit, error) {
-	if err := makeRaw(tty); err != nil {
-		return Exit{ExitCode: -1}, err
-	}
-	c.ttyMu.Lock()
-	c.tty = tty
-	c.ttyMu.Unlock()
+// Relay moves bytes between term (the app's end of the agent's terminal) and the host until
+// the agent ends or the app detaches. Cancelling ctx stops the agent.
+func (c *Client) Relay(ctx context.Context, term Terminal) (Exit, error) {
+	c.termMu.Lock()
+	c.term = term
+	c.termMu.Unlock()
 	defer func() {
-		c.ttyMu.Lock()
-		c.tty = nil
-		c.ttyMu.Unlock()
+		c.termMu.Lock()
+		c.term = nil
+		c.termMu.Unlock()
 		c.conn.Close()
 	}()
 	c.Resize()
 	go func() {
 		buf := make([]byte, 32<<10)
 		for {
-			n, err := tty.Read(buf)
+			n, err := term.Read(buf)
 			if n > 0 && c.send(frameData, buf[:n]) != nil {
 				return
 			}
@@ -232,7 +262,7 @@ func (c *Client) Relay(ctx context.Context, tty *os.File) (Exit, error) {
 		}
 		switch typ {
 		case frameData:
-			if _, err := tty.Write(p); err != nil {
+			if _, err := term.Write(p); err != nil {
 				return Exit{ExitCode: -1}, fmt.Errorf("relay the agent's output: %w", err)
 			}
 		case frameBusy:
