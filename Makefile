@@ -48,20 +48,23 @@ test-deps:
 build: deps
 	@echo "building $(BIN) (a first build takes 1–7 minutes: cgo and ~280 packages; later ones seconds)…"
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/shadow
-	$(INIT_BUILD) -o $(INIT_BIN) ./cmd/shadow-init
+	$(call INIT_BUILD,) -o $(INIT_BIN) ./cmd/shadow-init
 
 # shadow-init is built with the shadowinit tag, which leaves the host's side of the sandbox
 # package (and libseccomp, the proxy, TLS) out of it: it links the jail's side and no more (netgo
-# and osusergo: nor glibc's resolver and user lookup, which PID 1 never uses).
+# and osusergo: nor glibc's resolver and user lookup, which PID 1 never uses). It is static: each
+# jail starts it twice (PID 1, the exec stage), and the dynamic loader was a sixth of its start.
 INIT_TAGS := shadowinit,netgo,osusergo
-INIT_BUILD = $(GO) build -trimpath -tags $(INIT_TAGS) -ldflags "$(LDFLAGS)"
+# $(call INIT_BUILD,EXTRA_LDFLAGS)
+INIT_BUILD = CGO_ENABLED=1 $(GO) build -trimpath -tags $(INIT_TAGS) \
+	-ldflags "$(LDFLAGS) $(1) -linkmode external -extldflags -static"
 # bin/shadow as a file: built when missing or older than a source, reused as it is otherwise
 # (so `sudo make install` after `make build` installs that binary and builds nothing as root).
 $(BIN): $(SOURCES)
 	@$(MAKE) --no-print-directory build
 
 $(INIT_BIN): $(SOURCES)
-	$(INIT_BUILD) -o $@ ./cmd/shadow-init
+	$(call INIT_BUILD,) -o $@ ./cmd/shadow-init
 
 # docs writes the man pages (shadow.1, shadow-run.1, ...) and the bash, zsh and fish completions.
 docs: $(BIN)
@@ -98,8 +101,7 @@ uninstall:
 release: deps
 	CGO_ENABLED=1 $(GO) build -trimpath -tags netgo,osusergo \
 		-ldflags "$(LDFLAGS) -s -w -linkmode external -extldflags -static" -o $(RELEASE_BIN) ./cmd/shadow
-	CGO_ENABLED=1 $(GO) build -trimpath -tags $(INIT_TAGS) \
-		-ldflags "$(LDFLAGS) -s -w -linkmode external -extldflags -static" -o $(RELEASE_INIT_BIN) ./cmd/shadow-init
+	$(call INIT_BUILD,-s -w) -o $(RELEASE_INIT_BIN) ./cmd/shadow-init
 	cd $(RELEASE_DIR) && sha256sum $(notdir $(RELEASE_BIN)) > $(notdir $(RELEASE_BIN)).sha256 && \
 		sha256sum $(notdir $(RELEASE_INIT_BIN)) > $(notdir $(RELEASE_INIT_BIN)).sha256
 	@echo "$(RELEASE_BIN), $(RELEASE_INIT_BIN) and their .sha256"

@@ -31,6 +31,13 @@ trap cleanup EXIT
 shadow=${SHADOW:-$work/shadow}
 if [ -z "${SHADOW:-}" ]; then
 	go build -o "$shadow" ./cmd/shadow
+	make -s --no-print-directory "$work/shadow-init" BIN="$shadow"
+fi
+# The jail's PID 1: shadow-init beside shadow (make build), or shadow itself when there is none.
+if [ -x "$(dirname "$shadow")/shadow-init" ]; then
+	echo "PID 1: $(dirname "$shadow")/shadow-init"
+else
+	echo "PID 1: $shadow itself (no shadow-init beside it)"
 fi
 # Sessions of the benchmark live in the temp dir, not in the user's state.
 export XDG_STATE_HOME="$work/state" XDG_CONFIG_HOME="$work/config"
