@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/internal/english"
+	"github.com/shadow-sandbox/shadow/session/store"
 )
 
 const noFollow = unix.O_NOFOLLOW
@@ -165,7 +166,7 @@ func (s *Session) ApplyContext(ctx context.Context, opts ApplyOptions) (*ApplyRe
 	if err := s.closeStaleRun(); err != nil {
 		return nil, err
 	}
-	unlock, err := s.store.stateLock(s.Meta.Project, true)
+	unlock, err := s.store.StateLock(s.Meta.Project, true)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +186,7 @@ func (s *Session) ApplyContext(ctx context.Context, opts ApplyOptions) (*ApplyRe
 	if len(pl.ops) == 0 {
 		return res, nil
 	}
-	res.ID = newID(time.Now())
+	res.ID = store.NewID(time.Now())
 	for p := range pl.prior {
 		if _, ok := pl.decisions[p]; !ok {
 			delete(pl.prior, p)

@@ -18,6 +18,7 @@ import (
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
+	"github.com/shadow-sandbox/shadow/session/store"
 )
 
 // mergedView is what the jail saw, computed independently of the package: the project with the
@@ -142,7 +143,7 @@ func testApplyAllThenRollback(t *testing.T) {
 	if cs := f.changes(t); len(cs.Changes) != 0 {
 		t.Errorf("changes left after apply --all: %v", statuses(cs))
 	}
-	if f.s.Meta.State != StateApplied {
+	if f.s.Meta.State != store.StateApplied {
 		t.Errorf("state after applying everything = %s", f.s.Meta.State)
 	}
 
@@ -232,7 +233,7 @@ func TestProtectedAndIgnored(t *testing.T) {
 	if snap["sub/.husky/pre-push"] != "0644:old\n" || snap["main.go"] != "0644:package main // edited\n" || snap[".gitignore"] != "0644:*.log\nbuild/\n" {
 		t.Errorf("project after apply --all: %v", snap)
 	}
-	if len(res.Skipped) != 6 || f.s.Meta.State != StateOpen {
+	if len(res.Skipped) != 6 || f.s.Meta.State != store.StateOpen {
 		t.Errorf("skipped %+v, state %s", res.Skipped, f.s.Meta.State)
 	}
 	if _, err := f.s.Apply(ApplyOptions{All: true, AllowProtected: true, IncludeIgnored: true}); err != nil {
@@ -393,7 +394,7 @@ func TestTwoWritersDoNotCorrupt(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lk, err := f.store.LockProject(f.project, LockOptions{Wait: i%2 == 0, Command: "apply"})
+			lk, err := f.store.LockProject(f.project, store.LockOptions{Wait: i%2 == 0, Command: "apply"})
 			if err != nil {
 				errs[i] = err
 				return
@@ -416,7 +417,7 @@ func TestTwoWritersDoNotCorrupt(t *testing.T) {
 	if d := diffSnapshots(snapshot(t, f.project), want); d != "" {
 		t.Fatal(d)
 	}
-	lk, err := f.store.LockProject(f.project, LockOptions{})
+	lk, err := f.store.LockProject(f.project, store.LockOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -719,7 +720,7 @@ func TestAppliedContentBecomesBase(t *testing.T) {
 		t.Fatalf("pending after apply and a host edit: %v", statuses(cs))
 	}
 	// The session is applied (nothing pending); a new one sees the applied content as its base.
-	if f.s.Meta.State != StateApplied {
+	if f.s.Meta.State != store.StateApplied {
 		t.Fatalf("state %s", f.s.Meta.State)
 	}
 	s, err := f.lock.Create()

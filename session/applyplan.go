@@ -9,6 +9,7 @@ import (
 	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
+	"github.com/shadow-sandbox/shadow/session/store"
 )
 
 // The plan of an apply: which changes, hunks and merges it writes, worked out against the bases
@@ -16,7 +17,7 @@ import (
 
 // PlanApply works out what Apply would write with these options, without writing anything.
 func (s *Session) PlanApply(opts ApplyOptions) (*ApplyPlan, error) {
-	unlock, err := s.store.stateLock(s.Meta.Project, false)
+	unlock, err := s.store.StateLock(s.Meta.Project, false)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +33,7 @@ func (s *Session) PlanApply(opts ApplyOptions) (*ApplyPlan, error) {
 
 // plan works out an apply against bases already loaded and the open project root.
 func (s *Session) plan(opts ApplyOptions, b *changeset.Bases, host *projectfs.Root) (*ApplyPlan, error) {
-	if s.Meta.State == StateDiscarded {
+	if s.Meta.State == store.StateDiscarded {
 		return nil, fmt.Errorf("session %s was discarded; nothing to apply", s.Meta.ID)
 	}
 	cs, err := s.changesIn(b, host, opts.Protected)

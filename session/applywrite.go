@@ -20,6 +20,7 @@ import (
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"github.com/shadow-sandbox/shadow/session/statefile"
+	"github.com/shadow-sandbox/shadow/session/store"
 	"golang.org/x/sys/unix"
 )
 
@@ -592,16 +593,6 @@ func hasMarker(dir, name string) bool {
 	return err == nil
 }
 
-// ApplyRecord is one committed apply of a session.
-// The paths themselves are in the apply's journal entry: listing them here too would make
-// session.json, read by every command, grow by every path of every apply.
-type ApplyRecord struct {
-	ID         string    `json:"id"`
-	Time       time.Time `json:"time"`
-	Files      int       `json:"files"`
-	RolledBack bool      `json:"rolled_back,omitempty"`
-}
-
 // commitApply records a done apply in the session: the applied content becomes the base of each
 // path, decisions move on, the apply is listed. It is idempotent, so recovery can repeat it.
 // root is the project, opened; b, when not nil, is the session's bases already loaded.
@@ -653,11 +644,11 @@ func (s *Session) commitApply(root *projectfs.Root, e *journalEntry, b *changese
 	if err := s.reload(); err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(s.Meta.Applies, func(r ApplyRecord) bool { return r.ID == e.ID }) {
-		rec := ApplyRecord{ID: e.ID, Time: e.Created, Files: len(e.Paths)}
+	if !slices.ContainsFunc(s.Meta.Applies, func(r store.ApplyRecord) bool { return r.ID == e.ID }) {
+		rec := store.ApplyRecord{ID: e.ID, Time: e.Created, Files: len(e.Paths)}
 		s.Meta.Applies = append(s.Meta.Applies, rec)
-		if e.Closes && s.Meta.State == StateOpen {
-			s.Meta.State = StateApplied
+		if e.Closes && s.Meta.State == store.StateOpen {
+			s.Meta.State = store.StateApplied
 			s.Meta.Closed = time.Now().UTC()
 		}
 		if err := s.saveMeta(); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
+	"github.com/shadow-sandbox/shadow/session/store"
 )
 
 // An apply made with --commit (SPEC §13) becomes a git commit of exactly the paths it wrote. The
@@ -315,7 +316,7 @@ func (s *Session) commitMessage(res *ApplyResult) (string, error) {
 // checkpointLines names the session's checkpoints in a commit message, one line each: id, time,
 // what took it, the command. A session whose runs took none (every run of a session made before
 // checkpoints existed) names its runs instead.
-func (s *Session) checkpointLines(runs []Run) ([]string, error) {
+func (s *Session) checkpointLines(runs []store.Run) ([]string, error) {
 	cps, err := s.Checkpoints()
 	if err != nil {
 		return nil, err

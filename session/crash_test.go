@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shadow-sandbox/shadow/session/statefile"
+	"github.com/shadow-sandbox/shadow/session/store"
 )
 
 // TestMain lets the test binary act as the applying process of TestApplyKilledAnywhere.
@@ -50,7 +51,7 @@ func applyChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	lk, err := st.LockProject(os.Getenv("SHADOW_TEST_PROJECT"), LockOptions{Wait: true, Command: "apply"})
+	lk, err := st.LockProject(os.Getenv("SHADOW_TEST_PROJECT"), store.LockOptions{Wait: true, Command: "apply"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -133,7 +134,7 @@ func TestApplyKilledAnywhere(t *testing.T) {
 		}
 		finished := werr == nil
 
-		lk, err := f.store.LockProject(f.project, LockOptions{Wait: true})
+		lk, err := f.store.LockProject(f.project, store.LockOptions{Wait: true})
 		if err != nil {
 			t.Fatalf("trial %d: %v", trial, err)
 		}

@@ -75,7 +75,7 @@ func (d *Decisions) For(c *changeset.Change) FileDecision {
 // Decide records a decision about change c and saves it at once: with hunkID "" a whole-file
 // verdict (Undecided clears every decision of the file), otherwise the decision of that hunk.
 func (s *Session) Decide(c *changeset.Change, hunkID string, dec diff.Decision) error {
-	unlock, err := s.store.stateLock(s.Meta.Project, true)
+	unlock, err := s.store.StateLock(s.Meta.Project, true)
 	if err != nil {
 		return err
 	}

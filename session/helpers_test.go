@@ -12,6 +12,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/session/changeset"
+	"github.com/shadow-sandbox/shadow/session/store"
 
 	"golang.org/x/sys/unix"
 )
@@ -78,7 +79,7 @@ func sessionOver(t testing.TB, state, project string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lk, err := st.LockProject(project, LockOptions{Command: "test"})
+	lk, err := st.LockProject(project, store.LockOptions{Command: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ func hunksOf(t testing.TB, s *Session, c *changeset.Change) []diff.Hunk {
 }
 
 // runsOf is s's finished runs.
-func runsOf(t testing.TB, s *Session) []Run {
+func runsOf(t testing.TB, s *Session) []store.Run {
 	t.Helper()
 	runs, err := s.Runs()
 	if err != nil {

@@ -1,16 +1,12 @@
 package session
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"strings"
 
-	"github.com/shadow-sandbox/shadow/session/statefile"
+	"github.com/shadow-sandbox/shadow/session/store"
 )
 
-// A project's session index (projectFile(project, "sessions")) lists the IDs of its sessions,
+// A project's session index (store.ProjectFile(project, "sessions")) lists the IDs of its sessions,
 // one a line, so that finding them reads the project's own sessions however many the store
 // holds. Only a writer of the project changes it: LockProject writes it from a scan of every
 // session when it is missing (a store from before it) or corrupt, and create adds a session to
@@ -29,60 +25,16 @@ func (st *Store) projectSessions(project string) ([]*Session, []error, error) {
 // every one): a session's own files can say, more cheaply than its session.json, that it is not
 // one the caller looks for.
 func (st *Store) projectSessionsWhere(project string, want func(id string) bool) ([]*Session, []error, error) {
-	path := st.projectFile(project, "sessions")
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("read the session index of %s: %w (remove %s: the next shadow command rebuilds it)", project, err, path)
+	ids, ok, err := st.ReadIndex(project)
+	if err != nil {
+		return nil, nil, err
 	}
-	ids, ok := parseIndex(data)
-	if err != nil || !ok {
+	if !ok {
 		all, bad, err := st.allWhere(want)
 		return ofProject(all, project), bad, err
 	}
 	found, bad := st.loadEach(ids, want)
 	return ofProject(found, project), bad, nil
-}
-
-// parseIndex reads a session index: one session ID a line. An ID cut short (being appended, or
-// by a failed write) names no session directory, and loadEach skips it; anything else that is not
-// an ID makes the index corrupt (ok false).
-func parseIndex(data []byte) (ids []string, ok bool) {
-	for _, line := range strings.Split(string(data), "\n") {
-		if line == "" {
-			continue
-		}
-		if !idPrefix(line) {
-			return nil, false
-		}
-		ids = append(ids, line)
-	}
-	return ids, true
-}
-
-// idPrefix reports whether s is a session ID as newID makes them (20261201-143143-3bc396), or
-// the start of one.
-func idPrefix(s string) bool {
-	const shape = "dddddddd-dddddd-xxxxxx"
-	if len(s) > len(shape) {
-		return false
-	}
-	for i, c := range []byte(s) {
-		switch shape[i] {
-		case 'd':
-			if c < '0' || c > '9' {
-				return false
-			}
-		case 'x':
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-				return false
-			}
-		default:
-			if c != shape[i] {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // ofProject is the sessions of project among all.
@@ -102,12 +54,7 @@ func ofProject(all []*Session, project string) []*Session {
 // project's sessions are found by the scan, so a store that cannot be written (a full disk)
 // stays usable.
 func (st *Store) indexProject(project string) {
-	path := st.projectFile(project, "sessions")
-	data, err := os.ReadFile(path)
-	if _, ok := parseIndex(data); err == nil && ok {
-		return
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if _, ok, err := st.ReadIndex(project); ok || err != nil {
 		return
 	}
 	st.rebuildIndex(project)
@@ -120,11 +67,11 @@ func (st *Store) rebuildIndex(project string) {
 	if err != nil || len(bad) > 0 {
 		return
 	}
-	var b strings.Builder
+	var ids []string
 	for _, s := range ofProject(all, project) {
-		b.WriteString(s.Meta.ID + "\n")
+		ids = append(ids, s.Meta.ID)
 	}
-	_ = statefile.WriteFileAtomic(st.projectFile(project, "sessions"), []byte(b.String()), 0o600)
+	st.WriteIndex(project, ids)
 }
 
 // openByScan finds the project's open session by a scan of every readable session, whatever
@@ -137,20 +84,11 @@ func (st *Store) openByScan(project string) (open, moved *Session, err error) {
 	}
 	sessions := ofProject(all, project)
 	for i := len(sessions) - 1; i >= 0; i-- {
-		if sessions[i].Meta.State == StateOpen {
+		if sessions[i].Meta.State == store.StateOpen {
 			return sessions[i], nil, nil
 		}
 	}
 	return nil, movedHere(all, project), nil
-}
-
-// addToIndex adds a new session to its project's index, durably, when the project has one.
-func (st *Store) addToIndex(project, id string) error {
-	err := statefile.AppendLine(st.projectFile(project, "sessions"), []byte(id), false)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("index session %s: %w", id, err)
-	}
-	return nil
 }
 
 // Current returns the project's open session, read-only, or ErrNoSession.
@@ -169,7 +107,7 @@ func (st *Store) current(project string) (*Session, bool, error) {
 		return nil, false, err
 	}
 	for i := len(sessions) - 1; i >= 0; i-- {
-		if sessions[i].Meta.State == StateOpen {
+		if sessions[i].Meta.State == store.StateOpen {
 			return sessions[i], false, nil
 		}
 	}
@@ -184,7 +122,7 @@ func (st *Store) current(project string) (*Session, bool, error) {
 	if moved != nil {
 		return nil, false, &MovedError{Project: project, OldPath: moved.Meta.Project, ID: moved.Meta.ID}
 	}
-	return nil, false, fmt.Errorf("project %s: %w", project, ErrNoSession)
+	return nil, false, fmt.Errorf("project %s: %w", project, store.ErrNoSession)
 }
 
 // Latest returns the project's most recent session in any state, read-only, or ErrNoSession.
@@ -196,5 +134,5 @@ func (st *Store) Latest(project string) (*Session, error) {
 	if len(sessions) > 0 {
 		return sessions[len(sessions)-1], nil
 	}
-	return nil, fmt.Errorf("project %s: %w", project, ErrNoSession)
+	return nil, fmt.Errorf("project %s: %w", project, store.ErrNoSession)
 }

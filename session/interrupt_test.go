@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/shadow-sandbox/shadow/session/store"
 )
 
 // interruptFixture is a session whose apply writes 40 new files in gen/, modifies a.txt and
@@ -157,7 +159,7 @@ func TestRecoveryCountsTruly(t *testing.T) {
 			if temps+changed == 0 {
 				t.Fatalf("killed at step %d, the apply had done nothing to count", killAt)
 			}
-			lk, err := f.store.LockProject(f.project, LockOptions{})
+			lk, err := f.store.LockProject(f.project, store.LockOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

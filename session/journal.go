@@ -19,6 +19,7 @@ import (
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"github.com/shadow-sandbox/shadow/session/statefile"
+	"github.com/shadow-sandbox/shadow/session/store"
 )
 
 // The journal of a session holds one directory per apply: keep/ (hard links to the files each
@@ -342,9 +343,9 @@ func (s *Session) commitRollback(root *projectfs.Root, e *journalEntry) error {
 			s.Meta.Applies[i].RolledBack = true
 		}
 	}
-	if s.Meta.State == StateApplied {
-		if _, err := s.store.Current(s.Meta.Project); errors.Is(err, ErrNoSession) {
-			s.Meta.State = StateOpen
+	if s.Meta.State == store.StateApplied {
+		if _, err := s.store.Current(s.Meta.Project); errors.Is(err, store.ErrNoSession) {
+			s.Meta.State = store.StateOpen
 			s.Meta.Closed = time.Time{}
 		}
 	}
@@ -411,7 +412,7 @@ func (s *Session) recoverEntry(jdir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	unlock, err := s.store.stateLock(s.Meta.Project, true)
+	unlock, err := s.store.StateLock(s.Meta.Project, true)
 	if err != nil {
 		return "", err
 	}
@@ -449,7 +450,7 @@ func (s *Session) recoverEntry(jdir string) (string, error) {
 // unsettled reports whether the session id may have a journal entry to recover: one that is not
 // settled, or a journal that could not be read (recover then says why).
 func (st *Store) unsettled(id string) bool {
-	jdir := journalDirOf(filepath.Join(st.sessionsDir(), id))
+	jdir := journalDirOf(filepath.Join(st.SessionsDir(), id))
 	ents, err := os.ReadDir(jdir)
 	if err != nil {
 		return !errors.Is(err, fs.ErrNotExist)
@@ -487,7 +488,7 @@ func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := l.store.stateLock(l.project, true)
+	unlock, err := l.store.StateLock(l.project, true)
 	if err != nil {
 		return nil, err
 	}
@@ -533,7 +534,7 @@ func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
 // rollbackItem is one apply a rollback may undo, with its session.
 type rollbackItem struct {
 	s   *Session
-	rec ApplyRecord
+	rec store.ApplyRecord
 }
 
 // appliesToRollBack are the applies of the project a rollback to toID undoes ("": the last one),

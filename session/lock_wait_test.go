@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/shadow-sandbox/shadow/session/store"
 )
 
 // A writer that finds the project's lock held by a command that only reads, putting right what
@@ -17,14 +19,14 @@ func TestWriterWaitsForARecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	project := filepath.Join(dir, "p")
-	for _, holder := range []string{recoveryCommand, "run"} {
-		held, err := st.LockProject(project, LockOptions{Command: holder})
+	for _, holder := range []string{store.RecoveryCommand, "run"} {
+		held, err := st.LockProject(project, store.LockOptions{Command: holder})
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := make(chan error, 1)
 		go func() {
-			lk, err := st.LockProject(project, LockOptions{Command: "run"})
+			lk, err := st.LockProject(project, store.LockOptions{Command: "run"})
 			if err == nil {
 				lk.Release()
 			}
@@ -37,7 +39,7 @@ func TestWriterWaitsForARecovery(t *testing.T) {
 			// Still waiting: what a writer does behind a recovery.
 			held.Release()
 			err2 = <-got
-			if holder != recoveryCommand {
+			if holder != store.RecoveryCommand {
 				t.Errorf("a writer waited behind another writer (%s) instead of failing as busy", holder)
 			}
 			if err2 != nil {
@@ -46,9 +48,9 @@ func TestWriterWaitsForARecovery(t *testing.T) {
 			continue
 		}
 		held.Release()
-		if holder == recoveryCommand {
+		if holder == store.RecoveryCommand {
 			t.Errorf("a writer did not wait behind a recovery: %v", err2)
-		} else if !errors.Is(err2, ErrBusy) {
+		} else if !errors.Is(err2, store.ErrBusy) {
 			t.Errorf("behind a run: %v, want busy", err2)
 		}
 	}

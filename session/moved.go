@@ -5,29 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"syscall"
+
+	"github.com/shadow-sandbox/shadow/session/store"
 )
-
-// ProjectIdentity is what stays the same when a project's directory is moved or renamed within
-// its filesystem: its device and inode. A session records it at its start, so that the project
-// is recognised at its new path.
-type ProjectIdentity struct {
-	Dev uint64 `json:"dev"`
-	Ino uint64 `json:"ino"`
-}
-
-// identityOf is the identity of the directory at path, nil when it cannot be read.
-func identityOf(path string) *ProjectIdentity {
-	fi, err := os.Stat(path)
-	if err != nil || !fi.IsDir() {
-		return nil
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
-	}
-	return &ProjectIdentity{Dev: uint64(st.Dev), Ino: st.Ino}
-}
 
 // ProjectGone reports whether the session's project directory no longer exists at the path the
 // session names (moved, renamed or removed).
@@ -53,13 +33,13 @@ func (e *MovedError) Error() string {
 // movedHere is the open session, among all, whose project is gone from its path and was this
 // same directory (by identity), nil when there is none.
 func movedHere(all []*Session, project string) *Session {
-	id := identityOf(project)
+	id := store.IdentityOf(project)
 	if id == nil {
 		return nil
 	}
 	for i := len(all) - 1; i >= 0; i-- {
 		s := all[i]
-		if s.Meta.State != StateOpen || s.Meta.Identity == nil || *s.Meta.Identity != *id || s.Meta.Project == project {
+		if s.Meta.State != store.StateOpen || s.Meta.Identity == nil || *s.Meta.Identity != *id || s.Meta.Project == project {
 			continue
 		}
 		if s.ProjectGone() {
@@ -80,7 +60,7 @@ func (st *Store) Move(id string, to, from *ProjectLock, force bool) (*Session, e
 	}
 	dir := to.Project()
 	switch {
-	case s.Meta.State != StateOpen:
+	case s.Meta.State != store.StateOpen:
 		return nil, fmt.Errorf("move session %s: it is %s; only an open session moves", id, s.Meta.State)
 	case from.Project() != s.Meta.Project:
 		return nil, fmt.Errorf("move session %s: it belongs to %q, not %q", id, s.Meta.Project, from.Project())
@@ -91,7 +71,7 @@ func (st *Store) Move(id string, to, from *ProjectLock, force bool) (*Session, e
 	case s.RunActive():
 		return nil, fmt.Errorf("move session %s: a run is active (pid %d); wait for it to end", id, s.Meta.Active.PID)
 	}
-	now := identityOf(dir)
+	now := store.IdentityOf(dir)
 	if now == nil {
 		return nil, fmt.Errorf("move session %s: %q is not a directory", id, dir)
 	}

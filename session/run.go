@@ -19,22 +19,9 @@ import (
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"github.com/shadow-sandbox/shadow/session/statefile"
+	"github.com/shadow-sandbox/shadow/session/store"
 	"golang.org/x/sys/unix"
 )
-
-// Run is one command run in the jail over the session.
-type Run struct {
-	Argv     []string  `json:"argv"`
-	Start    time.Time `json:"start"`
-	End      time.Time `json:"end,omitzero"`
-	ExitCode int       `json:"exit_code"`
-	// PID and PIDStart identify the shadow process running it (start time guards against reuse).
-	PID      int    `json:"pid,omitempty"`
-	PIDStart uint64 `json:"pid_start,omitempty"`
-	// Captured and Unknown count the pre-images taken and the paths whose base became unknown.
-	Captured int `json:"captured,omitempty"`
-	Unknown  int `json:"unknown,omitempty"`
-}
 
 // processStart is the start time of pid in clock ticks since boot (field 22 of /proc/PID/stat),
 // or 0 when the process does not exist.
@@ -82,7 +69,7 @@ func (s *Session) endRecorded() bool {
 		return false
 	}
 	r, ok := lastRun(filepath.Join(s.dir, runsFile))
-	return ok && recorded([]Run{r}, a)
+	return ok && recorded([]store.Run{r}, a)
 }
 
 // dropEndedRun clears, in memory, the active run whose end is already recorded, so that every
@@ -95,21 +82,21 @@ func (s *Session) dropEndedRun() {
 
 // lastRun returns the last line of the runs file at path, read from its end: the cost is one
 // line's, however many runs came before (the whole file only for a line longer than the tail).
-func lastRun(path string) (Run, bool) {
+func lastRun(path string) (store.Run, bool) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Run{}, false
+		return store.Run{}, false
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil || fi.Size() == 0 {
-		return Run{}, false
+		return store.Run{}, false
 	}
 	size := fi.Size()
 	for n := min(size, 4096); ; n = size {
 		buf := make([]byte, n)
 		if _, err := f.ReadAt(buf, size-n); err != nil {
-			return Run{}, false
+			return store.Run{}, false
 		}
 		// A last line whose line feed alone was lost is still a run (Runs).
 		line := bytes.TrimSuffix(buf, []byte("\n"))
@@ -117,9 +104,9 @@ func lastRun(path string) (Run, bool) {
 		if i < 0 && n < size {
 			continue // the line is longer than the tail
 		}
-		var r Run
+		var r store.Run
 		if json.Unmarshal(line[i+1:], &r) != nil {
-			return Run{}, false
+			return store.Run{}, false
 		}
 		return r, true
 	}
@@ -134,7 +121,7 @@ func (s *Session) BeginRun(argv []string) error {
 	if err := s.reload(); err != nil {
 		return err
 	}
-	if s.Meta.State != StateOpen {
+	if s.Meta.State != store.StateOpen {
 		return fmt.Errorf("session %s is %s; start a new one", s.Meta.ID, s.Meta.State)
 	}
 	if s.RunActive() {
@@ -148,7 +135,7 @@ func (s *Session) BeginRun(argv []string) error {
 		return err
 	}
 	pid := os.Getpid()
-	s.Meta.Active = &Run{Argv: append([]string(nil), argv...), Start: time.Now().UTC(), PID: pid, PIDStart: processStart(pid)}
+	s.Meta.Active = &store.Run{Argv: append([]string(nil), argv...), Start: time.Now().UTC(), PID: pid, PIDStart: processStart(pid)}
 	return s.saveRunRecord()
 }
 
@@ -327,7 +314,7 @@ func (s *Session) endRun(exitCode int, changes bool) (cs *changeset.ChangeSet, c
 // still refer to one that the index no longer does, for a rollback to restore. Nothing else writes
 // packs meanwhile: the caller holds the project's writer lock.
 func (s *Session) dropUnreferencedPacks(since time.Time) error {
-	unlock, err := s.store.stateLock(s.Meta.Project, true)
+	unlock, err := s.store.StateLock(s.Meta.Project, true)
 	if err != nil {
 		return err
 	}
@@ -366,7 +353,7 @@ const runsFile = "runs.jsonl"
 // (Meta.LegacyRuns), then runsFile's. A line that a crash or a failed write cut short is not a run
 // (a cut JSON object does not parse), at the end of the file or within it, where statefile.AppendLine ended
 // it before the next.
-func (s *Session) Runs() ([]Run, error) {
+func (s *Session) Runs() ([]store.Run, error) {
 	runs := slices.Clone(s.Meta.LegacyRuns)
 	data, err := os.ReadFile(filepath.Join(s.dir, runsFile))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -378,7 +365,7 @@ func (s *Session) Runs() ([]Run, error) {
 	for len(data) > 0 {
 		var line []byte
 		line, data, _ = bytes.Cut(data, []byte("\n"))
-		var r Run
+		var r store.Run
 		if json.Unmarshal(line, &r) == nil {
 			runs = append(runs, r)
 		}
@@ -387,15 +374,15 @@ func (s *Session) Runs() ([]Run, error) {
 }
 
 // recorded reports whether runs holds the run a (the same start, by the same process).
-func recorded(runs []Run, a *Run) bool {
-	return slices.ContainsFunc(runs, func(r Run) bool { return r.Start.Equal(a.Start) && r.PID == a.PID })
+func recorded(runs []store.Run, a *store.Run) bool {
+	return slices.ContainsFunc(runs, func(r store.Run) bool { return r.Start.Equal(a.Start) && r.PID == a.PID })
 }
 
 // appendRun adds r to the finished runs, durably.
-func (s *Session) appendRun(r Run) error { return s.appendRunSync(r, true) }
+func (s *Session) appendRun(r store.Run) error { return s.appendRunSync(r, true) }
 
 // appendRunSync is appendRun; with sync unset, the line is not fsynced (statefile.AppendLineSync).
-func (s *Session) appendRunSync(r Run, sync bool) error {
+func (s *Session) appendRunSync(r store.Run, sync bool) error {
 	line, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode a run of session %s: %w", s.Meta.ID, err)
@@ -446,7 +433,7 @@ func (s *Session) takePreimages(contents bool, pre *precaptured) (*stagedView, e
 		pre.abandon()
 		return &stagedView{}, err // nothing staged, nothing to capture
 	}
-	unlock, err := s.store.stateLock(s.Meta.Project, true)
+	unlock, err := s.store.StateLock(s.Meta.Project, true)
 	if err != nil {
 		pre.abandon()
 		return nil, err

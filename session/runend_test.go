@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shadow-sandbox/shadow/session/store"
 )
 
 // runEndChild is the process of a run for TestRunEndLineAlone: it begins a run over the
@@ -21,7 +23,7 @@ func runEndChild() int {
 	if err != nil {
 		return fail(err)
 	}
-	lk, err := st.LockProject(os.Getenv("SHADOW_TEST_PROJECT"), LockOptions{Wait: true, Command: "run"})
+	lk, err := st.LockProject(os.Getenv("SHADOW_TEST_PROJECT"), store.LockOptions{Wait: true, Command: "run"})
 	if err != nil {
 		return fail(err)
 	}
@@ -136,7 +138,7 @@ func TestRunEndLineAlone(t *testing.T) {
 		if len(infos) != 1 || infos[0].Running || infos[0].Runs != 1 || infos[0].Error != "" {
 			t.Errorf("%s: sessions lists %+v, want 1 run, not running", name, infos)
 		}
-		lk, err := f.store.LockProject(f.project, LockOptions{Command: "test"})
+		lk, err := f.store.LockProject(f.project, store.LockOptions{Command: "test"})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

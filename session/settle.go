@@ -15,6 +15,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
+	"github.com/shadow-sandbox/shadow/session/store"
 )
 
 // What a run, a revert or a checkpoint that was cut short leaves behind (SPEC §12). A run's PID 1
@@ -42,7 +43,7 @@ func (s *Session) AwaitCheckpoints(w io.Writer) error {
 	}
 	said := false
 	for {
-		lk, err := s.store.LockProject(s.Meta.Project, LockOptions{Command: recoveryCommand})
+		lk, err := s.store.LockProject(s.Meta.Project, store.LockOptions{Command: store.RecoveryCommand})
 		if err == nil {
 			if lk.Recovered != "" && w != nil {
 				fmt.Fprintln(w, "shadow:", lk.Recovered)
@@ -54,13 +55,13 @@ func (s *Session) AwaitCheckpoints(w io.Writer) error {
 			}
 			return s.reload()
 		}
-		if !errors.Is(err, ErrBusy) {
+		if !errors.Is(err, store.ErrBusy) {
 			return err
 		}
 		if err := s.reload(); err != nil {
 			return err
 		}
-		if s.Meta.Active == nil || s.RunActive() || s.Meta.State != StateOpen {
+		if s.Meta.Active == nil || s.RunActive() || s.Meta.State != store.StateOpen {
 			return nil
 		}
 		// Another command holds the project and closes the run now (it merges what the
@@ -85,26 +86,18 @@ func awaitWriter(dir string, w io.Writer) (bool, layers.WriterState, error) {
 	}
 	defer f.Close()
 	waited := false
-	err = flockRetry(f, unix.LOCK_SH|unix.LOCK_NB)
+	err = store.FlockRetry(f, unix.LOCK_SH|unix.LOCK_NB)
 	if errors.Is(err, unix.EWOULDBLOCK) {
 		waited = true
 		if w != nil {
 			fmt.Fprintf(w, "shadow: waiting for %s…\n", describeWriter(dir, readWriter(f)))
 		}
-		err = flockRetry(f, unix.LOCK_SH)
+		err = store.FlockRetry(f, unix.LOCK_SH)
 	}
 	if err != nil {
 		return waited, layers.WriterState{}, fmt.Errorf("wait for the checkpoints' lock: %w", err)
 	}
 	return waited, readWriter(f), nil
-}
-
-func flockRetry(f *os.File, how int) error {
-	for {
-		if err := unix.Flock(int(f.Fd()), how); err != unix.EINTR {
-			return err
-		}
-	}
 }
 
 func readWriter(f *os.File) layers.WriterState {
@@ -212,7 +205,7 @@ func writerBusy(dir string) bool {
 		return false
 	}
 	defer f.Close()
-	return errors.Is(flockRetry(f, unix.LOCK_SH|unix.LOCK_NB), unix.EWOULDBLOCK)
+	return errors.Is(store.FlockRetry(f, unix.LOCK_SH|unix.LOCK_NB), unix.EWOULDBLOCK)
 }
 
 // tidy removes what an interrupted command left in the session: the staging layer a revert was
@@ -274,19 +267,19 @@ func (l *ProjectLock) tidy() (string, error) {
 
 // holder names the shadow command holding project's writer lock, e.g. "run (pid 123)".
 func (st *Store) holder(project string) string {
-	f, err := os.Open(st.projectFile(project, "lock"))
+	f, err := os.Open(st.ProjectFile(project, "lock"))
 	if err != nil {
 		return "command"
 	}
 	defer f.Close()
-	return readHolder(f)
+	return store.ReadHolder(f)
 }
 
 // closeStaleRunLocked closes the session's interrupted run, if it still is one, through the
 // project's writer lock lk (taken by a reader for the purpose).
 func (s *Session) closeStaleRunLocked(lk *ProjectLock) error {
 	w, err := lk.Get(s.Meta.ID)
-	if err != nil || w.Meta.State != StateOpen {
+	if err != nil || w.Meta.State != store.StateOpen {
 		return err
 	}
 	return w.closeStaleRun()

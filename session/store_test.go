@@ -6,68 +6,14 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shadow-sandbox/shadow/session/changeset"
+	"github.com/shadow-sandbox/shadow/session/store"
 )
-
-func TestDefaultRoot(t *testing.T) {
-	t.Setenv("XDG_STATE_HOME", "/x/state")
-	if r, _ := DefaultRoot(); r != "/x/state/shadow" {
-		t.Errorf("DefaultRoot = %q", r)
-	}
-	t.Setenv("XDG_STATE_HOME", "")
-	t.Setenv("HOME", "/home/u")
-	if r, _ := DefaultRoot(); r != "/home/u/.local/state/shadow" {
-		t.Errorf("DefaultRoot without XDG_STATE_HOME = %q", r)
-	}
-}
-
-func TestResolveProject(t *testing.T) {
-	dir := t.TempDir()
-	real := filepath.Join(dir, "real")
-	if err := os.MkdirAll(filepath.Join(real, "sub", "deep"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(real, filepath.Join(dir, "link")); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "afile"), nil, 0o644)
-
-	if got, err := ResolveProject(filepath.Join(dir, "link")); err != nil || got != real {
-		t.Errorf("symlinked project: %q, %v; want %q", got, err, real)
-	}
-	_, err := ResolveProject(filepath.Join(dir, "missing"))
-	if err == nil || !strings.Contains(err.Error(), "does not exist") || strings.Contains(err.Error(), "\n") {
-		t.Errorf("missing project: %v", err)
-	}
-	_, err = ResolveProject(filepath.Join(dir, "afile"))
-	if err == nil || !strings.Contains(err.Error(), "not a directory") {
-		t.Errorf("file as project: %v", err)
-	}
-
-	// The default is the git top level of the working directory.
-	if _, err := exec.LookPath("git"); err != nil {
-		os.Mkdir(filepath.Join(real, ".git"), 0o755)
-	} else if out, err := exec.Command("git", "init", "-q", real).CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v %s", err, out)
-	}
-	t.Chdir(filepath.Join(real, "sub", "deep"))
-	if got, err := ResolveProject(""); err != nil || got != real {
-		t.Errorf("default project from a subdirectory: %q, %v; want %q", got, err, real)
-	}
-	// Outside any work tree the working directory itself is the project.
-	plain := filepath.Join(dir, "plain")
-	os.Mkdir(plain, 0o755)
-	t.Chdir(plain)
-	if got, err := ResolveProject(""); err != nil || got != plain {
-		t.Errorf("default project outside git: %q, %v; want %q", got, err, plain)
-	}
-}
 
 func TestOneOpenSessionPerProject(t *testing.T) {
 	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
@@ -95,7 +41,7 @@ func TestOneOpenSessionPerProject(t *testing.T) {
 	if err := cur.Discard(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.Current(f.project); !errors.Is(err, ErrNoSession) {
+	if _, err := f.store.Current(f.project); !errors.Is(err, store.ErrNoSession) {
 		t.Fatalf("Current after discard: %v", err)
 	}
 	s2, err := f.lock.Create()
@@ -120,7 +66,7 @@ func TestListSessions(t *testing.T) {
 		t.Fatalf("List = %+v", list)
 	}
 	got := list[0]
-	if got.ID != f.s.ID() || got.Project != f.project || got.Runs != 1 || got.FilesStaged != 2 || got.Network != 2 || got.State != StateOpen {
+	if got.ID != f.s.ID() || got.Project != f.project || got.Runs != 1 || got.FilesStaged != 2 || got.Network != 2 || got.State != store.StateOpen {
 		t.Errorf("List row = %+v", got)
 	}
 	if _, err := json.Marshal(list); err != nil {
@@ -155,13 +101,13 @@ func TestBadSessionInput(t *testing.T) {
 
 func TestWriterLock(t *testing.T) {
 	f := newFixture(t, nil)
-	_, err := f.store.LockProject(f.project, LockOptions{Command: "apply"})
+	_, err := f.store.LockProject(f.project, store.LockOptions{Command: "apply"})
 	if err == nil || !strings.Contains(err.Error(), "busy") || !strings.Contains(err.Error(), "test (pid") {
 		t.Fatalf("second writer: %v", err)
 	}
 	got := make(chan error, 1)
 	go func() {
-		lk, err := f.store.LockProject(f.project, LockOptions{Wait: true})
+		lk, err := f.store.LockProject(f.project, store.LockOptions{Wait: true})
 		if err == nil {
 			lk.Release()
 		}
@@ -358,9 +304,9 @@ func TestPartialRunLineIsSkippedAndEnded(t *testing.T) {
 // unreadable session blocks a new one, as it may be the project's, until the index can be made.
 func TestProjectSessionIndex(t *testing.T) {
 	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
-	index := f.store.projectFile(f.project, "sessions")
+	index := f.store.ProjectFile(f.project, "sessions")
 	other := t.TempDir()
-	lk, err := f.store.LockProject(other, LockOptions{Command: "test"})
+	lk, err := f.store.LockProject(other, store.LockOptions{Command: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +344,7 @@ func TestProjectSessionIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.lock.Release()
-	lk, err = f.store.LockProject(f.project, LockOptions{Command: "test"})
+	lk, err = f.store.LockProject(f.project, store.LockOptions{Command: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +360,7 @@ func TestProjectSessionIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	lk.Release()
-	lk, err = f.store.LockProject(f.project, LockOptions{Command: "test"})
+	lk, err = f.store.LockProject(f.project, store.LockOptions{Command: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,14 +402,14 @@ func TestCorruptIndexKeepsOneOpenSession(t *testing.T) {
 			f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}})
 			id := f.s.ID()
 			f.lock.Release()
-			index := f.store.projectFile(f.project, "sessions")
+			index := f.store.ProjectFile(f.project, "sessions")
 			if err := os.WriteFile(index, c.garbage, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			if cur, err := f.store.Current(f.project); err != nil || cur.ID() != id {
 				t.Fatalf("a reader with a corrupt index: %v, %v; want session %s", cur, err, id)
 			}
-			lk, err := f.store.LockProject(f.project, LockOptions{Command: "test"})
+			lk, err := f.store.LockProject(f.project, store.LockOptions{Command: "test"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/testuser"
+	"github.com/shadow-sandbox/shadow/session/store"
 )
 
 // rerun runs the test named name again in a copy of the test binary through setpriv with args
@@ -22,8 +23,8 @@ func rerun(t *testing.T, name string, uid, gid int, env []string, args ...string
 		t.Skip("setpriv (util-linux) not installed")
 	}
 	dir, bin := testuser.BinaryDir(t, "shadow-session-test-", "session.test")
-	// What the test made as another user: removeAllWritable opens it up before the directory goes.
-	t.Cleanup(func() { removeAllWritable(dir) })
+	// What the test made as another user: store.RemoveAllWritable opens it up before the directory goes.
+	t.Cleanup(func() { store.RemoveAllWritable(dir) })
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		t.Fatal(err)

@@ -5,12 +5,13 @@ import (
 
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
+	"github.com/shadow-sandbox/shadow/session/store"
 )
 
 // Changes computes the session's change set from its upper layer, classified (ignored, protected,
 // conflict). It works while a run is going.
 func (s *Session) Changes() (*changeset.ChangeSet, error) {
-	unlock, err := s.store.stateLock(s.Meta.Project, false)
+	unlock, err := s.store.StateLock(s.Meta.Project, false)
 	if err != nil {
 		return nil, err
 	}
@@ -25,7 +26,7 @@ func (s *Session) extraProtected(more []string) []string {
 
 // changes computes the change set; extraProtected extends the protected patterns.
 func (s *Session) changes(extraProtected []string) (*changeset.ChangeSet, error) {
-	if s.Meta.State == StateDiscarded {
+	if s.Meta.State == store.StateDiscarded {
 		return nil, fmt.Errorf("session %s was discarded: its staged changes are gone", s.Meta.ID)
 	}
 	host, err := projectfs.OpenRoot(s.Meta.Project)
@@ -46,7 +47,7 @@ func (s *Session) changes(extraProtected []string) (*changeset.ChangeSet, error)
 
 // changesIn computes the change set against bases already loaded and the open project root.
 func (s *Session) changesIn(b *changeset.Bases, host *projectfs.Root, extraProtected []string) (*changeset.ChangeSet, error) {
-	if s.Meta.State == StateDiscarded {
+	if s.Meta.State == store.StateDiscarded {
 		return nil, fmt.Errorf("session %s was discarded: its staged changes are gone", s.Meta.ID)
 	}
 	raw, err := changeset.ScanUpper(s.UpperDir(), host, changeset.ScanOptions{Contents: true})

@@ -22,6 +22,7 @@ import (
 	"github.com/shadow-sandbox/shadow/sandbox/proxy"
 	"github.com/shadow-sandbox/shadow/session"
 	"github.com/shadow-sandbox/shadow/session/changeset"
+	"github.com/shadow-sandbox/shadow/session/store"
 )
 
 // OpenOptions says which session a run goes into.
@@ -54,7 +55,7 @@ type Opened struct {
 // or opens one. When the lock was taken but no session could be, the lock is released and the
 // Opened returned with the error holds only Recovered.
 func Open(st *session.Store, o OpenOptions) (*Opened, error) {
-	lk, err := st.LockProject(o.Project, session.LockOptions{Wait: o.Wait, Command: o.Command})
+	lk, err := st.LockProject(o.Project, store.LockOptions{Wait: o.Wait, Command: o.Command})
 	if err != nil {
 		return nil, err
 	}
