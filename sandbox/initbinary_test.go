@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -52,4 +53,25 @@ func TestInitBinaryLayouts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunTrueInitProgram: the jail's PID 1 is the program initBinary chooses: shadow-init where
+// it is installed beside the running binary (TestUnprivileged puts one beside its copy of the
+// tests, so that the jail tests run again with it as PID 1), this binary re-executed otherwise.
+func TestRunTrueInitProgram(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "exe" // /proc/self/exe re-executed
+	if _, self := initBinary(exe); !self {
+		want = InitProgram
+	}
+	j := newTestJail(t)
+	res, out, errOut := j.run(t, j.policy(), "cat", "/proc/1/comm")
+	if res.ExitCode != 0 || strings.TrimSpace(out) != want {
+		t.Fatalf("PID 1 of the jail is %q (exit %d, stderr %q), want %s", strings.TrimSpace(out), res.ExitCode, errOut, want)
+	}
+	t.Logf("PID 1 of the jail: %s", want)
 }
