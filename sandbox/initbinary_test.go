@@ -75,3 +75,25 @@ func TestRunTrueInitProgram(t *testing.T) {
 	}
 	t.Logf("PID 1 of the jail: %s", want)
 }
+
+// TestEscapeInitThreadsFiltered: every thread of the jail's PID 1 runs under the seccomp filter
+// with no_new_privs (PID 1 loads the host's program on all its threads at once, TSYNC), so that
+// no thread of it is a way around the filter.
+func TestEscapeInitThreadsFiltered(t *testing.T) {
+	t.Parallel()
+	j := newTestJail(t)
+	res, out, errOut := j.run(t, j.policy(), "/bin/sh", "-c",
+		`for f in /proc/1/task/*/status; do echo "$f $(grep -E '^(Seccomp|NoNewPrivs):' "$f" | tr -s '\t\n' '  ')"; done`)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d: %s", res.ExitCode, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("PID 1 has %d threads, want the Go runtime's several:\n%s", len(lines), out)
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, "NoNewPrivs: 1") || !strings.Contains(l, "Seccomp: 2") {
+			t.Errorf("a thread of PID 1 is not filtered: %s", l)
+		}
+	}
+}
