@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/internal/english"
+	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/store"
 )
 
@@ -30,11 +31,8 @@ type ApplyOptions struct {
 	Protected []string
 }
 
-// Skipped is a change Apply left out, and why.
-type Skipped struct {
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
-}
+// Skipped is a change an apply or an export leaves out, and why (changeset.Skipped).
+type Skipped = changeset.Skipped
 
 // PlannedFile is one path an apply writes or deletes.
 type PlannedFile struct {

@@ -112,7 +112,7 @@ func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *cha
 	e.RemovedDirs = append(e.RemovedDirs, leftEmpty(root, s.UpperDir(), pl.ops, deleted, e.RemovedDirs)...)
 	// Parents first (a parent's path sorts before its children's).
 	sort.Slice(e.RemovedDirs, func(i, j int) bool { return e.RemovedDirs[i].Path < e.RemovedDirs[j].Path })
-	if err := writeJSONAtomic(filepath.Join(jdir, "entry.json"), e); err != nil {
+	if err := statefile.WriteJSON(filepath.Join(jdir, "entry.json"), e); err != nil {
 		return fail(err)
 	}
 	if err := statefile.SyncDir(s.journalDir()); err != nil {

@@ -8,12 +8,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/shadow-sandbox/shadow/session/gitout"
 )
 
 // gitT runs git in dir for a test, failing it on error.
 func gitT(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	out, err := git(dir, nil, nil, args...)
+	out, err := gitout.Git(dir, nil, nil, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +159,7 @@ func TestCheckCommitNoIdentity(t *testing.T) {
 	t.Setenv("EMAIL", "")
 	err := f.s.CheckCommit()
 	if err == nil {
-		if out, _ := git(f.project, nil, nil, "var", "GIT_COMMITTER_IDENT"); out != "" {
+		if out, _ := gitout.Git(f.project, nil, nil, "var", "GIT_COMMITTER_IDENT"); out != "" {
 			t.Skipf("git finds an identity here anyway: %s", out)
 		}
 		t.Fatal("no error without an identity")
@@ -222,7 +224,7 @@ func TestCommitApplyRunsNothingTheProjectChooses(t *testing.T) {
 	}
 	for _, p := range append(slices.Collect(maps.Keys(staged)), "gone.txt") {
 		wrote, err := os.ReadFile(filepath.Join(f.project, p))
-		blob, gerr := git(f.project, nil, nil, "cat-file", "blob", "HEAD:"+p)
+		blob, gerr := gitout.Git(f.project, nil, nil, "cat-file", "blob", "HEAD:"+p)
 		switch {
 		case os.IsNotExist(err):
 			if gerr == nil {

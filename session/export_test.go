@@ -9,6 +9,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/session/changeset"
+	"github.com/shadow-sandbox/shadow/session/gitout"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
@@ -51,11 +52,11 @@ func treeOfPatch(t *testing.T, f *fixture, base string, changes []*changeset.Cha
 		if args[0] == "apply" {
 			in = buf.Bytes()
 		}
-		if _, err := git(f.project, env, in, args...); err != nil {
+		if _, err := gitout.Git(f.project, env, in, args...); err != nil {
 			t.Fatalf("%v\n%s", err, buf.String())
 		}
 	}
-	tree, err := git(f.project, env, nil, "write-tree")
+	tree, err := gitout.Git(f.project, env, nil, "write-tree")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestExportBranch(t *testing.T) {
 	// The developer moves on: a commit of their own, and the staged change of gitFixture.
 	gitT(t, f.project, "commit", "-q", "-m", "the developer's own")
 	before, files := gitState(t, f), workTree(t, f)
-	res, err := f.s.Export(ExportOptions{Branch: "agent"})
+	res, err := f.s.Export(gitout.ExportOptions{Branch: "agent"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestExportBranch(t *testing.T) {
 		t.Fatalf("message:\n%s", got)
 	}
 	// With --allow-protected, everything: the tree is shadow diff --binary's whole.
-	if _, err := f.s.Export(ExportOptions{Branch: "agent-all", AllowProtected: true}); err != nil {
+	if _, err := f.s.Export(gitout.ExportOptions{Branch: "agent-all", AllowProtected: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := gitT(t, f.project, "rev-parse", "agent-all^{tree}"), treeOfPatch(t, f, base, cs.Select(nil)); got != want {
@@ -114,7 +115,7 @@ func TestExportBranch(t *testing.T) {
 	}
 	// An existing branch is refused, and left as it was.
 	tip := gitT(t, f.project, "rev-parse", "agent")
-	_, err = f.s.Export(ExportOptions{Branch: "agent", Message: "again"})
+	_, err = f.s.Export(gitout.ExportOptions{Branch: "agent", Message: "again"})
 	if err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("export over an existing branch: %v", err)
 	}
@@ -127,11 +128,11 @@ func TestExportBranch(t *testing.T) {
 func TestExportNoBaseCommit(t *testing.T) {
 	f := gitFixture(t)
 	f.s.Meta.BaseCommit = ""
-	_, err := f.s.Export(ExportOptions{Branch: "agent"})
+	_, err := f.s.Export(gitout.ExportOptions{Branch: "agent"})
 	if err == nil || !strings.Contains(err.Error(), "no base commit") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("%v", err)
 	}
-	if _, err := git(f.project, nil, nil, "rev-parse", "--verify", "-q", "refs/heads/agent"); err == nil {
+	if _, err := gitout.Git(f.project, nil, nil, "rev-parse", "--verify", "-q", "refs/heads/agent"); err == nil {
 		t.Fatal("a branch was made")
 	}
 }

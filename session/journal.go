@@ -17,8 +17,8 @@ import (
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/session/changeset"
+	"github.com/shadow-sandbox/shadow/session/gitout"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
-	"github.com/shadow-sandbox/shadow/session/statefile"
 	"github.com/shadow-sandbox/shadow/session/store"
 )
 
@@ -27,14 +27,6 @@ import (
 // (the plan and each path's prior mode and existence), then the markers "done" (the
 // project is written), "committed" (the session's records follow), "rollback" (a rollback began)
 // and "rolledback" (it finished, or the apply was undone after a crash).
-
-func writeJSONAtomic(path string, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", path, err)
-	}
-	return statefile.WriteFileAtomic(path, data, 0o600)
-}
 
 func readEntry(jdir string) (*journalEntry, error) {
 	data, err := os.ReadFile(filepath.Join(jdir, "entry.json"))
@@ -507,7 +499,7 @@ func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
 	for i := len(entries) - 1; i >= 0; i-- {
 		jdirs = append(jdirs, filepath.Join(items[i].s.journalDir(), entries[i].ID))
 	}
-	if err := uncommitApplies(jdirs); err != nil {
+	if err := gitout.UncommitApplies(jdirs); err != nil {
 		return nil, err
 	}
 	res := &RollbackResult{Left: left}

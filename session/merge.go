@@ -193,16 +193,11 @@ func (s *Session) ConflictHelp(c *changeset.Change) string {
 	if !c.Conflict || c.Merge != "" {
 		return ""
 	}
-	take := "rm " + shellQuote(filepath.Join(s.Meta.Project, c.Path))
+	take := "rm " + quote.Shell(filepath.Join(s.Meta.Project, c.Path))
 	if c.New.Exists() {
-		take = "cp -P " + shellQuote(filepath.Join(s.UpperDir(), c.Path)) + " " + shellQuote(filepath.Join(s.Meta.Project, c.Path))
+		take = "cp -P " + quote.Shell(filepath.Join(s.UpperDir(), c.Path)) + " " + quote.Shell(filepath.Join(s.Meta.Project, c.Path))
 	}
 	return "keep yours (reject it in review), or take the agent's: " + take
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // HostView is what review shows of a path the host changed too: a line saying what the host did

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shadow-sandbox/shadow/session/changeset"
+	"github.com/shadow-sandbox/shadow/session/gitout"
 	"github.com/shadow-sandbox/shadow/session/statefile"
 	"github.com/shadow-sandbox/shadow/session/store"
 )
@@ -244,7 +245,7 @@ func (st *Store) create(project string, lk *ProjectLock) (*Session, error) {
 		recorded <- err
 	}()
 	s := &Session{store: st, dir: dir, lock: lk, Meta: store.Meta{Version: store.MetaVersion, ID: id, Project: project, Created: now.UTC(), State: store.StateOpen,
-		BaseCommit: gitHead(project), Identity: store.IdentityOf(project)}}
+		BaseCommit: gitout.Head(project), Identity: store.IdentityOf(project)}}
 	fail := func(err error) (*Session, error) {
 		if recorded != nil {
 			<-recorded

@@ -70,3 +70,9 @@ func Text(s string) string {
 	}
 	return b.String()
 }
+
+// Shell is s as one word of a POSIX shell command line, in single quotes (a quote in s closes,
+// escapes and reopens them).
+func Shell(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

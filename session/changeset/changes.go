@@ -620,3 +620,9 @@ func ShortHash(h string) string {
 	}
 	return h
 }
+
+// Skipped is a change an apply or an export leaves out, and why.
+type Skipped struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}

@@ -4,6 +4,7 @@
 package statefile
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -133,4 +134,13 @@ func Fsync(f *os.File) error {
 		return nil
 	}
 	return f.Sync()
+}
+
+// WriteJSON replaces path with v in JSON, as WriteFileAtomic does.
+func WriteJSON(path string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	return WriteFileAtomic(path, data, 0o600)
 }

@@ -1,4 +1,8 @@
-package session
+// Package gitout writes a session's work as git objects with git plumbing, never through the
+// work tree or the developer's index: the commit of an apply (apply --commit) and the branch of an
+// export, each from the exact bytes, modes and links written or staged, with no git filter or
+// hook run.
+package gitout
 
 import (
 	"bytes"
@@ -15,8 +19,10 @@ import (
 
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/internal/quote"
+	"github.com/shadow-sandbox/shadow/sandbox/layers"
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
+	"github.com/shadow-sandbox/shadow/session/statefile"
 	"github.com/shadow-sandbox/shadow/session/store"
 )
 
@@ -57,7 +63,7 @@ var gitSafe = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=f
 // (gitTree), but any command that writes the index re-reads racily clean entries through their
 // filters, so every filter driver the config defines is turned off as well (noFilters). The
 // commands are plumbing that run no diff or merge, so no textconv or merge driver runs.
-func git(dir string, env []string, stdin []byte, args ...string) (string, error) {
+func Git(dir string, env []string, stdin []byte, args ...string) (string, error) {
 	off, err := noFilters(dir, env)
 	if err != nil {
 		return "", err
@@ -117,10 +123,10 @@ func runGit(dir string, env []string, stdin []byte, opts []string, args ...strin
 	return out.String(), nil
 }
 
-// gitHead is the commit HEAD names in the work tree holding dir, "" when there is none (no git,
+// Head is the commit HEAD names in the work tree holding dir, "" when there is none (no git,
 // not a repository, or a branch with no commit yet).
-func gitHead(dir string) string {
-	out, err := git(dir, nil, nil, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+func Head(dir string) string {
+	out, err := Git(dir, nil, nil, "rev-parse", "--verify", "-q", "HEAD^{commit}")
 	if err != nil {
 		return ""
 	}
@@ -129,25 +135,25 @@ func gitHead(dir string) string {
 
 // gitTop is the top level of the git work tree holding the project, or an error that says the
 // project is not in one.
-func (s *Session) gitTop(what string) (string, error) {
-	out, err := git(s.Meta.Project, nil, nil, "rev-parse", "--show-toplevel")
+func gitTop(s Session, what string) (string, error) {
+	out, err := Git(s.Project(), nil, nil, "rev-parse", "--show-toplevel")
 	if err != nil || strings.TrimSpace(out) == "" {
-		return "", fmt.Errorf("%s: %s is not in a git work tree (%v)", what, s.Meta.Project, err)
+		return "", fmt.Errorf("%s: %s is not in a git work tree (%v)", what, s.Project(), err)
 	}
 	return strings.TrimSpace(out), nil
 }
 
 // CheckCommit says why an apply of this session could not be committed, before anything is
 // written: no git work tree, no identity to commit with, or an index in the middle of a merge.
-func (s *Session) CheckCommit() error {
-	top, err := s.gitTop("apply --commit")
+func CheckCommit(s Session) error {
+	top, err := gitTop(s, "apply --commit")
 	if err != nil {
 		return err
 	}
-	if _, err := git(top, nil, nil, "var", "GIT_COMMITTER_IDENT"); err != nil {
+	if _, err := Git(top, nil, nil, "var", "GIT_COMMITTER_IDENT"); err != nil {
 		return fmt.Errorf("apply --commit: git has no identity to commit with: set user.name and user.email (git config --global user.email you@example.com)")
 	}
-	if out, err := git(top, nil, nil, "ls-files", "-u"); err != nil {
+	if out, err := Git(top, nil, nil, "ls-files", "-u"); err != nil {
 		return fmt.Errorf("apply --commit: %w", err)
 	} else if out != "" {
 		return fmt.Errorf("apply --commit: the index has unmerged paths; finish or abort that merge first")
@@ -155,32 +161,56 @@ func (s *Session) CheckCommit() error {
 	return nil
 }
 
+// Session is what git output reads of a session: its record, its runs and checkpoints, its
+// change set and its staged files.
+type Session interface {
+	ID() string
+	Project() string
+	// BaseCommit is the commit HEAD named when the session started ("" when none).
+	BaseCommit() string
+	Runs() ([]store.Run, error)
+	Checkpoints() ([]layers.Checkpoint, error)
+	Changes() (*changeset.ChangeSet, error)
+	// UpperDir is the staging layer; OpenStaged opens a staged file in it without following a
+	// symlink.
+	UpperDir() string
+	OpenStaged(path string) (*os.File, error)
+}
+
+// Apply is what an apply wrote (its paths, relative to the project) and its journal directory,
+// where the commit's record is kept so that a rollback can undo the commit.
+type Apply struct {
+	ID      string
+	Paths   []string
+	Journal string
+}
+
 // CommitApply makes the git commit of an apply: exactly the paths it wrote (the rest of the
 // index untouched), on HEAD, with msg or else a message naming the session, its checkpoints and
 // the agent's command. It returns the commit's id.
-func (s *Session) CommitApply(res *ApplyResult, msg string) (string, error) {
-	if res.ID == "" || len(res.Files) == 0 {
+func CommitApply(s Session, res Apply, msg string) (string, error) {
+	if res.ID == "" || len(res.Paths) == 0 {
 		return "", errors.New("apply --commit: nothing was applied, so nothing is committed")
 	}
-	top, err := s.gitTop("apply --commit")
+	top, err := gitTop(s, "apply --commit")
 	if err != nil {
 		return "", err
 	}
-	prefix, err := filepath.Rel(top, s.Meta.Project)
+	prefix, err := filepath.Rel(top, s.Project())
 	if err != nil {
 		return "", fmt.Errorf("apply --commit: %w", err)
 	}
 	var paths []string
-	for _, f := range res.Files {
-		paths = append(paths, filepath.ToSlash(filepath.Join(prefix, f.Path)))
+	for _, p := range res.Paths {
+		paths = append(paths, filepath.ToSlash(filepath.Join(prefix, p)))
 	}
-	parent := gitHead(top)
+	parent := Head(top)
 	dir, err := os.MkdirTemp("", "shadow-commit-")
 	if err != nil {
 		return "", fmt.Errorf("apply --commit: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	entries, err := s.appliedEntries(res, paths, dir)
+	entries, err := appliedEntries(s, res, paths, dir)
 	if err != nil {
 		return "", err
 	}
@@ -190,7 +220,7 @@ func (s *Session) CommitApply(res *ApplyResult, msg string) (string, error) {
 	}
 	tmp := []string{"GIT_INDEX_FILE=" + filepath.Join(dir, "index")}
 	if msg == "" {
-		if msg, err = s.commitMessage(res); err != nil {
+		if msg, err = commitMessage(s, res); err != nil {
 			return "", err
 		}
 	}
@@ -198,21 +228,21 @@ func (s *Session) CommitApply(res *ApplyResult, msg string) (string, error) {
 	if parent != "" {
 		args = append(args, "-p", parent)
 	}
-	out, err := git(top, nil, []byte(msg), args...)
+	out, err := Git(top, nil, []byte(msg), args...)
 	if err != nil {
 		return "", err
 	}
 	commit := strings.TrimSpace(out)
-	prior, err := git(top, nil, nil, append([]string{"ls-files", "-s", "-z", "--"}, paths...)...)
+	prior, err := Git(top, nil, nil, append([]string{"ls-files", "-s", "-z", "--"}, paths...)...)
 	if err != nil {
 		return "", err
 	}
 	rec := commitRecord{Commit: commit, Parent: parent, Top: top, Paths: paths, Index: prior}
-	if err := writeJSONAtomic(filepath.Join(s.journalDir(), res.ID, commitFile), rec); err != nil {
+	if err := statefile.WriteJSON(filepath.Join(res.Journal, commitFile), rec); err != nil {
 		return "", fmt.Errorf("apply --commit: %w", err)
 	}
 	// The index first: a crash before HEAD moves leaves these paths staged, as `git add` would.
-	committed, err := git(top, tmp, nil, append([]string{"ls-files", "-s", "-z", "--"}, paths...)...)
+	committed, err := Git(top, tmp, nil, append([]string{"ls-files", "-s", "-z", "--"}, paths...)...)
 	if err != nil {
 		return "", err
 	}
@@ -223,7 +253,7 @@ func (s *Session) CommitApply(res *ApplyResult, msg string) (string, error) {
 	if old == "" {
 		old = strings.Repeat("0", len(commit))
 	}
-	if _, err := git(top, nil, nil, "update-ref", "-m", "shadow apply "+res.ID, "HEAD", commit, old); err != nil {
+	if _, err := Git(top, nil, nil, "update-ref", "-m", "shadow apply "+res.ID, "HEAD", commit, old); err != nil {
 		return "", fmt.Errorf("apply --commit: HEAD moved while the commit was made: %w", err)
 	}
 	return commit, nil
@@ -232,15 +262,15 @@ func (s *Session) CommitApply(res *ApplyResult, msg string) (string, error) {
 // appliedEntries are the tree entries of what an apply wrote: the bytes, mode or symlink target
 // each path has in the project now (read without following a symlink), or its removal; paths
 // are the same paths relative to the git work tree's top.
-func (s *Session) appliedEntries(res *ApplyResult, paths []string, dir string) ([]treeEntry, error) {
-	root, err := projectfs.OpenRoot(s.Meta.Project)
+func appliedEntries(s Session, res Apply, paths []string, dir string) ([]treeEntry, error) {
+	root, err := projectfs.OpenRoot(s.Project())
 	if err != nil {
 		return nil, fmt.Errorf("apply --commit: %w", err)
 	}
 	defer root.Close()
-	entries := make([]treeEntry, len(res.Files))
-	for i, f := range res.Files {
-		h, err := root.Lstat(f.Path)
+	entries := make([]treeEntry, len(res.Paths))
+	for i, f := range res.Paths {
+		h, err := root.Lstat(f)
 		if err != nil {
 			return nil, fmt.Errorf("apply --commit: %w", err)
 		}
@@ -251,12 +281,12 @@ func (s *Session) appliedEntries(res *ApplyResult, paths []string, dir string) (
 			e.Mode, e.Target = "120000", h.Target
 		case h.Stat.Type == 'f':
 			e.Mode = blobMode(h.Stat.Mode)
-			p := filepath.Join(s.Meta.Project, filepath.FromSlash(f.Path))
-			if e.Source, err = blobSource(p, h.Stat.Mode, func() (*os.File, error) { return root.OpenRead(f.Path) }, dir, i); err != nil {
-				return nil, fmt.Errorf("apply --commit: read %s: %w", quote.Path(f.Path), err)
+			p := filepath.Join(s.Project(), filepath.FromSlash(f))
+			if e.Source, err = blobSource(p, h.Stat.Mode, func() (*os.File, error) { return root.OpenRead(f) }, dir, i); err != nil {
+				return nil, fmt.Errorf("apply --commit: read %s: %w", quote.Path(f), err)
 			}
 		default:
-			return nil, fmt.Errorf("apply --commit: %s is no longer a file or a symlink", quote.Path(f.Path))
+			return nil, fmt.Errorf("apply --commit: %s is no longer a file or a symlink", quote.Path(f))
 		}
 		entries[i] = e
 	}
@@ -279,7 +309,7 @@ func setIndex(top string, paths []string, entries string, hexLen int) error {
 			info.WriteString("0 " + strings.Repeat("0", hexLen) + "\t" + p + "\x00")
 		}
 	}
-	if _, err := git(top, nil, []byte(info.String()), "update-index", "-z", "--index-info"); err != nil {
+	if _, err := Git(top, nil, []byte(info.String()), "update-index", "-z", "--index-info"); err != nil {
 		return err
 	}
 	return nil
@@ -287,7 +317,7 @@ func setIndex(top string, paths []string, entries string, hexLen int) error {
 
 // commitMessage is the message of an apply's commit: what was applied, from which session, its
 // checkpoints and the agent's command.
-func (s *Session) commitMessage(res *ApplyResult) (string, error) {
+func commitMessage(s Session, res Apply) (string, error) {
 	runs, err := s.Runs()
 	if err != nil {
 		return "", err
@@ -297,9 +327,9 @@ func (s *Session) commitMessage(res *ApplyResult) (string, error) {
 	if len(runs) > 0 {
 		agent = argvText(runs[len(runs)-1].Argv)
 	}
-	fmt.Fprintf(&b, "shadow: apply the agent's changes to %s\n\n", english.Count(len(res.Files), "path"))
-	fmt.Fprintf(&b, "Applied with shadow (apply %s) from session %s, made by the agent's command:\n\n    %s\n", res.ID, s.Meta.ID, agent)
-	lines, err := s.checkpointLines(runs)
+	fmt.Fprintf(&b, "shadow: apply the agent's changes to %s\n\n", english.Count(len(res.Paths), "path"))
+	fmt.Fprintf(&b, "Applied with shadow (apply %s) from session %s, made by the agent's command:\n\n    %s\n", res.ID, s.ID(), agent)
+	lines, err := checkpointLines(s, runs)
 	if err != nil {
 		return "", err
 	}
@@ -309,14 +339,14 @@ func (s *Session) commitMessage(res *ApplyResult) (string, error) {
 			b.WriteString("    " + l + "\n")
 		}
 	}
-	fmt.Fprintf(&b, "\nShadow-Session: %s\nShadow-Apply: %s\n", s.Meta.ID, res.ID)
+	fmt.Fprintf(&b, "\nShadow-Session: %s\nShadow-Apply: %s\n", s.ID(), res.ID)
 	return b.String(), nil
 }
 
 // checkpointLines names the session's checkpoints in a commit message, one line each: id, time,
 // what took it, the command. A session whose runs took none (every run of a session made before
 // checkpoints existed) names its runs instead.
-func (s *Session) checkpointLines(runs []store.Run) ([]string, error) {
+func checkpointLines(s Session, runs []store.Run) ([]string, error) {
 	cps, err := s.Checkpoints()
 	if err != nil {
 		return nil, err
@@ -348,7 +378,7 @@ func argvText(argv []string) string {
 	for i, a := range argv {
 		parts[i] = a
 		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;#~") {
-			parts[i] = shellQuote(a)
+			parts[i] = quote.Shell(a)
 		}
 	}
 	return quote.Path(strings.Join(parts, " "))
@@ -371,12 +401,12 @@ func readCommit(jdir string) (*commitRecord, error) {
 	return &rec, nil
 }
 
-// uncommitApplies undoes the commits of applies about to be rolled back, given newest first by
+// UncommitApplies undoes the commits of applies about to be rolled back, given newest first by
 // their journal directories, before their files are restored: each committed one must be HEAD
 // (once the newer ones are undone), or the rollback is refused, touching nothing. A commit whose
 // parent is HEAD already (it never landed, or the developer undid it) is left alone. HEAD goes
 // back to the parent and the index entries of the commit's paths to what they were.
-func uncommitApplies(jdirs []string) error {
+func UncommitApplies(jdirs []string) error {
 	type undo struct {
 		id  string
 		rec *commitRecord
@@ -394,7 +424,7 @@ func uncommitApplies(jdirs []string) error {
 		id := filepath.Base(jdir)
 		head, ok := heads[rec.Top]
 		if !ok {
-			head = gitHead(rec.Top)
+			head = Head(rec.Top)
 		}
 		switch head {
 		case rec.Commit:
@@ -417,7 +447,7 @@ func uncommitApplies(jdirs []string) error {
 		if rec.Parent == "" {
 			args = []string{"update-ref", "-d", "-m", "shadow rollback " + u.id, "HEAD", rec.Commit}
 		}
-		if _, err := git(rec.Top, nil, nil, args...); err != nil {
+		if _, err := Git(rec.Top, nil, nil, args...); err != nil {
 			return fmt.Errorf("roll back apply %s: undo its commit: %w", u.id, err)
 		}
 		if err := setIndex(rec.Top, rec.Paths, rec.Index, len(rec.Commit)); err != nil {

@@ -1,4 +1,4 @@
-package session
+package gitout
 
 import (
 	"fmt"
@@ -31,9 +31,9 @@ type ExportResult struct {
 	Branch string `json:"branch"`
 	Commit string `json:"commit"`
 	// Base is the session's base commit, the new commit's parent.
-	Base    string    `json:"base"`
-	Paths   int       `json:"paths"`
-	Skipped []Skipped `json:"skipped,omitempty"`
+	Base    string              `json:"base"`
+	Paths   int                 `json:"paths"`
+	Skipped []changeset.Skipped `json:"skipped,omitempty"`
 }
 
 // Export writes the session's staged tree as one commit on a new branch from the session's base
@@ -42,25 +42,25 @@ type ExportResult struct {
 // of the change set put in (the agent's version of each path, or its deletion), so that
 // `git diff BASE BRANCH` is what `shadow diff --binary` shows, as long as the changed paths held
 // at session start what the base commit holds.
-func (s *Session) Export(opts ExportOptions) (*ExportResult, error) {
-	if s.Meta.BaseCommit == "" {
-		return nil, fmt.Errorf("export: session %s has no base commit recorded (it was started by an older shadow, or outside a git repository); start a new session to export one", s.Meta.ID)
+func Export(s Session, opts ExportOptions) (*ExportResult, error) {
+	if s.BaseCommit() == "" {
+		return nil, fmt.Errorf("export: session %s has no base commit recorded (it was started by an older shadow, or outside a git repository); start a new session to export one", s.ID())
 	}
-	top, err := s.gitTop("export")
+	top, err := gitTop(s, "export")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := git(top, nil, nil, "check-ref-format", "--branch", opts.Branch); err != nil || strings.HasPrefix(opts.Branch, "-") {
+	if _, err := Git(top, nil, nil, "check-ref-format", "--branch", opts.Branch); err != nil || strings.HasPrefix(opts.Branch, "-") {
 		return nil, fmt.Errorf("export: %q is not a valid branch name", opts.Branch)
 	}
 	ref := "refs/heads/" + opts.Branch
-	if _, err := git(top, nil, nil, "rev-parse", "--verify", "-q", ref); err == nil {
+	if _, err := Git(top, nil, nil, "rev-parse", "--verify", "-q", ref); err == nil {
 		return nil, fmt.Errorf("export: branch %s already exists; choose another name (nothing was written)", opts.Branch)
 	}
-	if _, err := git(top, nil, nil, "cat-file", "-e", s.Meta.BaseCommit+"^{commit}"); err != nil {
-		return nil, fmt.Errorf("export: the session's base commit %s is not in the repository any more", changeset.ShortHash(s.Meta.BaseCommit))
+	if _, err := Git(top, nil, nil, "cat-file", "-e", s.BaseCommit()+"^{commit}"); err != nil {
+		return nil, fmt.Errorf("export: the session's base commit %s is not in the repository any more", changeset.ShortHash(s.BaseCommit()))
 	}
-	prefix, err := filepath.Rel(top, s.Meta.Project)
+	prefix, err := filepath.Rel(top, s.Project())
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
@@ -68,7 +68,7 @@ func (s *Session) Export(opts ExportOptions) (*ExportResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &ExportResult{Branch: opts.Branch, Base: s.Meta.BaseCommit}
+	res := &ExportResult{Branch: opts.Branch, Base: s.BaseCommit()}
 	dir, err := os.MkdirTemp("", "shadow-export-")
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
@@ -94,7 +94,7 @@ func (s *Session) Export(opts ExportOptions) (*ExportResult, error) {
 			reason = "inside a .git directory, which git cannot hold"
 		}
 		if reason != "" {
-			res.Skipped = append(res.Skipped, Skipped{Path: c.Path, Reason: reason})
+			res.Skipped = append(res.Skipped, changeset.Skipped{Path: c.Path, Reason: reason})
 			continue
 		}
 		at := func(p string) string { return filepath.ToSlash(filepath.Join(prefix, p)) }
@@ -108,31 +108,31 @@ func (s *Session) Export(opts ExportOptions) (*ExportResult, error) {
 		case changeset.KindSymlink:
 			entries = append(entries, treeEntry{Path: at(c.Path), Mode: "120000", Target: c.New.Target})
 		case changeset.KindFile:
-			src, err := s.exportSource(c, dir, i)
+			src, err := exportSource(s, c, dir, i)
 			if err != nil {
 				return nil, err
 			}
 			entries = append(entries, treeEntry{Path: at(c.Path), Mode: blobMode(c.New.Mode), Source: src})
 		}
 	}
-	tree, err := gitTree(top, dir, s.Meta.BaseCommit, entries)
+	tree, err := gitTree(top, dir, s.BaseCommit(), entries)
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
-	zero := strings.Repeat("0", len(s.Meta.BaseCommit))
+	zero := strings.Repeat("0", len(s.BaseCommit()))
 	msg := opts.Message
 	if msg == "" {
-		if msg, err = s.exportMessage(len(touched)); err != nil {
+		if msg, err = exportMessage(s, len(touched)); err != nil {
 			return nil, err
 		}
 	}
-	out, err := git(top, nil, []byte(msg), "commit-tree", tree, "-p", s.Meta.BaseCommit, "-F", "-")
+	out, err := Git(top, nil, []byte(msg), "commit-tree", tree, "-p", s.BaseCommit(), "-F", "-")
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	res.Commit = strings.TrimSpace(out)
 	// The zero old value makes git refuse a branch that appeared meanwhile.
-	if _, err := git(top, nil, nil, "update-ref", "-m", "shadow export "+s.Meta.ID, ref, res.Commit, zero); err != nil {
+	if _, err := Git(top, nil, nil, "update-ref", "-m", "shadow export "+s.ID(), ref, res.Commit, zero); err != nil {
 		return nil, fmt.Errorf("export: create branch %s: %w", opts.Branch, err)
 	}
 	res.Paths = len(touched)
@@ -140,9 +140,9 @@ func (s *Session) Export(opts ExportOptions) (*ExportResult, error) {
 }
 
 // exportSource is a file git can read the staged content of c from (blobSource).
-func (s *Session) exportSource(c *changeset.Change, dir string, i int) (string, error) {
+func exportSource(s Session, c *changeset.Change, dir string, i int) (string, error) {
 	p := filepath.Join(s.UpperDir(), filepath.FromSlash(c.Path))
-	src, err := blobSource(p, c.New.Mode, func() (*os.File, error) { return s.source().OpenStaged(c.Path) }, dir, i)
+	src, err := blobSource(p, c.New.Mode, func() (*os.File, error) { return s.OpenStaged(c.Path) }, dir, i)
 	if err != nil {
 		return "", fmt.Errorf("export: read staged %s: %w", quote.Path(c.Path), err)
 	}
@@ -190,7 +190,7 @@ func gitTree(top, dir, base string, entries []treeEntry) (string, error) {
 	}
 	var ids []string
 	if len(sources) > 0 {
-		out, err := git(top, nil, []byte(strings.Join(sources, "\n")+"\n"), "hash-object", "-w", "--no-filters", "--stdin-paths")
+		out, err := Git(top, nil, []byte(strings.Join(sources, "\n")+"\n"), "hash-object", "-w", "--no-filters", "--stdin-paths")
 		if err != nil {
 			return "", fmt.Errorf("store the files: %w", err)
 		}
@@ -213,14 +213,14 @@ func gitTree(top, dir, base string, entries []treeEntry) (string, error) {
 	}
 	tmp := []string{"GIT_INDEX_FILE=" + filepath.Join(dir, "index")}
 	if base != "" {
-		if _, err := git(top, tmp, nil, "read-tree", base); err != nil {
+		if _, err := Git(top, tmp, nil, "read-tree", base); err != nil {
 			return "", err
 		}
 	}
-	if _, err := git(top, tmp, []byte(info.String()), "update-index", "-z", "--index-info"); err != nil {
+	if _, err := Git(top, tmp, []byte(info.String()), "update-index", "-z", "--index-info"); err != nil {
 		return "", err
 	}
-	tree, err := git(top, tmp, nil, "write-tree")
+	tree, err := Git(top, tmp, nil, "write-tree")
 	if err != nil {
 		return "", err
 	}
@@ -264,7 +264,7 @@ func inGitDir(p string) bool {
 }
 
 // exportMessage is the message of an export's commit.
-func (s *Session) exportMessage(paths int) (string, error) {
+func exportMessage(s Session, paths int) (string, error) {
 	runs, err := s.Runs()
 	if err != nil {
 		return "", err
@@ -274,9 +274,9 @@ func (s *Session) exportMessage(paths int) (string, error) {
 		agent = argvText(runs[len(runs)-1].Argv)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "shadow: the agent's changes to %s (session %s)\n\n", english.Count(paths, "path"), s.Meta.ID)
-	fmt.Fprintf(&b, "Exported with shadow from session %s, staged by the agent's command:\n\n    %s\n", s.Meta.ID, agent)
-	lines, err := s.checkpointLines(runs)
+	fmt.Fprintf(&b, "shadow: the agent's changes to %s (session %s)\n\n", english.Count(paths, "path"), s.ID())
+	fmt.Fprintf(&b, "Exported with shadow from session %s, staged by the agent's command:\n\n    %s\n", s.ID(), agent)
+	lines, err := checkpointLines(s, runs)
 	if err != nil {
 		return "", err
 	}
@@ -286,6 +286,6 @@ func (s *Session) exportMessage(paths int) (string, error) {
 			b.WriteString("    " + l + "\n")
 		}
 	}
-	fmt.Fprintf(&b, "\nShadow-Session: %s\n", s.Meta.ID)
+	fmt.Fprintf(&b, "\nShadow-Session: %s\n", s.ID())
 	return b.String(), nil
 }
