@@ -1,9 +1,7 @@
-package session
+package changeset
 
 import (
 	"testing"
-
-	"github.com/shadow-sandbox/shadow/session/changeset"
 )
 
 func TestWildmatch(t *testing.T) {
@@ -33,7 +31,7 @@ func TestWildmatch(t *testing.T) {
 		{"[unterminated", "[unterminated", true},
 	}
 	for _, c := range cases {
-		if got := changeset.Wildmatch(c.pat, c.text); got != c.want {
+		if got := Wildmatch(c.pat, c.text); got != c.want {
 			t.Errorf("wildmatch(%q, %q) = %v, want %v", c.pat, c.text, got, c.want)
 		}
 	}
@@ -57,7 +55,7 @@ node_modules
 		"sub/inc": "!*.log\n",
 		"neg":     "ignored-dir/\n!ignored-dir/file\n",
 	}
-	m := changeset.NewIgnoreMatcher([]byte("secret.txt\n"), func(dir string) []byte {
+	m := NewIgnoreMatcher([]byte("secret.txt\n"), func(dir string) []byte {
 		if s, ok := files[dir]; ok {
 			return []byte(s)
 		}
@@ -101,7 +99,7 @@ node_modules
 }
 
 func TestProtectedPaths(t *testing.T) {
-	rules := changeset.ProtectedRules(append(append([]string(nil), changeset.DefaultProtected...), "secrets/", "*.pem"))
+	rules := ProtectedRules(append(append([]string(nil), DefaultProtected...), "secrets/", "*.pem"))
 	cases := []struct {
 		path string
 		want bool
@@ -130,7 +128,7 @@ func TestProtectedPaths(t *testing.T) {
 		{".cargo/registry/x", false},
 	}
 	for _, c := range cases {
-		if got := changeset.IsProtected(rules, c.path); got != c.want {
+		if got := IsProtected(rules, c.path); got != c.want {
 			t.Errorf("isProtected(%q) = %v, want %v", c.path, got, c.want)
 		}
 	}
