@@ -34,17 +34,29 @@ func initBinary(exe string) (path string, self bool) {
 		filepath.Join(dir, InitProgram),
 		filepath.Join(dir, "..", "libexec", "shadow", InitProgram),
 	} {
-		if isExecutable(p) {
-			return filepath.Clean(p), false
+		if p = filepath.Clean(p); isTrustedProgram(p) {
+			return p, false
 		}
 	}
 	return exe, true
 }
 
-// isExecutable reports whether p is a regular file this process may execute.
-func isExecutable(p string) bool {
-	var st unix.Stat_t
-	return unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && unix.Access(p, unix.X_OK) == nil
+// isTrustedProgram reports whether p is a regular file this process may execute that only root
+// or the invoker can have put there: owned by one of them, writable by no one else, in a
+// directory no one else may write to (or a sticky one, where no one else can replace it). A
+// shadow copied into /tmp must not run another user's /tmp/shadow-init as the jail's PID 1.
+func isTrustedProgram(p string) bool {
+	var st, dir unix.Stat_t
+	if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || unix.Access(p, unix.X_OK) != nil {
+		return false
+	}
+	if unix.Stat(filepath.Dir(p), &dir) != nil {
+		return false
+	}
+	euid := uint32(os.Geteuid())
+	ownedWell := func(st unix.Stat_t) bool { return st.Uid == 0 || st.Uid == euid }
+	return ownedWell(st) && st.Mode&0o022 == 0 &&
+		ownedWell(dir) && (dir.Mode&0o022 == 0 || dir.Mode&unix.S_ISVTX != 0)
 }
 
 // appArmorRestrictsUserns reports whether AppArmor lets only the programs of a profile make user

@@ -9,7 +9,8 @@ import (
 
 // TestInitBinaryLayouts: shadow finds shadow-init in every layout it is installed in (a build's
 // bin/, a release copied beside shadow, make install and the Debian package's libexec), prefers
-// the one beside it, and is its own PID 1 when none is there or the one there cannot be run.
+// the one beside it, and is its own PID 1 when none is there, the one there cannot be run, or
+// someone other than root and the invoker could have put it there or replace it.
 func TestInitBinaryLayouts(t *testing.T) {
 	if appArmorRestrictsUserns() {
 		t.Skip("AppArmor restricts user namespaces here: PID 1 is shadow itself, whatever is installed")
@@ -27,14 +28,22 @@ func TestInitBinaryLayouts(t *testing.T) {
 		name  string
 		files map[string]os.FileMode // under the prefix
 		want  string                 // "": shadow itself
+		dir   os.FileMode            // of bin/, when not 0755
+		owner int                    // of bin/shadow-init, when not the invoker (root only)
 	}{
-		{"beside", map[string]os.FileMode{"bin/shadow-init": 0o755}, "bin/shadow-init"},
-		{"libexec", map[string]os.FileMode{"libexec/shadow/shadow-init": 0o755}, "libexec/shadow/shadow-init"},
-		{"beside first", map[string]os.FileMode{"bin/shadow-init": 0o755, "libexec/shadow/shadow-init": 0o755}, "bin/shadow-init"},
-		{"none", nil, ""},
-		{"not executable", map[string]os.FileMode{"bin/shadow-init": 0o644}, ""},
-		{"a directory", map[string]os.FileMode{"bin/shadow-init/x": 0o755}, ""},
-		{"other name", map[string]os.FileMode{"bin/shadow-init-linux-amd64": 0o755}, ""},
+		{"beside", map[string]os.FileMode{"bin/shadow-init": 0o755}, "bin/shadow-init", 0, 0},
+		{"libexec", map[string]os.FileMode{"libexec/shadow/shadow-init": 0o755}, "libexec/shadow/shadow-init", 0, 0},
+		{"beside first", map[string]os.FileMode{"bin/shadow-init": 0o755, "libexec/shadow/shadow-init": 0o755}, "bin/shadow-init", 0, 0},
+		{"none", nil, "", 0, 0},
+		{"not executable", map[string]os.FileMode{"bin/shadow-init": 0o644}, "", 0, 0},
+		{"a directory", map[string]os.FileMode{"bin/shadow-init/x": 0o755}, "", 0, 0},
+		{"other name", map[string]os.FileMode{"bin/shadow-init-linux-amd64": 0o755}, "", 0, 0},
+		{"group-writable", map[string]os.FileMode{"bin/shadow-init": 0o775}, "", 0, 0},
+		{"world-writable", map[string]os.FileMode{"bin/shadow-init": 0o757}, "", 0, 0},
+		{"in a directory anyone may write to", map[string]os.FileMode{"bin/shadow-init": 0o755}, "", 0o777, 0},
+		{"in a sticky directory like /tmp", map[string]os.FileMode{"bin/shadow-init": 0o755}, "bin/shadow-init", os.ModeSticky | 0o777, 0},
+		{"owned by another user", map[string]os.FileMode{"bin/shadow-init": 0o755}, "", 0, 1001},
+		{"owned by another user in /tmp", map[string]os.FileMode{"bin/shadow-init": 0o755}, "", os.ModeSticky | 0o777, 1001},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			prefix := t.TempDir()
@@ -42,6 +51,23 @@ func TestInitBinaryLayouts(t *testing.T) {
 			file(exe, 0o755)
 			for p, mode := range c.files {
 				file(filepath.Join(prefix, p), mode)
+				// WriteFile's mode passes through the umask.
+				if err := os.Chmod(filepath.Join(prefix, p), mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.dir != 0 {
+				if err := os.Chmod(filepath.Join(prefix, "bin"), c.dir); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.owner != 0 {
+				if os.Geteuid() != 0 {
+					t.Skip("only root can give a file to another user")
+				}
+				if err := os.Chown(filepath.Join(prefix, "bin", "shadow-init"), c.owner, c.owner); err != nil {
+					t.Fatal(err)
+				}
 			}
 			got, self := initBinary(exe)
 			want := exe
