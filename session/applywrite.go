@@ -247,7 +247,7 @@ func (s *Session) writeAndRename(ctx context.Context, root *projectfs.Root, b *c
 		return err
 	}
 	// One syncfs makes every temp file durable before any of them replaces a project file.
-	if err := syncfsAt(s.Meta.Project); err != nil {
+	if err := statefile.SyncFS(s.Meta.Project); err != nil {
 		return err
 	}
 	step("temps")
@@ -259,7 +259,7 @@ func (s *Session) writeAndRename(ctx context.Context, root *projectfs.Root, b *c
 		return err
 	}
 	// And one more makes the renames (the directories) durable before the entry is marked done.
-	if err := syncfsAt(s.Meta.Project); err != nil {
+	if err := statefile.SyncFS(s.Meta.Project); err != nil {
 		return err
 	}
 	step("renamed")

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shadow-sandbox/shadow/session/history"
 )
 
 // A checkpoint left unmerged by a run whose jail died is checked before it is merged: a damaged
@@ -23,8 +25,8 @@ func TestDamagedCheckpointIsNotMerged(t *testing.T) {
 				if err := os.WriteFile(filepath.Join(src, name), []byte("staged "+name+"\n"), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				c := Checkpoint{ID: "c" + string(rune('1'+n)), N: n + 1, Time: time.Now().UTC(), Trigger: "run end"}
-				if err := writeCheckpoint(dir, c, src); err != nil {
+				c := history.Checkpoint{ID: "c" + string(rune('1'+n)), N: n + 1, Time: time.Now().UTC(), Trigger: "run end"}
+				if err := history.WriteCheckpoint(dir, c, src); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -38,7 +40,7 @@ func TestDamagedCheckpointIsNotMerged(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			n, err := f.s.mergeCheckpoints()
+			n, err := f.s.layers().MergeCheckpoints()
 			if err != nil {
 				t.Fatal(err)
 			}

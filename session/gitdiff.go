@@ -8,23 +8,6 @@ import (
 	"github.com/shadow-sandbox/shadow/session/changeset"
 )
 
-// maxPatchBytes bounds each side of a file put into a patch (it is held in memory).
-const maxPatchBytes = 256 << 20
-
-// gitMode is the git mode of one side of a change (0 when it does not exist).
-func gitMode(s changeset.Side) uint32 {
-	switch s.Kind {
-	case changeset.KindFile:
-		if s.Mode&0o100 != 0 {
-			return diff.ModeExecutable
-		}
-		return diff.ModeFile
-	case changeset.KindSymlink:
-		return diff.ModeSymlink
-	}
-	return 0
-}
-
 // Patches turns changes into what diff.WritePatch needs (old/new path, git modes,
 // both contents, binary flag; a symlink's content is its target). Its output applies with
 // `git apply` to the project as the session's base holds it (the project at session start, until
@@ -46,14 +29,14 @@ func (s *Session) Patches(changes []*changeset.Change) ([]diff.FilePatch, error)
 			fp.OldPath = c.From
 		}
 		fp.Note = c.Note()
-		if c.Old.Size > maxPatchBytes || c.New.Size > maxPatchBytes || fp.Note != "" {
+		if c.Old.Size > changeset.MaxPatchBytes || c.New.Size > changeset.MaxPatchBytes || fp.Note != "" {
 			// Too large to hold in memory, sparse, or unreadable: shown as a binary change, never
 			// read.
 			fp.TooLarge, fp.OldSize, fp.NewSize, fp.Binary = true, c.Old.Size, c.New.Size, true
 			out = append(out, fp)
 			continue
 		}
-		old, new, err := s.source().Contents(b, host, c, maxPatchBytes)
+		old, new, err := s.source().Contents(b, host, c, changeset.MaxPatchBytes)
 		if err != nil {
 			return nil, fmt.Errorf("diff %s: %w", quote.Path(c.Path), err)
 		}
@@ -151,4 +134,18 @@ func (s *Session) Doc(changes []*changeset.Change) (*DiffDoc, error) {
 		doc.Files = append(doc.Files, f)
 	}
 	return doc, nil
+}
+
+// gitMode is the git mode of one side of a change (0 when it does not exist).
+func gitMode(s changeset.Side) uint32 {
+	switch s.Kind {
+	case changeset.KindFile:
+		if s.Mode&0o100 != 0 {
+			return diff.ModeExecutable
+		}
+		return diff.ModeFile
+	case changeset.KindSymlink:
+		return diff.ModeSymlink
+	}
+	return 0
 }

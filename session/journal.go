@@ -19,6 +19,7 @@ import (
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/gitout"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
+	"github.com/shadow-sandbox/shadow/session/statefile"
 	"github.com/shadow-sandbox/shadow/session/store"
 )
 
@@ -134,7 +135,7 @@ func (s *Session) rollbackEntry(root *projectfs.Root, e *journalEntry, check boo
 		}
 		u.Restored += n
 	}
-	if err := syncfsAt(s.Meta.Project); err != nil {
+	if err := statefile.SyncFS(s.Meta.Project); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

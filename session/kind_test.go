@@ -9,6 +9,7 @@ import (
 	"github.com/shadow-sandbox/shadow/internal/overlayforms"
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
 	"github.com/shadow-sandbox/shadow/session/changeset"
+	"github.com/shadow-sandbox/shadow/session/history"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
 
@@ -91,9 +92,9 @@ func scanView(scanned map[string]byte, f overlayforms.Form) string {
 // historyView is what the history makes of the entry p of the layer l.
 func historyView(l *projectfs.Root, p string, st *unix.Stat_t) string {
 	switch {
-	case layerWhiteout(l, p):
+	case history.LayerWhiteout(l, p):
 		return "whiteout"
-	case layerOpaque(l, p):
+	case history.LayerOpaque(l, p):
 		return "opaque directory"
 	}
 	switch st.Mode & unix.S_IFMT {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/shadow-sandbox/shadow/sandbox/proxy"
+	"github.com/shadow-sandbox/shadow/session/history"
 )
 
 // Request is one request of the session's network log (SPEC §14) with the
@@ -65,7 +66,7 @@ func (s *Session) Requests() ([]Request, error) {
 // InSteps puts each entry in the step of the first checkpoint taken after
 // it began; those after the last checkpoint are in none. cps are in the
 // order they were taken.
-func InSteps(entries []proxy.Entry, cps []Checkpoint) []Request {
+func InSteps(entries []proxy.Entry, cps []history.Checkpoint) []Request {
 	out := make([]Request, len(entries))
 	for i, e := range entries {
 		out[i].Entry = e

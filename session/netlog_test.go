@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/shadow-sandbox/shadow/sandbox/proxy"
+	"github.com/shadow-sandbox/shadow/session/history"
 )
 
 // TestInSteps: a request belongs to the first checkpoint taken after it
@@ -13,7 +14,7 @@ import (
 func TestInSteps(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	cps := []Checkpoint{{ID: "c1", Time: at(10)}, {ID: "c2"}, {ID: "c3", Time: at(20)}}
+	cps := []history.Checkpoint{{ID: "c1", Time: at(10)}, {ID: "c2"}, {ID: "c3", Time: at(20)}}
 	entries := []proxy.Entry{
 		{Time: at(1), Allowed: true}, {Time: at(10), Allowed: false}, {Time: at(11), Allowed: true},
 		{Time: at(20)}, {Time: at(21), Allowed: true}, {Time: at(30)},

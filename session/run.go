@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -131,7 +130,7 @@ func (s *Session) BeginRun(argv []string) error {
 		return err
 	}
 	// A revert can be undone until the next run.
-	if err := s.dropReverted(); err != nil {
+	if err := s.layers().DropReverted(); err != nil {
 		return err
 	}
 	pid := os.Getpid()
@@ -429,7 +428,7 @@ type stagedView struct {
 // that. pre is what a precapture took (nil: nothing): its pack becomes this capture's, and a staged
 // path it took whose base still refers to the host keeps the pre-image taken then.
 func (s *Session) takePreimages(contents bool, pre *precaptured) (*stagedView, error) {
-	if empty, err := emptyDir(s.UpperDir()); err != nil || empty {
+	if empty, err := projectfs.EmptyDir(s.UpperDir()); err != nil || empty {
 		pre.abandon()
 		return &stagedView{}, err // nothing staged, nothing to capture
 	}
@@ -580,49 +579,12 @@ func (v *stagedView) changes(s *Session) (*changeset.ChangeSet, error) {
 // than an fsync per file. An empty upper layer has nothing to flush: syncfs would only wait for
 // every other writer of the disk.
 func syncStaged(upper string) error {
-	empty, err := emptyDir(upper)
+	empty, err := projectfs.EmptyDir(upper)
 	if err == nil && !empty {
-		err = syncfsAt(upper)
+		err = statefile.SyncFS(upper)
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("make the staged changes durable: %w", err)
-	}
-	return nil
-}
-
-// emptyDir reports whether the upper directory dir has no entries. The agent may have closed it
-// (chmod 300 on the project's root): it is opened up first (projectfs.ReadableDir).
-func emptyDir(dir string) (bool, error) {
-	f, err := os.Open(dir)
-	if errors.Is(err, fs.ErrPermission) && projectfs.ReadableDir(dir) == nil {
-		f, err = os.Open(dir)
-	}
-	if err != nil {
-		return false, fmt.Errorf("read %s: %w", dir, err)
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(1)
-	if errors.Is(err, io.EOF) {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read %s: %w", dir, err)
-	}
-	return len(names) == 0, nil
-}
-
-// syncfsAt flushes the whole filesystem holding dir, batching the fsync of many files.
-func syncfsAt(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("syncfs %s: %w", dir, err)
-	}
-	defer f.Close()
-	if !statefile.Durable {
-		return nil
-	}
-	if err := unix.Syncfs(int(f.Fd())); err != nil {
-		return fmt.Errorf("syncfs %s: %w", dir, err)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
+	"github.com/shadow-sandbox/shadow/session/history"
 	"github.com/shadow-sandbox/shadow/session/store"
 )
 
@@ -117,8 +118,8 @@ func describeWriter(dir string, ws layers.WriterState) string {
 	if tmp := unfinishedCheckpoints(dir); len(tmp) > 0 {
 		return fmt.Sprintf("checkpoint %s being written by %s", strings.TrimSuffix(tmp[len(tmp)-1], ".tmp"), by)
 	}
-	cps, _ := readCheckpoints(dir)
-	done, _ := merged(dir)
+	cps, _ := history.ReadCheckpoints(dir)
+	done, _ := history.Merged(dir)
 	if len(cps) > 0 && cps[len(cps)-1].N > done {
 		return fmt.Sprintf("checkpoint %s being merged by %s", cps[len(cps)-1].ID, by)
 	}
@@ -132,14 +133,14 @@ func unfinishedCheckpoints(dir string) []string {
 	var out []string
 	for _, e := range entries {
 		if id, ok := strings.CutSuffix(e.Name(), ".tmp"); ok {
-			if _, ok := checkpointNumber(id); ok {
+			if _, ok := history.CheckpointNumber(id); ok {
 				out = append(out, e.Name())
 			}
 		}
 	}
 	slices.SortFunc(out, func(a, b string) int {
-		na, _ := checkpointNumber(strings.TrimSuffix(a, ".tmp"))
-		nb, _ := checkpointNumber(strings.TrimSuffix(b, ".tmp"))
+		na, _ := history.CheckpointNumber(strings.TrimSuffix(a, ".tmp"))
+		nb, _ := history.CheckpointNumber(strings.TrimSuffix(b, ".tmp"))
 		return na - nb
 	})
 	return out
@@ -155,14 +156,14 @@ func (s *Session) settleRun() error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.mergeCheckpoints(); err != nil {
+	if _, err := s.layers().MergeCheckpoints(); err != nil {
 		return err
 	}
 	if !ws.Unfinished() {
 		return nil
 	}
 	since := "it started"
-	if cps, err := readCheckpoints(dir); err == nil && len(cps) > 0 {
+	if cps, err := history.ReadCheckpoints(dir); err == nil && len(cps) > 0 {
 		last := cps[len(cps)-1]
 		if last.Trigger == layers.CheckpointRunEnd && s.Meta.Active != nil && !last.Time.Before(s.Meta.Active.Start) {
 			// PID 1 was killed after it published the run's last checkpoint and before it
@@ -233,7 +234,7 @@ func (s *Session) tidy() ([]string, error) {
 // removeLeftover removes the tree at dir, whose directories may be closed to their owner, and
 // returns how many entries it held.
 func removeLeftover(dir string) (int, error) {
-	openDirs(dir)
+	history.OpenDirs(dir)
 	n := -1 // dir itself
 	_ = filepath.WalkDir(dir, func(_ string, _ fs.DirEntry, err error) error {
 		if err == nil {

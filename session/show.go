@@ -13,7 +13,7 @@ import (
 // it as text, else a plain diff of the project's file against the staged one.
 func (s *Session) ShowCommand(c *changeset.Change) string {
 	project := filepath.Join(s.Meta.Project, c.Path)
-	if c.Old.Size <= maxPatchBytes && c.New.Size <= maxPatchBytes {
+	if c.Old.Size <= changeset.MaxPatchBytes && c.New.Size <= changeset.MaxPatchBytes {
 		return "shadow diff -- " + quoteArg(project) + " | less"
 	}
 	old, staged := project, filepath.Join(s.UpperDir(), c.Path)

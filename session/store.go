@@ -14,6 +14,8 @@ import (
 
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/gitout"
+	"github.com/shadow-sandbox/shadow/session/history"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"github.com/shadow-sandbox/shadow/session/statefile"
 	"github.com/shadow-sandbox/shadow/session/store"
 )
@@ -50,9 +52,8 @@ type Session struct {
 	protected []string
 	// pre is the precapture of the active run, when Precapture started one.
 	pre *precapture
-	// checked holds, by checkpoint, the paths found damaged when its contents were checked
-	// against its sums (see damage.go): once per command.
-	checked map[string][]string
+	// hist is the session's history (layers), made on first use.
+	hist *history.Layers
 	// man is the session's manifest when this process recorded it (create), until the first load
 	// of the bases: the session's first run uses it rather than read it back.
 	man *changeset.Manifest
@@ -338,7 +339,7 @@ func (s *Session) Abandon() error {
 	if err != nil {
 		return err
 	}
-	empty, err := emptyDir(s.UpperDir())
+	empty, err := projectfs.EmptyDir(s.UpperDir())
 	if err != nil {
 		return err
 	}

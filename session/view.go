@@ -34,7 +34,7 @@ func (s *Session) changes(extraProtected []string) (*changeset.ChangeSet, error)
 		return nil, err
 	}
 	defer host.Close()
-	if empty, err := emptyDir(s.UpperDir()); err == nil && empty {
+	if empty, err := projectfs.EmptyDir(s.UpperDir()); err == nil && empty {
 		return &changeset.ChangeSet{}, nil // nothing staged: no need for the bases and the manifest
 	}
 	b, err := s.source().LoadBases()
@@ -55,7 +55,7 @@ func (s *Session) changesIn(b *changeset.Bases, host *projectfs.Root, extraProte
 		return nil, err
 	}
 	// What a damaged checkpoint holds is neither shown nor applied (see damage.go).
-	if raw, err = s.withoutDamaged(raw); err != nil {
+	if raw, err = s.layers().WithoutDamaged(raw); err != nil {
 		return nil, err
 	}
 	return s.source().ChangesFrom(b, host, raw, s.extraProtected(extraProtected))

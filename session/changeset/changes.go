@@ -626,3 +626,6 @@ type Skipped struct {
 	Path   string `json:"path"`
 	Reason string `json:"reason"`
 }
+
+// MaxPatchBytes bounds each side of a file put into a patch (it is held in memory).
+const MaxPatchBytes = 256 << 20

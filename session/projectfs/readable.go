@@ -1,6 +1,11 @@
 package projectfs
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -69,4 +74,25 @@ func readableDirAt(dir int, name string) error {
 		return unix.EACCES
 	}
 	return nil
+}
+
+// EmptyDir reports whether the directory dir (a staging layer) has no entries. The agent may have closed it
+// (chmod 300 on the project's root): it is opened up first (ReadableDir).
+func EmptyDir(dir string) (bool, error) {
+	f, err := os.Open(dir)
+	if errors.Is(err, fs.ErrPermission) && ReadableDir(dir) == nil {
+		f, err = os.Open(dir)
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", dir, err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if errors.Is(err, io.EOF) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", dir, err)
+	}
+	return len(names) == 0, nil
 }

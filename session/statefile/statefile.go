@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // WriteFileAtomic replaces path with data so that readers see the old or the new file, never a part.
@@ -143,4 +145,20 @@ func WriteJSON(path string, v any) error {
 		return fmt.Errorf("encode %s: %w", path, err)
 	}
 	return WriteFileAtomic(path, data, 0o600)
+}
+
+// SyncFS flushes the whole filesystem holding dir, batching the fsync of many files.
+func SyncFS(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("syncfs %s: %w", dir, err)
+	}
+	defer f.Close()
+	if !Durable {
+		return nil
+	}
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		return fmt.Errorf("syncfs %s: %w", dir, err)
+	}
+	return nil
 }

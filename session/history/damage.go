@@ -1,4 +1,4 @@
-package session
+package history
 
 import (
 	"errors"
@@ -82,7 +82,7 @@ func (d DamagedStep) Describe() string {
 }
 
 // DamagedSteps checks the session's checkpoints and returns those found damaged, oldest first.
-func (s *Session) DamagedSteps() ([]DamagedStep, error) {
+func (s *Layers) DamagedSteps() ([]DamagedStep, error) {
 	cps, err := s.Checkpoints()
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func (s *Session) DamagedSteps() ([]DamagedStep, error) {
 // checkContents returns the paths of checkpoint c's layer that do not match its sums: all of
 // them when the sums themselves are damaged. A checkpoint written before checkpoints were checked
 // (no sums) is taken as it is.
-func (s *Session) checkContents(c Checkpoint) ([]string, error) {
+func (s *Layers) checkContents(c Checkpoint) ([]string, error) {
 	if paths, ok := s.checked[c.ID]; ok {
 		return paths, nil
 	}
@@ -138,7 +138,7 @@ func (s *Session) checkContents(c Checkpoint) ([]string, error) {
 
 // damagedStaged returns the staged paths whose content comes from a damaged entry of a checkpoint:
 // one no later checkpoint holds again.
-func (s *Session) damagedStaged() (map[string]bool, error) {
+func (s *Layers) damagedStaged() (map[string]bool, error) {
 	steps, err := s.DamagedSteps()
 	if err != nil || len(steps) == 0 {
 		return nil, err
@@ -177,8 +177,8 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// withoutDamaged leaves out of the staged entries raw those a damaged checkpoint holds last.
-func (s *Session) withoutDamaged(raw []changeset.RawEntry) ([]changeset.RawEntry, error) {
+// WithoutDamaged leaves out of the staged entries raw those a damaged checkpoint holds last.
+func (s *Layers) WithoutDamaged(raw []changeset.RawEntry) ([]changeset.RawEntry, error) {
 	hidden, err := s.damagedStaged()
 	if err != nil || len(hidden) == 0 {
 		return raw, err

@@ -1,4 +1,4 @@
-package session
+package history
 
 import (
 	"bytes"
@@ -36,20 +36,20 @@ type momentEntry struct {
 	base   changeset.BaseEntry
 }
 
-// history reads the session's tree at any moment.
-type history struct {
-	s      *Session
+// timeline reads the session's tree at any moment.
+type timeline struct {
+	s      *Layers
 	layers []*projectfs.Root // the layers, oldest first (nil: a layer that could not be opened)
 	host   *projectfs.Root
 	b      *changeset.Bases
 }
 
-func (s *Session) openHistory(cps []Checkpoint) (*history, error) {
-	host, b, err := s.source().OpenView()
+func (s *Layers) openTimeline(cps []Checkpoint) (*timeline, error) {
+	host, b, err := s.Source().OpenView()
 	if err != nil {
 		return nil, err
 	}
-	h := &history{s: s, host: host, b: b}
+	h := &timeline{s: s, host: host, b: b}
 	// Every layer is read beneath a descriptor of its root, a directory at a time: a staged path
 	// may be longer than PATH_MAX.
 	for _, c := range cps {
@@ -62,7 +62,7 @@ func (s *Session) openHistory(cps []Checkpoint) (*history, error) {
 	return h, nil
 }
 
-func (h *history) close() {
+func (h *timeline) close() {
 	for _, l := range h.layers {
 		if l != nil {
 			l.Close()
@@ -83,9 +83,9 @@ func layerStat(l *projectfs.Root, rel string) (st unix.Stat_t, ok bool) {
 	return st, exists && err == nil
 }
 
-// layerOpaque reports whether the directory rel of the layer l replaces what the layers below
+// LayerOpaque reports whether the directory rel of the layer l replaces what the layers below
 // hold there.
-func layerOpaque(l *projectfs.Root, rel string) bool {
+func LayerOpaque(l *projectfs.Root, rel string) bool {
 	dir, name, err := l.OpenParent(rel, false)
 	return err == nil && opaqueAt(dir, name)
 }
@@ -96,8 +96,8 @@ func opaqueAt(dir int, name string) bool {
 	return unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && layers.KindAt(dir, name, &st) == layers.OpaqueDir
 }
 
-// layerWhiteout reports whether rel in the layer l deletes what the layers below hold there.
-func layerWhiteout(l *projectfs.Root, rel string) bool {
+// LayerWhiteout reports whether rel in the layer l deletes what the layers below hold there.
+func LayerWhiteout(l *projectfs.Root, rel string) bool {
 	dir, name, err := l.OpenParent(rel, false)
 	st, exists, err := projectfs.StatAt(dir, err, name)
 	return exists && err == nil && layers.KindAt(dir, name, &st) == layers.Whiteout
@@ -106,7 +106,7 @@ func layerWhiteout(l *projectfs.Root, rel string) bool {
 func isDirStat(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
 
 // at returns what path p is after checkpoint k (Base: in the base).
-func (h *history) at(k int, p string) momentEntry {
+func (h *timeline) at(k int, p string) momentEntry {
 layers:
 	for j := k; j >= 0; j-- {
 		l := h.layers[j]
@@ -119,7 +119,7 @@ layers:
 			if !isDirStat(&st) {
 				return momentEntry{} // a whiteout or a file above p: p is gone
 			}
-			if layerOpaque(l, d) {
+			if LayerOpaque(l, d) {
 				return entryIn(l, p) // nothing below this layer shows there
 			}
 			next := strings.IndexByte(p[i+1:], '/')
@@ -132,7 +132,7 @@ layers:
 		if !ok {
 			continue
 		}
-		if layerWhiteout(l, p) {
+		if LayerWhiteout(l, p) {
 			return momentEntry{}
 		}
 		return momentEntry{exists: true, dir: isDirStat(&st), layer: l}
@@ -154,7 +154,7 @@ layers:
 // entryIn is p in layer l alone.
 func entryIn(l *projectfs.Root, p string) momentEntry {
 	st, ok := layerStat(l, p)
-	if !ok || layerWhiteout(l, p) {
+	if !ok || LayerWhiteout(l, p) {
 		return momentEntry{}
 	}
 	return momentEntry{exists: true, dir: isDirStat(&st), layer: l}
@@ -162,7 +162,7 @@ func entryIn(l *projectfs.Root, p string) momentEntry {
 
 // touched lists the paths that the layers after moment from up to moment to may have changed:
 // what they hold, and what was below a directory they delete or replace at moment from.
-func (h *history) touched(from, to int) []string {
+func (h *timeline) touched(from, to int) []string {
 	set := map[string]bool{}
 	for j := from + 1; j <= to; j++ {
 		l := h.layers[j]
@@ -191,7 +191,7 @@ func (h *history) touched(from, to int) []string {
 }
 
 // below lists the non-directory paths under directory dir at moment k.
-func (h *history) below(k int, dir string) []string {
+func (h *timeline) below(k int, dir string) []string {
 	if e := h.at(k, dir); !e.exists || !e.dir {
 		return nil
 	}
@@ -228,7 +228,7 @@ func (h *history) below(k int, dir string) []string {
 }
 
 // side reads what entry e is, as a patch side: git mode and content.
-func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note string, size int64, err error) {
+func (h *timeline) side(p string, e momentEntry) (mode uint32, data []byte, note string, size int64, err error) {
 	if !e.exists || e.dir {
 		return 0, nil, "", 0, nil
 	}
@@ -261,7 +261,7 @@ func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note 
 			return 0, nil, "", 0, err
 		}
 		defer unix.Close(fd)
-		data, err = io.ReadAll(io.LimitReader(projectfs.FdIO(fd), maxPatchBytes+1))
+		data, err = io.ReadAll(io.LimitReader(projectfs.FdIO(fd), changeset.MaxPatchBytes+1))
 		return mode, data, "", st.Size, err
 	}
 	b := e.base
@@ -281,7 +281,7 @@ func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note 
 		if b.Mode&0o100 != 0 {
 			mode = diff.ModeExecutable
 		}
-		if b.Holes > 0 || b.Host.Size > maxPatchBytes {
+		if b.Holes > 0 || b.Host.Size > changeset.MaxPatchBytes {
 			return mode, nil, "not shown: too large or sparse", b.Host.Size, nil
 		}
 		var rc io.ReadCloser
@@ -294,7 +294,7 @@ func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note 
 			return 0, nil, "", 0, err
 		}
 		defer rc.Close()
-		data, err = io.ReadAll(io.LimitReader(rc, maxPatchBytes))
+		data, err = io.ReadAll(io.LimitReader(rc, changeset.MaxPatchBytes))
 		return mode, data, "", int64(len(data)), err
 	}
 	return 0, nil, "", 0, nil
@@ -303,7 +303,7 @@ func (h *history) side(p string, e momentEntry) (mode uint32, data []byte, note 
 // tooLargeToShow says why a staged file is not read for a diff: larger than a patch holds, or
 // sparse.
 func tooLargeToShow(size, blocks int64) string {
-	if size > maxPatchBytes {
+	if size > changeset.MaxPatchBytes {
 		return "not shown: too large"
 	}
 	if size-blocks*512 >= 1<<20 {
@@ -314,11 +314,11 @@ func tooLargeToShow(size, blocks int64) string {
 
 // HistoryPatches are the changes from moment from to moment to of the session's history (Base,
 // or an index in cps, which is what Checkpoints returned), as git patches.
-func (s *Session) HistoryPatches(cps []Checkpoint, from, to int) ([]diff.FilePatch, error) {
+func (s *Layers) HistoryPatches(cps []Checkpoint, from, to int) ([]diff.FilePatch, error) {
 	if from < Base || to >= len(cps) || from > to {
-		return nil, fmt.Errorf("session %s: no such span of its history", s.Meta.ID)
+		return nil, fmt.Errorf("session %s: no such span of its history", s.ID)
 	}
-	h, err := s.openHistory(cps)
+	h, err := s.openTimeline(cps)
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +352,7 @@ type StepStat struct {
 }
 
 // Log returns the session's checkpoints with what each step changed.
-func (s *Session) Log() ([]StepStat, error) {
+func (s *Layers) Log() ([]StepStat, error) {
 	cps, err := s.Checkpoints()
 	if err != nil {
 		return nil, err

@@ -1,4 +1,8 @@
-package session
+// Package history keeps a session's steps: the checkpoints a run writes (each a layer of what one
+// step changed, with its sums), merged in order into the staging layer; the session's tree at
+// any moment and the patches between two moments; the check of a checkpoint against its sums;
+// and the revert to a checkpoint, which sets the later steps aside until the next run.
+package history
 
 import (
 	"errors"
@@ -9,11 +13,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
+	"github.com/shadow-sandbox/shadow/session/changeset"
+	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"github.com/shadow-sandbox/shadow/session/statefile"
+	"github.com/shadow-sandbox/shadow/session/store"
 )
 
 // A session's history is its checkpoints (SPEC §12): checkpoints/c<N>/layer holds what changed in
@@ -21,7 +29,7 @@ import (
 // layer (upper/) holds them all merged; checkpoints/merged names the last one it holds. A run
 // that died before merging leaves later ones, which the next command that closes it merges.
 
-// Checkpoint is one step of a session's history.
+// Checkpoint is one step of a session's
 type Checkpoint = layers.Checkpoint
 
 // checkpointEarlier is what took the checkpoint that stands for the staging layer of a session
@@ -29,17 +37,17 @@ type Checkpoint = layers.Checkpoint
 const checkpointEarlier = "earlier runs"
 
 // CheckpointDir is the directory PID 1 writes the session's checkpoints in.
-func (s *Session) CheckpointDir() string { return filepath.Join(s.dir, "checkpoints") }
+func (s *Layers) CheckpointDir() string { return filepath.Join(s.Dir, "checkpoints") }
 
-// revertedDir holds what the last revert dropped, for `revert --undo`, until the next run.
-func (s *Session) revertedDir() string { return filepath.Join(s.dir, "reverted") }
+// RevertedDir holds what the last revert dropped, for `revert --undo`, until the next run.
+func (s *Layers) RevertedDir() string { return filepath.Join(s.Dir, "reverted") }
 
 // Checkpoints returns the session's checkpoints, oldest first.
-func (s *Session) Checkpoints() ([]Checkpoint, error) {
-	return readCheckpoints(s.CheckpointDir())
+func (s *Layers) Checkpoints() ([]Checkpoint, error) {
+	return ReadCheckpoints(s.CheckpointDir())
 }
 
-func readCheckpoints(dir string) ([]Checkpoint, error) {
+func ReadCheckpoints(dir string) ([]Checkpoint, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -49,7 +57,7 @@ func readCheckpoints(dir string) ([]Checkpoint, error) {
 	}
 	var out []Checkpoint
 	for _, e := range entries {
-		n, ok := checkpointNumber(e.Name())
+		n, ok := CheckpointNumber(e.Name())
 		if !ok || !e.IsDir() {
 			continue
 		}
@@ -59,8 +67,8 @@ func readCheckpoints(dir string) ([]Checkpoint, error) {
 	return out, nil
 }
 
-// checkpointNumber parses "c<N>".
-func checkpointNumber(name string) (int, bool) {
+// CheckpointNumber parses "c<N>".
+func CheckpointNumber(name string) (int, bool) {
 	digits, ok := strings.CutPrefix(name, "c")
 	if !ok {
 		return 0, false
@@ -72,7 +80,7 @@ func checkpointNumber(name string) (int, bool) {
 // Checkpointing is what a run's policy needs for its checkpoints: the directory and the number
 // of the next one. It first gives a session of the earlier layout (a staging layer and no
 // checkpoint) its first checkpoint, standing for all it staged.
-func (s *Session) Checkpointing() (dir string, next int, err error) {
+func (s *Layers) Checkpointing() (dir string, next int, err error) {
 	cps, err := s.Checkpoints()
 	if err != nil {
 		return "", 0, err
@@ -91,12 +99,12 @@ func (s *Session) Checkpointing() (dir string, next int, err error) {
 
 // adoptStagingLayer makes checkpoint c1 a copy of a staging layer that no checkpoint stands for
 // (a session of the earlier layout), so that every later step has a step below it.
-func (s *Session) adoptStagingLayer() ([]Checkpoint, error) {
-	if empty, err := emptyDir(s.UpperDir()); err != nil || empty {
+func (s *Layers) adoptStagingLayer() ([]Checkpoint, error) {
+	if empty, err := projectfs.EmptyDir(s.Upper); err != nil || empty {
 		return nil, nil
 	}
-	c := Checkpoint{ID: "c1", N: 1, Time: s.Meta.Created, Trigger: checkpointEarlier}
-	if err := writeCheckpoint(s.CheckpointDir(), c, s.UpperDir()); err != nil {
+	c := Checkpoint{ID: "c1", N: 1, Time: s.Created, Trigger: checkpointEarlier}
+	if err := WriteCheckpoint(s.CheckpointDir(), c, s.Upper); err != nil {
 		return nil, err
 	}
 	if err := setMerged(s.CheckpointDir(), 1); err != nil {
@@ -105,8 +113,8 @@ func (s *Session) adoptStagingLayer() ([]Checkpoint, error) {
 	return []Checkpoint{c}, nil
 }
 
-// writeCheckpoint writes checkpoint c with a copy of layer src, durably.
-func writeCheckpoint(dir string, c Checkpoint, src string) error {
+// WriteCheckpoint writes checkpoint c with a copy of layer src, durably.
+func WriteCheckpoint(dir string, c Checkpoint, src string) error {
 	tmp := filepath.Join(dir, c.ID+".tmp")
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
@@ -132,7 +140,7 @@ func writeCheckpoint(dir string, c Checkpoint, src string) error {
 	if err := statefile.WriteFileReplace(filepath.Join(tmp, "meta.json"), meta, 0o600, true); err != nil {
 		return err
 	}
-	if err := syncfsAt(tmp); err != nil {
+	if err := statefile.SyncFS(tmp); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, c.ID)); err != nil {
@@ -141,8 +149,8 @@ func writeCheckpoint(dir string, c Checkpoint, src string) error {
 	return statefile.SyncDir(dir)
 }
 
-// merged returns the number of the last checkpoint the staging layer holds (0: none).
-func merged(dir string) (int, error) {
+// Merged returns the number of the last checkpoint the staging layer holds (0: none).
+func Merged(dir string) (int, error) {
 	data, err := os.ReadFile(filepath.Join(dir, layers.MergedFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -161,15 +169,15 @@ func setMerged(dir string, n int) error {
 	return statefile.WriteFileReplace(filepath.Join(dir, layers.MergedFile), []byte(strconv.Itoa(n)+"\n"), 0o600, true)
 }
 
-// mergeCheckpoints merges into the staging layer the checkpoints a run wrote but did not merge
+// MergeCheckpoints merges into the staging layer the checkpoints a run wrote but did not merge
 // before it died, in order: what the run had written when it took its last checkpoint.
-func (s *Session) mergeCheckpoints() (int, error) {
+func (s *Layers) MergeCheckpoints() (int, error) {
 	dir := s.CheckpointDir()
-	cps, err := readCheckpoints(dir)
+	cps, err := ReadCheckpoints(dir)
 	if err != nil || len(cps) == 0 {
 		return 0, err
 	}
-	done, err := merged(dir)
+	done, err := Merged(dir)
 	if err != nil {
 		return 0, err
 	}
@@ -190,7 +198,7 @@ func (s *Session) mergeCheckpoints() (int, error) {
 			}
 			break
 		}
-		if err := mergeLayerInto(filepath.Join(dir, c.ID, "layer"), s.UpperDir(), s.Meta.Project); err != nil {
+		if err := mergeLayerInto(filepath.Join(dir, c.ID, "layer"), s.Upper, s.Project); err != nil {
 			return n, fmt.Errorf("merge checkpoint %s into the staging layer: %w", c.ID, err)
 		}
 		n++
@@ -199,7 +207,7 @@ func (s *Session) mergeCheckpoints() (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	if err := syncfsAt(s.UpperDir()); err != nil {
+	if err := statefile.SyncFS(s.Upper); err != nil {
 		return n, err
 	}
 	return n, setMerged(dir, done)
@@ -231,27 +239,16 @@ func withDirs(src, dst string, f func(src, dst int) error) error {
 	return f(s, d)
 }
 
-// Revert drops every staged change made after checkpoint id: the staging layer becomes the
-// checkpoints up to id merged, and the later checkpoints are kept aside, with the staging layer
-// they replace, for RevertUndo until the next run. It is refused while a run is active. It returns
-// the checkpoints it dropped.
-func (s *Session) Revert(id string) ([]Checkpoint, error) {
-	if err := s.writable("revert"); err != nil {
-		return nil, err
-	}
-	if s.RunActive() {
-		return nil, fmt.Errorf("session %s: a run is active (pid %d); revert once it has ended", s.Meta.ID, s.Meta.Active.PID)
-	}
-	if err := s.closeStaleRun(); err != nil {
-		return nil, err
-	}
+// Revert drops every staged change made after checkpoint id (see Session.Revert); applies are
+// the session's, none of which may have come after that checkpoint.
+func (s *Layers) Revert(id string, applies []store.ApplyRecord) ([]Checkpoint, error) {
 	cps, err := s.Checkpoints()
 	if err != nil {
 		return nil, err
 	}
 	i, err := FindCheckpoint(cps, id)
 	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", s.Meta.ID, err)
+		return nil, fmt.Errorf("session %s: %w", s.ID, err)
 	}
 	drop := cps[i+1:]
 	if len(drop) == 0 {
@@ -259,13 +256,13 @@ func (s *Session) Revert(id string) ([]Checkpoint, error) {
 	}
 	// An apply moved the base past the checkpoint: the staged tree of that moment would now
 	// read as undoing what was applied.
-	for _, a := range s.Meta.Applies {
+	for _, a := range applies {
 		if !a.RolledBack && a.Time.After(cps[i].Time) {
-			return nil, fmt.Errorf("session %s: apply %s came after %s; roll it back first (shadow apply --rollback) to revert past it", s.Meta.ID, a.ID, id)
+			return nil, fmt.Errorf("session %s: apply %s came after %s; roll it back first (shadow apply --rollback) to revert past it", s.ID, a.ID, id)
 		}
 	}
 	// Build the new staging layer beside the old one, then swap: a crash leaves one or the other.
-	fresh := s.UpperDir() + ".revert"
+	fresh := s.Upper + ".revert"
 	if err := os.RemoveAll(fresh); err != nil {
 		return nil, fmt.Errorf("revert: %w", err)
 	}
@@ -273,14 +270,14 @@ func (s *Session) Revert(id string) ([]Checkpoint, error) {
 		return nil, fmt.Errorf("revert: %w", err)
 	}
 	for _, c := range cps[:i+1] {
-		if err := mergeLayerInto(filepath.Join(s.CheckpointDir(), c.ID, "layer"), fresh, s.Meta.Project); err != nil {
+		if err := mergeLayerInto(filepath.Join(s.CheckpointDir(), c.ID, "layer"), fresh, s.Project); err != nil {
 			return nil, fmt.Errorf("revert: rebuild the staging layer at %s: %w", c.ID, err)
 		}
 	}
-	if err := syncfsAt(fresh); err != nil {
+	if err := statefile.SyncFS(fresh); err != nil {
 		return nil, err
 	}
-	aside := s.revertedDir()
+	aside := s.RevertedDir()
 	if err := os.RemoveAll(aside); err != nil {
 		return nil, fmt.Errorf("revert: %w", err)
 	}
@@ -292,83 +289,94 @@ func (s *Session) Revert(id string) ([]Checkpoint, error) {
 			return nil, fmt.Errorf("revert: %w", err)
 		}
 	}
-	if err := os.Rename(s.UpperDir(), filepath.Join(aside, "upper")); err != nil {
+	if err := os.Rename(s.Upper, filepath.Join(aside, "upper")); err != nil {
 		return nil, fmt.Errorf("revert: %w", err)
 	}
-	if err := os.Rename(fresh, s.UpperDir()); err != nil {
+	if err := os.Rename(fresh, s.Upper); err != nil {
 		return nil, fmt.Errorf("revert: %w", err)
 	}
 	if err := setMerged(s.CheckpointDir(), cps[i].N); err != nil {
 		return nil, err
 	}
-	return drop, statefile.SyncDir(s.dir)
+	return drop, statefile.SyncDir(s.Dir)
 }
 
-// RevertUndo puts back what the last revert dropped, if no run came since. It returns the
-// checkpoints it restored.
-func (s *Session) RevertUndo() ([]Checkpoint, error) {
-	if err := s.writable("revert --undo"); err != nil {
-		return nil, err
-	}
-	if s.RunActive() {
-		return nil, fmt.Errorf("session %s: a run is active (pid %d)", s.Meta.ID, s.Meta.Active.PID)
-	}
-	aside := s.revertedDir()
-	back, err := readCheckpoints(filepath.Join(aside, "checkpoints"))
+// RevertUndo puts back what the last revert dropped (see Session.RevertUndo).
+func (s *Layers) RevertUndo() ([]Checkpoint, error) {
+	aside := s.RevertedDir()
+	back, err := ReadCheckpoints(filepath.Join(aside, "checkpoints"))
 	if err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(aside, "upper")); err != nil || len(back) == 0 {
-		return nil, fmt.Errorf("session %s: nothing to undo (a revert can be undone until the next run)", s.Meta.ID)
+		return nil, fmt.Errorf("session %s: nothing to undo (a revert can be undone until the next run)", s.ID)
 	}
 	for _, c := range back {
 		if err := os.Rename(filepath.Join(aside, "checkpoints", c.ID), filepath.Join(s.CheckpointDir(), c.ID)); err != nil {
 			return nil, fmt.Errorf("revert --undo: %w", err)
 		}
 	}
-	old := s.UpperDir() + ".reverted"
+	old := s.Upper + ".reverted"
 	if err := os.RemoveAll(old); err != nil {
 		return nil, fmt.Errorf("revert --undo: %w", err)
 	}
-	if err := os.Rename(s.UpperDir(), old); err != nil {
+	if err := os.Rename(s.Upper, old); err != nil {
 		return nil, fmt.Errorf("revert --undo: %w", err)
 	}
-	if err := os.Rename(filepath.Join(aside, "upper"), s.UpperDir()); err != nil {
+	if err := os.Rename(filepath.Join(aside, "upper"), s.Upper); err != nil {
 		return nil, fmt.Errorf("revert --undo: %w", err)
 	}
 	if err := setMerged(s.CheckpointDir(), back[len(back)-1].N); err != nil {
 		return nil, err
 	}
-	if err := statefile.SyncDir(s.dir); err != nil {
+	if err := statefile.SyncDir(s.Dir); err != nil {
 		return nil, err
 	}
-	openDirs(old)
+	OpenDirs(old)
 	if err := os.RemoveAll(old); err != nil {
 		return nil, fmt.Errorf("revert --undo: %w", err)
 	}
 	return back, os.RemoveAll(aside)
 }
 
-// dropReverted forgets what the last revert dropped: a run starts from what is staged now.
-func (s *Session) dropReverted() error {
-	aside := s.revertedDir()
+// DropReverted forgets what the last revert dropped: a run starts from what is staged now.
+func (s *Layers) DropReverted() error {
+	aside := s.RevertedDir()
 	if _, err := os.Stat(aside); err != nil {
 		return nil
 	}
-	openDirs(aside)
+	OpenDirs(aside)
 	if err := os.RemoveAll(aside); err != nil {
 		return fmt.Errorf("drop what the last revert kept aside: %w", err)
 	}
 	return nil
 }
 
-// openDirs gives the owner access to every directory below dir again (a staged directory may be
+// OpenDirs gives the owner access to every directory below dir again (a staged directory may be
 // closed to its owner), so that it can be removed.
-func openDirs(dir string) {
+func OpenDirs(dir string) {
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
 			_ = os.Chmod(p, 0o700)
 		}
 		return nil
 	})
+}
+
+// Layers is a session's history on disk: its checkpoints (each a layer of one step), the
+// staging layer they merge into, and what the last revert set aside. It knows the session by its
+// directories and its project only.
+type Layers struct {
+	ID      string // the session's, for messages
+	Dir     string // the session's directory
+	Upper   string // the staging layer
+	Project string
+	Created time.Time
+	// source is what the pre-images are read from (the history's first moment).
+	Source func() *changeset.Source
+	// MarkIncomplete records that the staging layer misses some of what a run wrote.
+	MarkIncomplete func(reason string) error
+	// checked holds, by checkpoint, the paths found damaged when its contents were checked
+	// against its sums (see damage.go): once per command.
+	checked map[string][]string
 }
