@@ -9,6 +9,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"golang.org/x/sys/unix"
+
+	"github.com/shadow-sandbox/shadow/ui/agenthost"
 )
 
 // rawEchoAgent puts its terminal in raw mode and writes back every byte it
@@ -31,6 +33,21 @@ func rawEchoAgent(ctx context.Context, tty *os.File) (AgentResult, error) {
 			return AgentResult{ExitCode: 0}, nil
 		}
 		if _, err := tty.Write(buf[:n]); err != nil {
+			return AgentResult{ExitCode: 0}, nil
+		}
+	}
+}
+
+// hostedEchoAgent is rawEchoAgent as a hosted agent: what is typed is written back, over the
+// pane's terminal with no pty of the app's in between (the agent host's relay).
+func hostedEchoAgent(ctx context.Context, term agenthost.Terminal) (AgentResult, error) {
+	buf := make([]byte, 256)
+	for {
+		n, err := term.Read(buf)
+		if err != nil {
+			return AgentResult{ExitCode: 0}, nil
+		}
+		if _, err := term.Write(buf[:n]); err != nil {
 			return AgentResult{ExitCode: 0}, nil
 		}
 	}
@@ -85,11 +102,20 @@ func (l *loop) untilFrame(tb testing.TB, want string) time.Time {
 }
 
 // BenchmarkKeyToEcho measures a key press to the first frame that shows
-// its echo, through the pane, a pty and an agent that echoes: what the
-// pane adds to an agent's own echo. (bubbletea's renderer then writes the
-// frame on its next tick, at 60 a second.)
+// its echo, through the pane and an agent that echoes: what the pane adds to
+// an agent's own echo, with the agent on a pty of the app's (pty), and as
+// an agent host's client relays it (hosted: no pty of the app's between the
+// pane and the host's socket). bubbletea's renderer then writes the frame on
+// its next tick, at 120 a second (run.go).
 func BenchmarkKeyToEcho(b *testing.B) {
-	m := newModel(b, testOptions(nil, rawEchoAgent).withReview(b))
+	b.Run("pty", func(b *testing.B) { benchKeyToEcho(b, testOptions(nil, rawEchoAgent)) })
+	hosted := testOptions(nil, nil)
+	hosted.Hosted = hostedEchoAgent
+	b.Run("hosted", func(b *testing.B) { benchKeyToEcho(b, hosted) })
+}
+
+func benchKeyToEcho(b *testing.B, opts Options) {
+	m := newModel(b, opts.withReview(b))
 	l := &loop{m: m, msgs: make(chan tea.Msg, 64)}
 	l.update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	next, cmd := m.startAgent()
