@@ -16,6 +16,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
+	"github.com/shadow-sandbox/shadow/session/apply"
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"github.com/shadow-sandbox/shadow/session/store"
@@ -84,8 +85,8 @@ func mergedView(t testing.TB, project, upper string) map[string]string {
 func TestApplyAllThenRollback(t *testing.T) {
 	for _, link := range []bool{true, false} {
 		t.Run(fmt.Sprintf("priors-linked=%v", link), func(t *testing.T) {
-			defer func(old bool) { linkPriors = old }(linkPriors)
-			linkPriors = link
+			defer func(old bool) { apply.LinkPriors = old }(apply.LinkPriors)
+			apply.LinkPriors = link
 			testApplyAllThenRollback(t)
 		})
 	}
@@ -130,7 +131,7 @@ func testApplyAllThenRollback(t *testing.T) {
 	before := snapshot(t, f.project)
 	want := mergedView(t, f.project, f.s.UpperDir())
 
-	res, err := f.s.Apply(ApplyOptions{All: true})
+	res, err := f.s.Apply(apply.ApplyOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func testApplyAllThenRollback(t *testing.T) {
 	if cs, _ := s.Changes(); len(cs.Changes) == 0 {
 		t.Error("no changes pending after rollback")
 	}
-	if _, err := s.Apply(ApplyOptions{All: true}); err != nil {
+	if _, err := s.Apply(apply.ApplyOptions{All: true}); err != nil {
 		t.Fatal(err)
 	}
 	if d := diffSnapshots(snapshot(t, f.project), want); d != "" {
@@ -178,7 +179,7 @@ func TestApplyNothingDecided(t *testing.T) {
 	f.stage(t, map[string]file{"a.txt": {Data: "b\n"}, "c.txt": {Data: "c\n"}})
 	f.run(t)
 	before := snapshot(t, f.project)
-	res, err := f.s.Apply(ApplyOptions{})
+	res, err := f.s.Apply(apply.ApplyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestProtectedAndIgnored(t *testing.T) {
 			t.Errorf("%s not ignored: %+v", p, c)
 		}
 	}
-	res, err := f.s.Apply(ApplyOptions{All: true})
+	res, err := f.s.Apply(apply.ApplyOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func TestProtectedAndIgnored(t *testing.T) {
 	if len(res.Skipped) != 6 || f.s.Meta.State != store.StateOpen {
 		t.Errorf("skipped %+v, state %s", res.Skipped, f.s.Meta.State)
 	}
-	if _, err := f.s.Apply(ApplyOptions{All: true, AllowProtected: true, IncludeIgnored: true}); err != nil {
+	if _, err := f.s.Apply(apply.ApplyOptions{All: true, AllowProtected: true, IncludeIgnored: true}); err != nil {
 		t.Fatal(err)
 	}
 	snap = snapshot(t, f.project)
@@ -262,7 +263,7 @@ func TestSetuidStrippedAndOutsideLinks(t *testing.T) {
 	if c, _ := cs.Find("tool"); c == nil || !c.SetID {
 		t.Errorf("setuid not flagged: %+v", c)
 	}
-	res, err := f.s.Apply(ApplyOptions{All: true})
+	res, err := f.s.Apply(apply.ApplyOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +283,7 @@ func TestSetuidStrippedAndOutsideLinks(t *testing.T) {
 	if snap["fine/link"] != "-> ../tool" {
 		t.Errorf("fine/link = %q", snap["fine/link"])
 	}
-	if _, err := f.s.Apply(ApplyOptions{Paths: []string{"escape"}, AllowOutsideLinks: true}); err != nil {
+	if _, err := f.s.Apply(apply.ApplyOptions{Paths: []string{"escape"}, AllowOutsideLinks: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := snapshot(t, f.project)["escape"]; got != "-> "+outside+"/target" {
@@ -307,14 +308,14 @@ func TestSymlinksNeverRedirectWrites(t *testing.T) {
 			before := snapshot(t, f.project)
 
 			// The host swaps sub/ for a symlink to the outside right after the journal is written.
-			applyStep = func(s string) {
+			apply.ApplyStep = func(s string) {
 				if s == "journal" {
 					os.Rename(filepath.Join(f.project, "sub"), filepath.Join(f.project, "sub.moved"))
 					os.Symlink(outside, filepath.Join(f.project, "sub"))
 				}
 			}
-			_, err := f.s.Apply(ApplyOptions{All: true})
-			applyStep = nil
+			_, err := f.s.Apply(apply.ApplyOptions{All: true})
+			apply.ApplyStep = nil
 			if err == nil {
 				t.Fatal("apply through a swapped-in symlink succeeded")
 			}
@@ -328,7 +329,7 @@ func TestSymlinksNeverRedirectWrites(t *testing.T) {
 			}
 
 			// Without the swap, the planted symlink lnk is replaced by a real directory.
-			if _, err := f.s.Apply(ApplyOptions{All: true}); err != nil {
+			if _, err := f.s.Apply(apply.ApplyOptions{All: true}); err != nil {
 				t.Fatal(err)
 			}
 			if ents, _ := os.ReadDir(outside); len(ents) != 0 {
@@ -362,7 +363,7 @@ func TestOddNamesAndSpecialFiles(t *testing.T) {
 	}
 	f.run(t)
 	want := mergedView(t, f.project, f.s.UpperDir())
-	res, err := f.s.Apply(ApplyOptions{All: true})
+	res, err := f.s.Apply(apply.ApplyOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +406,7 @@ func TestTwoWritersDoNotCorrupt(t *testing.T) {
 				errs[i] = err
 				return
 			}
-			_, errs[i] = s.Apply(ApplyOptions{All: true})
+			_, errs[i] = s.Apply(apply.ApplyOptions{All: true})
 		}()
 	}
 	wg.Wait()
@@ -435,11 +436,11 @@ func TestRollbackRefusesHostChanges(t *testing.T) {
 	f := newFixture(t, map[string]file{"a.txt": {Data: "a\n"}, "b.txt": {Data: "b\n"}})
 	f.stage(t, map[string]file{"a.txt": {Data: "A\n"}, "b.txt": {Data: "B\n"}})
 	f.run(t)
-	res1, err := f.s.Apply(ApplyOptions{Paths: []string{"a.txt"}})
+	res1, err := f.s.Apply(apply.ApplyOptions{Paths: []string{"a.txt"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res2, err := f.s.Apply(ApplyOptions{Paths: []string{"b.txt"}})
+	res2, err := f.s.Apply(apply.ApplyOptions{Paths: []string{"b.txt"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,11 +470,11 @@ func TestRollbackToIncludesEveryLaterApply(t *testing.T) {
 	before := snapshot(t, f.project)
 	f.stage(t, map[string]file{"a.txt": {Data: "A\n"}, "b.txt": {Data: "B\n", Mode: 0o755}, "c.txt": {Data: "c\n"}})
 	f.run(t)
-	first, err := f.s.Apply(ApplyOptions{Paths: []string{"a.txt"}})
+	first, err := f.s.Apply(apply.ApplyOptions{Paths: []string{"a.txt"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.Apply(ApplyOptions{All: true}); err != nil {
+	if _, err := f.s.Apply(apply.ApplyOptions{All: true}); err != nil {
 		t.Fatal(err)
 	}
 	rb, err := f.lock.Rollback(first.ID)
@@ -520,7 +521,7 @@ func TestHunkDecisions(t *testing.T) {
 	// A decision about content that has since changed is stale.
 	f.stage(t, map[string]file{"g.txt": {Data: "G2\n"}})
 
-	res, err := f.s.Apply(ApplyOptions{})
+	res, err := f.s.Apply(apply.ApplyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -585,7 +586,7 @@ func TestApplyProperties(t *testing.T) {
 			}
 			for i := range cs.Changes {
 				c := &cs.Changes[i]
-				if !f.s.hunkable(c) || c.Status != changeset.Modified {
+				if !f.s.applier().Hunkable(c) || c.Status != changeset.Modified {
 					continue
 				}
 				old, new, err := f.s.Contents(c, 0)
@@ -616,7 +617,7 @@ func TestApplyProperties(t *testing.T) {
 					expect[c.Path] = agent[c.Path]
 				}
 			}
-			if _, err := f.s.Apply(ApplyOptions{}); err != nil {
+			if _, err := f.s.Apply(apply.ApplyOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if d := diffSnapshots(snapshot(t, f.project), expect); d != "" {
@@ -634,17 +635,17 @@ func TestApplyProperties(t *testing.T) {
 			}
 			// Clear every decision: apply-none leaves the base.
 			d, _ := s.LoadDecisions()
-			d.Files = map[string]FileDecision{}
-			if err := s.saveDecisions(d); err != nil {
+			d.Files = map[string]apply.FileDecision{}
+			if err := s.applier().SaveDecisions(d); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.Apply(ApplyOptions{}); err != nil {
+			if _, err := s.Apply(apply.ApplyOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if d := diffSnapshots(snapshot(t, f.project), before); d != "" {
 				t.Fatalf("apply-none != base:\n%s", d)
 			}
-			if _, err := s.Apply(ApplyOptions{All: true}); err != nil {
+			if _, err := s.Apply(apply.ApplyOptions{All: true}); err != nil {
 				t.Fatal(err)
 			}
 			if d := diffSnapshots(snapshot(t, f.project), agent); d != "" {
@@ -712,7 +713,7 @@ func TestAppliedContentBecomesBase(t *testing.T) {
 	f := newFixture(t, map[string]file{"a.txt": {Data: "1\n"}})
 	f.stage(t, map[string]file{"a.txt": {Data: "2\n"}})
 	f.run(t)
-	if _, err := f.s.Apply(ApplyOptions{Paths: []string{"a.txt"}}); err != nil {
+	if _, err := f.s.Apply(apply.ApplyOptions{Paths: []string{"a.txt"}}); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(f.project, "a.txt"), []byte("host edit\n"), 0o644)
@@ -771,7 +772,7 @@ func TestApplyRemovesDirectoriesTheAgentDeleted(t *testing.T) {
 	f.run(t)
 	beforeFiles, beforeDirs := snapshot(t, f.project), dirModes(t, f.project)
 
-	if _, err := f.s.Apply(ApplyOptions{All: true}); err != nil {
+	if _, err := f.s.Apply(apply.ApplyOptions{All: true}); err != nil {
 		t.Fatal(err)
 	}
 	got := dirModes(t, f.project)
@@ -806,8 +807,8 @@ func TestApplyRemovesDirectoriesTheAgentDeleted(t *testing.T) {
 func TestRollbackPutsBackTheSameFile(t *testing.T) {
 	for _, link := range []bool{true, false} {
 		t.Run(fmt.Sprintf("priors-linked=%v", link), func(t *testing.T) {
-			defer func(old bool) { linkPriors = old }(linkPriors)
-			linkPriors = link
+			defer func(old bool) { apply.LinkPriors = old }(apply.LinkPriors)
+			apply.LinkPriors = link
 			f := newFixture(t, map[string]file{"a.txt": {Data: "a\n", Mode: 0o640}})
 			f.stage(t, map[string]file{"a.txt": {Data: "A\n"}})
 			f.run(t)
@@ -825,11 +826,11 @@ func TestRollbackPutsBackTheSameFile(t *testing.T) {
 			}
 			defer held.Close()
 			before, snap := ino(), snapshot(t, f.project)
-			res, err := f.s.Apply(ApplyOptions{All: true})
+			res, err := f.s.Apply(apply.ApplyOptions{All: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			e, err := readEntry(filepath.Join(f.s.journalDir(), res.ID))
+			e, err := apply.ReadEntry(filepath.Join(f.s.journalDir(), res.ID))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -858,15 +859,15 @@ func TestStagedFileChangedDuringApply(t *testing.T) {
 			f.stage(t, map[string]file{"a.txt": {Data: "A\n"}})
 			f.run(t)
 			before := snapshot(t, f.project)
-			applyStep = func(step string) {
+			apply.ApplyStep = func(step string) {
 				if step == "journal" {
 					if err := os.WriteFile(filepath.Join(f.s.UpperDir(), "a.txt"), []byte(now), 0o644); err != nil {
 						t.Error(err)
 					}
 				}
 			}
-			defer func() { applyStep = nil }()
-			_, err := f.s.Apply(ApplyOptions{All: true})
+			defer func() { apply.ApplyStep = nil }()
+			_, err := f.s.Apply(apply.ApplyOptions{All: true})
 			if err == nil || !strings.Contains(err.Error(), "changed while it was applied") {
 				t.Fatalf("apply of a file changed meanwhile: %v", err)
 			}
@@ -903,7 +904,7 @@ func TestDiffOutOfTimeSaysSoAndApplies(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.s.Apply(ApplyOptions{}); err != nil {
+	if _, err := f.s.Apply(apply.ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if data, _ := os.ReadFile(filepath.Join(f.project, "big.txt")); string(data) != "head\n"+staged.String()+"tail\n" {

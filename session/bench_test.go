@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/shadow-sandbox/shadow/session/apply"
 	"github.com/shadow-sandbox/shadow/session/statefile"
 	"golang.org/x/sys/unix"
 )
@@ -51,7 +52,7 @@ func BenchmarkApplyAll10k(b *testing.B) {
 		if err != nil || len(cs.Changes) != 10000 {
 			b.Fatalf("changes: %d, %v", len(cs.Changes), err)
 		}
-		res, err := s.Apply(ApplyOptions{All: true})
+		res, err := s.Apply(apply.ApplyOptions{All: true})
 		if err != nil || len(res.Files) != 10000 {
 			b.Fatalf("apply: %v", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/session/apply"
 	"github.com/shadow-sandbox/shadow/session/changeset"
 )
 
@@ -130,7 +131,7 @@ func TestPreimagesAndConflicts(t *testing.T) {
 	if !b.BaseUnknown || !strings.Contains(b.Reason, "base unknown") {
 		t.Errorf("b.txt: %+v", b)
 	}
-	res, err := f.s.Apply(ApplyOptions{All: true})
+	res, err := f.s.Apply(apply.ApplyOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestConfigProtectedPatterns(t *testing.T) {
 	if strings.Join(got, ",") != "M deploy/prod.yaml [protected],M src/x.go" {
 		t.Errorf("changes = %v", got)
 	}
-	res, err := f.s.Apply(ApplyOptions{All: true})
+	res, err := f.s.Apply(apply.ApplyOptions{All: true})
 	if err != nil || len(res.Skipped) != 1 || res.Skipped[0].Path != "deploy/prod.yaml" {
 		t.Errorf("apply: %+v, %v", res, err)
 	}
@@ -185,7 +186,7 @@ func TestCorruptSessionFiles(t *testing.T) {
 	f.run(t)
 	before := snapshot(t, f.project)
 	os.WriteFile(filepath.Join(f.s.Dir(), "decisions.json"), []byte("[[["), 0o600)
-	_, err := f.s.Apply(ApplyOptions{})
+	_, err := f.s.Apply(apply.ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "corrupt decisions.json") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("corrupt decisions.json: %v", err)
 	}

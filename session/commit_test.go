@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shadow-sandbox/shadow/session/apply"
 	"github.com/shadow-sandbox/shadow/session/gitout"
 )
 
@@ -55,12 +56,12 @@ func gitFixture(t *testing.T) *fixture {
 	return f
 }
 
-func applyCommit(t *testing.T, f *fixture, msg string) (*ApplyResult, string) {
+func applyCommit(t *testing.T, f *fixture, msg string) (*apply.ApplyResult, string) {
 	t.Helper()
 	if err := f.s.CheckCommit(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.s.Apply(ApplyOptions{All: true})
+	res, err := f.s.Apply(apply.ApplyOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func TestCommitApplyRunsNothingTheProjectChooses(t *testing.T) {
 	if err := f.s.CheckCommit(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.s.Apply(ApplyOptions{All: true, AllowProtected: true})
+	res, err := f.s.Apply(apply.ApplyOptions{All: true, AllowProtected: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/session/apply"
 	"github.com/shadow-sandbox/shadow/session/statefile"
 	"github.com/shadow-sandbox/shadow/session/store"
 )
@@ -37,9 +38,9 @@ func applyChild() int {
 	killAt, _ := strconv.Atoi(os.Getenv("SHADOW_TEST_KILL_AT"))
 	// Half the trials keep the prior files by copying them, as where the state directory is on
 	// another filesystem than the project.
-	linkPriors = os.Getenv("SHADOW_TEST_COPY_PRIORS") == ""
+	apply.LinkPriors = os.Getenv("SHADOW_TEST_COPY_PRIORS") == ""
 	steps := 0
-	applyStep = func(string) {
+	apply.ApplyStep = func(string) {
 		steps++
 		if steps == killAt {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -61,7 +62,7 @@ func applyChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if _, err := s.Apply(ApplyOptions{All: true}); err != nil {
+	if _, err := s.Apply(apply.ApplyOptions{All: true}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/session/apply"
 )
 
 // FuzzApplyDecisions applies random decision sets (accept, reject, undecided, selected lines) to
@@ -30,7 +31,7 @@ func FuzzApplyDecisions(f *testing.F) {
 		if !ok {
 			t.Fatalf("no change for differing contents: %v", statuses(cs))
 		}
-		if !fx.s.hunkable(c) {
+		if !fx.s.applier().Hunkable(c) {
 			return // binary content is decided as a whole file
 		}
 		d, err := fx.s.Diff(c)
@@ -71,7 +72,7 @@ func FuzzApplyDecisions(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := fx.s.Apply(ApplyOptions{})
+		res, err := fx.s.Apply(apply.ApplyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

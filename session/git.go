@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/shadow-sandbox/shadow/session/apply"
 	"github.com/shadow-sandbox/shadow/session/gitout"
 )
 
@@ -27,7 +28,7 @@ func (s *Session) OpenStaged(p string) (*os.File, error) { return s.source().Ope
 func (s *Session) CheckCommit() error { return gitout.CheckCommit(s) }
 
 // CommitApply makes the git commit of the apply res (see gitout.CommitApply) and returns its id.
-func (s *Session) CommitApply(res *ApplyResult, msg string) (string, error) {
+func (s *Session) CommitApply(res *apply.ApplyResult, msg string) (string, error) {
 	a := gitout.Apply{ID: res.ID, Journal: filepath.Join(s.journalDir(), res.ID)}
 	for _, f := range res.Files {
 		a.Paths = append(a.Paths, f.Path)

@@ -119,7 +119,7 @@ func (s *Session) Doc(changes []*changeset.Change) (*DiffDoc, error) {
 	for _, c := range changes {
 		fd := decs.For(c)
 		f := DiffFile{Change: *c, Decision: fd.File}
-		d, err := s.diff(b, host, c)
+		d, err := s.applier().DiffIn(b, host, c)
 		if err != nil {
 			return nil, err
 		}

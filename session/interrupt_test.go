@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shadow-sandbox/shadow/session/apply"
 	"github.com/shadow-sandbox/shadow/session/store"
 )
 
@@ -68,7 +69,7 @@ func TestApplyInterrupted(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			deletes, temps, seen := 0, 0, 0
-			applyStep = func(step string) {
+			apply.ApplyStep = func(step string) {
 				switch {
 				case strings.HasPrefix(step, "delete "):
 					deletes++
@@ -84,8 +85,8 @@ func TestApplyInterrupted(t *testing.T) {
 					}
 				}
 			}
-			defer func() { applyStep = nil }()
-			res, err := f.s.ApplyContext(ctx, ApplyOptions{All: true})
+			defer func() { apply.ApplyStep = nil }()
+			res, err := f.s.ApplyContext(ctx, apply.ApplyOptions{All: true})
 			got := snapshot(t, f.project)
 			if c.finished {
 				if err != nil || !res.Interrupted {
@@ -96,14 +97,14 @@ func TestApplyInterrupted(t *testing.T) {
 				}
 				return
 			}
-			var ie *InterruptedError
+			var ie *apply.InterruptedError
 			if !errors.As(err, &ie) {
 				t.Fatalf("interrupted after %q: err %v, want an *InterruptedError", c.at, err)
 			}
 			if d := diffSnapshots(got, before); d != "" {
 				t.Fatalf("interrupted after %q: the project is not as before:\n%s", c.at, d)
 			}
-			if want := (Undone{Restored: deletes, Removed: temps}); ie.Undone != want {
+			if want := (apply.Undone{Restored: deletes, Removed: temps}); ie.Undone != want {
 				t.Errorf("interrupted after %q: undone %+v, but the apply had deleted %d and written %d temp files (%s)", c.at, ie.Undone, deletes, temps, ie)
 			}
 			if !strings.Contains(ie.Error(), "the project is as it was before it") {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/internal/overlayforms"
 	"github.com/shadow-sandbox/shadow/sandbox/layers"
+	"github.com/shadow-sandbox/shadow/session/apply"
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/history"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
@@ -112,7 +113,7 @@ func historyView(l *projectfs.Root, p string, st *unix.Stat_t) string {
 // directory below it (a directory form), or no directory there at all (any other, the kind it
 // should be is then taken as read).
 func applyView(layer string, f overlayforms.Form) string {
-	has := agentHasDir(layer, f.Path+"/below/dir")
+	has := apply.AgentHasDir(layer, f.Path+"/below/dir")
 	switch {
 	case !f.IsDir() && !has:
 		return f.Kind

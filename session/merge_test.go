@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/session/apply"
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
@@ -76,7 +77,7 @@ func TestMergeSeparateLines(t *testing.T) {
 	if len(v.Diff) != 1 || !strings.Contains(v.Diff[0].Text(), "-line 2\n+host 2\n") {
 		t.Fatalf("the host's change is not shown: %v", v.Diff)
 	}
-	res, err := f.s.Apply(ApplyOptions{All: true})
+	res, err := f.s.Apply(apply.ApplyOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestMergeSameLine(t *testing.T) {
 				t.Fatalf("merge %q conflict %v; want a conflict", c.Merge, c.Conflict)
 			}
 			before := projectFile(t, f, "a.txt")
-			res, err := f.s.Apply(ApplyOptions{All: true})
+			res, err := f.s.Apply(apply.ApplyOptions{All: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,7 +159,7 @@ func TestMergeSameLine(t *testing.T) {
 			if err := f.s.Decide(c, h.ID, tc.decide(h)); err != nil {
 				t.Fatal(err)
 			}
-			res, err = f.s.Apply(ApplyOptions{All: true})
+			res, err = f.s.Apply(apply.ApplyOptions{All: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -204,7 +205,7 @@ func TestMergeBinaryConflict(t *testing.T) {
 			t.Fatalf("reason %q lacks %q", c.Reason, want)
 		}
 	}
-	res, err := f.s.Apply(ApplyOptions{All: true})
+	res, err := f.s.Apply(apply.ApplyOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}

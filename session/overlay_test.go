@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/session/apply"
 	"golang.org/x/sys/unix"
 )
 
@@ -79,7 +80,7 @@ func TestRealOverlay(t *testing.T) {
 			t.Errorf("change %d = %q, want %q", i, got[i], wantChanges[i])
 		}
 	}
-	if _, err := f.s.Apply(ApplyOptions{All: true}); err != nil {
+	if _, err := f.s.Apply(apply.ApplyOptions{All: true}); err != nil {
 		t.Fatal(err)
 	}
 	if d := diffSnapshots(snapshot(t, f.project), want); d != "" {

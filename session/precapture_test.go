@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/session/apply"
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"golang.org/x/sys/unix"
@@ -201,7 +202,7 @@ func TestInterruptedRunKeepsOlderPacks(t *testing.T) {
 	}
 	f.stage(t, map[string]file{"b.txt": {Data: "b2\n"}})
 	f.run(t)
-	if _, err := f.s.Apply(ApplyOptions{Paths: []string{"a.txt"}}); err != nil {
+	if _, err := f.s.Apply(apply.ApplyOptions{Paths: []string{"a.txt"}}); err != nil {
 		t.Fatal(err)
 	}
 	// The run that follows dies.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shadow-sandbox/shadow/session/apply"
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/config"
 )
@@ -326,7 +327,7 @@ func TestApplyAllLeavesProtectedUnwritten(t *testing.T) {
 			t.Errorf("%s: change %+v, want protected because %q", p, c, whyOf[entry])
 		}
 	}
-	res, err := f.s.Apply(ApplyOptions{All: true})
+	res, err := f.s.Apply(apply.ApplyOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +452,7 @@ func applyRefusesThenWrites(t *testing.T, base map[string]file, want map[string]
 			t.Errorf("ordinary %s: change %+v, want not protected", p, c)
 		}
 	}
-	res, err := f.s.Apply(ApplyOptions{All: true})
+	res, err := f.s.Apply(apply.ApplyOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +474,7 @@ func applyRefusesThenWrites(t *testing.T, base map[string]file, want map[string]
 			t.Errorf("%s: skip reason %q, want it to say %q", p, r, why)
 		}
 	}
-	if _, err := f.s.Apply(ApplyOptions{All: true, AllowProtected: true}); err != nil {
+	if _, err := f.s.Apply(apply.ApplyOptions{All: true, AllowProtected: true}); err != nil {
 		t.Fatal(err)
 	}
 	snap = snapshot(t, f.project)

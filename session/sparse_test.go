@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/session/apply"
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 )
@@ -262,7 +263,7 @@ func TestStagedTerabyteSparseFile(t *testing.T) {
 	}
 
 	within(t, 5*time.Second, "apply --all", func() error {
-		_, err := f.s.Apply(ApplyOptions{All: true})
+		_, err := f.s.Apply(apply.ApplyOptions{All: true})
 		return err
 	})
 	applied := filepath.Join(f.project, "big.img")
@@ -295,8 +296,8 @@ func TestStagedTerabyteSparseFile(t *testing.T) {
 // segments, its holes never read and kept holes; a staged copy of it with another mode is a mode
 // change, its content the same.
 func TestSparseHostFile(t *testing.T) {
-	defer func(old bool) { linkPriors = old }(linkPriors)
-	linkPriors = false // the prior copied into the journal's pack, not linked
+	defer func(old bool) { apply.LinkPriors = old }(apply.LinkPriors)
+	apply.LinkPriors = false // the prior copied into the journal's pack, not linked
 	const size = 1 << 40
 	data := map[int64]string{0: "disk", size / 3: "xyz"}
 	dir := t.TempDir()
@@ -333,7 +334,7 @@ func TestSparseHostFile(t *testing.T) {
 		t.Fatalf("disk.img: %+v", c)
 	}
 	within(t, 5*time.Second, "apply --all", func() error {
-		_, err := f.s.Apply(ApplyOptions{All: true})
+		_, err := f.s.Apply(apply.ApplyOptions{All: true})
 		return err
 	})
 	if fi, err := os.Stat(host); err != nil || fi.Mode().Perm() != 0o600 || stored(t, host) > 1<<20 {
@@ -377,7 +378,7 @@ func TestPartialApplyOfContentWithZeroBlocks(t *testing.T) {
 	if err := f.s.Decide(c, hunks[0].ID, diff.Decision{Verdict: diff.Accepted}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.Apply(ApplyOptions{}); err != nil {
+	if _, err := f.s.Apply(apply.ApplyOptions{}); err != nil {
 		t.Fatalf("apply of one hunk: %v", err)
 	}
 	want := "ONE\n" + strings.Repeat("text\n", 2000) + zeros + "\ntail\n"

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/session/apply"
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/gitout"
 	"github.com/shadow-sandbox/shadow/session/history"
@@ -201,9 +202,7 @@ func (s *Session) RuntimeDir() string { return filepath.Join(s.dir, "runtime") }
 func (s *Session) NetLog() string { return filepath.Join(s.dir, "net.log") }
 
 func (s *Session) baseDir() string    { return changeset.BaseDirOf(s.dir) }
-func (s *Session) journalDir() string { return journalDirOf(s.dir) }
-
-func journalDirOf(dir string) string { return filepath.Join(dir, "journal") }
+func (s *Session) journalDir() string { return apply.JournalDirOf(s.dir) }
 
 // writable reports an error unless the session was obtained through the project's writer lock.
 func (s *Session) writable(op string) error {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shadow-sandbox/shadow/session/apply"
 	"github.com/shadow-sandbox/shadow/session/changeset"
 	"github.com/shadow-sandbox/shadow/session/store"
 )
@@ -159,10 +160,10 @@ func TestReadersWorkDuringRun(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a reader blocked on the running session")
 	}
-	if _, err := r.Apply(ApplyOptions{All: true}); err == nil {
+	if _, err := r.Apply(apply.ApplyOptions{All: true}); err == nil {
 		t.Error("apply through a read-only session succeeded")
 	}
-	if _, err := f.s.Apply(ApplyOptions{All: true}); err == nil || !strings.Contains(err.Error(), "run is active") {
+	if _, err := f.s.Apply(apply.ApplyOptions{All: true}); err == nil || !strings.Contains(err.Error(), "run is active") {
 		t.Errorf("apply during a run: %v", err)
 	}
 	if err := f.s.EndRun(3); err != nil {
@@ -187,7 +188,7 @@ func TestStaleRunIsNotActive(t *testing.T) {
 		t.Fatal("a run of a dead process counts as active")
 	}
 	f.stage(t, map[string]file{"a.txt": {Data: "b\n"}})
-	if _, err := f.s.Apply(ApplyOptions{All: true}); err != nil {
+	if _, err := f.s.Apply(apply.ApplyOptions{All: true}); err != nil {
 		t.Fatalf("apply after a crashed run: %v", err)
 	}
 	if data, _ := os.ReadFile(filepath.Join(f.project, "a.txt")); string(data) != "b\n" {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/session/apply"
 )
 
 // A text file past the store's diff limit is never diffed: it has no hunks, says so, and a
@@ -45,7 +46,7 @@ func TestTooLargeToDiffDecidedWhole(t *testing.T) {
 	if err := f.s.Decide(c, "", diff.Decision{Verdict: diff.Accepted}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.Apply(ApplyOptions{}); err != nil {
+	if _, err := f.s.Apply(apply.ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(filepath.Join(f.project, "big.txt"))

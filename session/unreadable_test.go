@@ -11,6 +11,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/diffview/diff"
 	"github.com/shadow-sandbox/shadow/internal/testuser"
+	"github.com/shadow-sandbox/shadow/session/apply"
 	"github.com/shadow-sandbox/shadow/session/store"
 )
 
@@ -148,7 +149,7 @@ func testUnreadableStagedEntries(t *testing.T) {
 		}
 	}
 
-	res, err := f.s.Apply(ApplyOptions{All: true})
+	res, err := f.s.Apply(apply.ApplyOptions{All: true})
 	if err != nil {
 		t.Fatalf("apply --all: %v", err)
 	}
@@ -233,7 +234,7 @@ func TestUnreadableStagedEntriesOfAnotherOwner(t *testing.T) {
 	if !strings.Contains(stat.String(), "a.txt") || !strings.Contains(stat.String(), "cannot read the staged file") {
 		t.Errorf("diff --stat lacks the note:\n%s", stat.String())
 	}
-	res, err := f.s.Apply(ApplyOptions{All: true})
+	res, err := f.s.Apply(apply.ApplyOptions{All: true})
 	if err != nil {
 		t.Fatalf("apply --all: %v", err)
 	}

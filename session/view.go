@@ -45,7 +45,7 @@ func (s *Session) changes(extraProtected []string) (*changeset.ChangeSet, error)
 	return s.changesIn(b, host, extraProtected)
 }
 
-// changesIn computes the change set against bases already loaded and the open project root.
+// apply.ChangesIn computes the change set against bases already loaded and the open project root.
 func (s *Session) changesIn(b *changeset.Bases, host *projectfs.Root, extraProtected []string) (*changeset.ChangeSet, error) {
 	if s.Meta.State == store.StateDiscarded {
 		return nil, fmt.Errorf("session %s was discarded: its staged changes are gone", s.Meta.ID)

@@ -603,5 +603,5 @@ func (p *packedReader) Read(buf []byte) (int, error) {
 // Close does nothing: the pack file is shared, and closed with the bases.
 func (p *packedReader) Close() error { return nil }
 
-// BaseDirOf and journalDirOf are the base/ and journal/ of the session directory dir.
+// BaseDirOf and apply.JournalDirOf are the base/ and journal/ of the session directory dir.
 func BaseDirOf(dir string) string { return filepath.Join(dir, "base") }

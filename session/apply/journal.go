@@ -1,4 +1,4 @@
-package session
+package apply
 
 import (
 	"encoding/json"
@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -17,7 +15,6 @@ import (
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/session/changeset"
-	"github.com/shadow-sandbox/shadow/session/gitout"
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"github.com/shadow-sandbox/shadow/session/statefile"
 	"github.com/shadow-sandbox/shadow/session/store"
@@ -29,19 +26,19 @@ import (
 // project is written), "committed" (the session's records follow), "rollback" (a rollback began)
 // and "rolledback" (it finished, or the apply was undone after a crash).
 
-func readEntry(jdir string) (*journalEntry, error) {
+func ReadEntry(jdir string) (*JournalEntry, error) {
 	data, err := os.ReadFile(filepath.Join(jdir, "entry.json"))
 	if err != nil {
 		return nil, err
 	}
-	var e journalEntry
+	var e JournalEntry
 	if err := json.Unmarshal(data, &e); err != nil {
 		return nil, fmt.Errorf("corrupt journal entry %s: %w", jdir, err)
 	}
 	return &e, nil
 }
 
-// matchesPrior reports whether the host path holds exactly what it held before the apply.
+// matchesPrior reports whether the host path holds exactly what it held before the
 func matchesPrior(root *projectfs.Root, p string, pr priorState) (bool, error) {
 	h, err := root.Lstat(p)
 	if err != nil {
@@ -62,15 +59,15 @@ func matchesPrior(root *projectfs.Root, p string, pr priorState) (bool, error) {
 	return projectfs.FileHash(root, p) == pr.Hash, nil
 }
 
-// matchesApplied reports whether the host path holds exactly what the apply wrote.
-func matchesApplied(root *projectfs.Root, jp journalPath) (bool, error) {
+// MatchesApplied reports whether the host path holds exactly what the apply wrote.
+func MatchesApplied(root *projectfs.Root, jp journalPath) (bool, error) {
 	h, err := root.Lstat(jp.Path)
 	if err != nil {
 		return false, err
 	}
 	switch jp.Kind {
 	case 'd':
-		// A deleted file may have become a directory of the same apply.
+		// A deleted file may have become a directory of the same
 		return !h.Exists || h.Stat.Type == 'd', nil
 	case 'l':
 		return h.Exists && h.Stat.Type == 'l' && h.Target == jp.Target, nil
@@ -81,16 +78,16 @@ func matchesApplied(root *projectfs.Root, jp journalPath) (bool, error) {
 	return projectfs.FileHash(root, jp.Path) == jp.Hash, nil
 }
 
-// rollbackEntry puts every path of an apply back as it was (skipping those that already are),
+// RollbackEntry puts every path of an apply back as it was (skipping those that already are),
 // removes leftover temp files and the directories the apply created, and syncs; it counts what it
 // changed. With check set it first refuses, naming them, when paths no longer hold what the apply
 // wrote.
-func (s *Session) rollbackEntry(root *projectfs.Root, e *journalEntry, check bool) (Undone, error) {
+func (s *Session) RollbackEntry(root *projectfs.Root, e *JournalEntry, check bool) (Undone, error) {
 	jdir := filepath.Join(s.journalDir(), e.ID)
 	if check {
 		var changed []string
 		for _, jp := range e.Paths {
-			ok, err := matchesApplied(root, jp)
+			ok, err := MatchesApplied(root, jp)
 			if err != nil {
 				return Undone{}, err
 			}
@@ -99,7 +96,7 @@ func (s *Session) rollbackEntry(root *projectfs.Root, e *journalEntry, check boo
 			}
 		}
 		if len(changed) > 0 {
-			return Undone{}, fmt.Errorf("roll back apply %s: the project changed these paths after the apply, not touching anything: %s", e.ID, strings.Join(quoteAll(changed), ", "))
+			return Undone{}, fmt.Errorf("roll back apply %s: the project changed these paths after the apply, not touching anything: %s", e.ID, strings.Join(QuoteAll(changed), ", "))
 		}
 	}
 	packs := &priorPacks{dir: jdir, open: map[string]*os.File{}}
@@ -135,7 +132,7 @@ func (s *Session) rollbackEntry(root *projectfs.Root, e *journalEntry, check boo
 		}
 		u.Restored += n
 	}
-	if err := statefile.SyncFS(s.Meta.Project); err != nil {
+	if err := statefile.SyncFS(s.Project); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
@@ -276,7 +273,7 @@ func restorePath(root *projectfs.Root, jp journalPath, packs *priorPacks) (int, 
 	return 1, nil
 }
 
-func quoteAll(ps []string) []string {
+func QuoteAll(ps []string) []string {
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = quote.Path(p)
@@ -284,10 +281,10 @@ func quoteAll(ps []string) []string {
 	return out
 }
 
-// commitRollback records a finished rollback in the session: bases and decisions as before the
+// CommitRollback records a finished rollback in the session: bases and decisions as before the
 // apply (with the restored files' new stats), the apply marked rolled back, the session open again.
-func (s *Session) commitRollback(root *projectfs.Root, e *journalEntry) error {
-	b, err := s.source().LoadBases()
+func (s *Session) CommitRollback(root *projectfs.Root, e *JournalEntry) error {
+	b, err := s.Source().LoadBases()
 	if err != nil {
 		return err
 	}
@@ -325,10 +322,10 @@ func (s *Session) commitRollback(root *projectfs.Root, e *journalEntry) error {
 			delete(d.Files, jp.Path)
 		}
 	}
-	if err := s.saveDecisions(d); err != nil {
+	if err := s.SaveDecisions(d); err != nil {
 		return err
 	}
-	if err := s.reload(); err != nil {
+	if err := s.Reload(); err != nil {
 		return err
 	}
 	for i := range s.Meta.Applies {
@@ -337,64 +334,28 @@ func (s *Session) commitRollback(root *projectfs.Root, e *journalEntry) error {
 		}
 	}
 	if s.Meta.State == store.StateApplied {
-		if _, err := s.store.Current(s.Meta.Project); errors.Is(err, store.ErrNoSession) {
+		if s.NoOpenSession() {
 			s.Meta.State = store.StateOpen
 			s.Meta.Closed = time.Time{}
 		}
 	}
-	if err := s.saveMeta(); err != nil {
+	if err := s.SaveMeta(); err != nil {
 		return err
 	}
-	return writeMarker(filepath.Join(s.journalDir(), e.ID), "rolledback")
+	return WriteMarker(filepath.Join(s.journalDir(), e.ID), "rolledback")
 }
 
-// recover finishes or undoes whatever a crash interrupted in the project's journals: an apply
-// whose entry is written but not done is rolled back; a done one is committed; a started rollback
-// is finished. It returns a sentence saying what it did ("" when nothing).
-func (l *ProjectLock) recover() (string, error) {
-	// Only a session with an unsettled journal entry has anything to recover: the others (nearly
-	// every session of the project) are not even loaded.
-	sessions, _, err := l.store.projectSessionsWhere(l.project, l.store.unsettled)
-	if err != nil {
-		return "", err
-	}
-	var msgs []string
-	for _, s := range sessions {
-		s.lock = l
-		ents, err := os.ReadDir(s.journalDir())
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			return "", fmt.Errorf("recover session %s: %w", s.Meta.ID, err)
-		}
-		for _, je := range ents {
-			if !je.IsDir() {
-				continue
-			}
-			msg, err := s.recoverEntry(filepath.Join(s.journalDir(), je.Name()))
-			if err != nil {
-				return strings.Join(msgs, "; "), err
-			}
-			if msg != "" {
-				msgs = append(msgs, msg)
-			}
-		}
-	}
-	return strings.Join(msgs, "; "), nil
-}
-
-// settled reports whether the journal entry jdir needs no recovery: rolled back, or committed
+// Settled reports whether the journal entry jdir needs no recovery: rolled back, or committed
 // and no rollback of it started.
-func settled(jdir string) bool {
+func Settled(jdir string) bool {
 	return hasMarker(jdir, "rolledback") || (hasMarker(jdir, "committed") && !hasMarker(jdir, "rollback"))
 }
 
-func (s *Session) recoverEntry(jdir string) (string, error) {
-	if settled(jdir) {
+func (s *Session) RecoverEntry(jdir string) (string, error) {
+	if Settled(jdir) {
 		return "", nil
 	}
-	e, err := readEntry(jdir)
+	e, err := ReadEntry(jdir)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Killed while writing the journal: the project was not touched yet.
 		if err := os.RemoveAll(jdir); err != nil {
@@ -405,223 +366,39 @@ func (s *Session) recoverEntry(jdir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	unlock, err := s.store.StateLock(s.Meta.Project, true)
+	unlock, err := s.StateLock(true)
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
-	root, err := projectfs.OpenRoot(s.Meta.Project)
+	root, err := projectfs.OpenRoot(s.Project)
 	if err != nil {
 		return "", err
 	}
 	defer root.Close()
 	switch {
 	case hasMarker(jdir, "rollback"):
-		if _, err := s.rollbackEntry(root, e, false); err != nil {
+		if _, err := s.RollbackEntry(root, e, false); err != nil {
 			return "", fmt.Errorf("recover: finish the rollback of apply %s: %w", e.ID, err)
 		}
-		if err := s.commitRollback(root, e); err != nil {
+		if err := s.CommitRollback(root, e); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("finished the interrupted rollback of apply %s (session %s)", e.ID, s.Meta.ID), nil
+		return fmt.Sprintf("finished the interrupted rollback of apply %s (session %s)", e.ID, s.ID), nil
 	case hasMarker(jdir, "done"):
 		if err := s.commitApply(root, e, nil); err != nil {
 			return "", fmt.Errorf("recover: finish recording apply %s: %w", e.ID, err)
 		}
-		return fmt.Sprintf("completed the interrupted apply %s (session %s): %s written", e.ID, s.Meta.ID, english.Count(len(e.Paths), "path")), nil
+		return fmt.Sprintf("completed the interrupted apply %s (session %s): %s written", e.ID, s.ID, english.Count(len(e.Paths), "path")), nil
 	}
-	u, err := s.rollbackEntry(root, e, false)
+	u, err := s.RollbackEntry(root, e, false)
 	if err != nil {
 		return "", fmt.Errorf("recover: roll back the interrupted apply %s: %w", e.ID, err)
 	}
-	if err := writeMarker(jdir, "rolledback"); err != nil {
+	if err := WriteMarker(jdir, "rolledback"); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("rolled back the interrupted apply %s (session %s): %s; the project is as it was before it", e.ID, s.Meta.ID, u), nil
+	return fmt.Sprintf("rolled back the interrupted apply %s (session %s): %s; the project is as it was before it", e.ID, s.ID, u), nil
 }
 
-// unsettled reports whether the session id may have a journal entry to recover: one that is not
-// settled, or a journal that could not be read (recover then says why).
-func (st *Store) unsettled(id string) bool {
-	jdir := journalDirOf(filepath.Join(st.SessionsDir(), id))
-	ents, err := os.ReadDir(jdir)
-	if err != nil {
-		return !errors.Is(err, fs.ErrNotExist)
-	}
-	return slices.ContainsFunc(ents, func(e fs.DirEntry) bool {
-		return e.IsDir() && !settled(filepath.Join(jdir, e.Name()))
-	})
-}
-
-// RollbackResult says which applies a rollback undid.
-type RollbackResult struct {
-	Applies  []string `json:"applies"`
-	Restored int      `json:"restored"`
-	// PutBack are the paths given their prior content again; Removed are those the applies
-	// created, gone again. Each path once, sorted.
-	PutBack []string `json:"put_back,omitempty"`
-	Removed []string `json:"removed,omitempty"`
-	// Left is how many earlier applies of the project are still not rolled back.
-	Left int `json:"left"`
-}
-
-// Rollback undoes the project's last apply, or with toID every apply back to and including that
-// one, newest first, restoring content, mode and existence byte for byte. It refuses, naming them,
-// when the host changed paths after the apply.
-func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
-	if l.f == nil {
-		return nil, fmt.Errorf("roll back: the project lock was released")
-	}
-	if msg, err := l.recover(); err != nil {
-		return nil, err
-	} else if msg != "" {
-		l.Recovered = strings.TrimPrefix(l.Recovered+"; "+msg, "; ")
-	}
-	items, left, err := l.appliesToRollBack(toID)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := l.store.StateLock(l.project, true)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	root, err := projectfs.OpenRoot(l.project)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	entries, err := unchangedSinceApply(root, items)
-	if err != nil {
-		return nil, err
-	}
-	// Applies made with --commit: their commits are undone first, or the rollback refused.
-	jdirs := make([]string, 0, len(entries))
-	for i := len(entries) - 1; i >= 0; i-- {
-		jdirs = append(jdirs, filepath.Join(items[i].s.journalDir(), entries[i].ID))
-	}
-	if err := gitout.UncommitApplies(jdirs); err != nil {
-		return nil, err
-	}
-	res := &RollbackResult{Left: left}
-	for i := len(entries) - 1; i >= 0; i-- {
-		it, e := items[i], entries[i]
-		jdir := filepath.Join(it.s.journalDir(), e.ID)
-		if err := writeMarker(jdir, "rollback"); err != nil {
-			return res, err
-		}
-		u, err := it.s.rollbackEntry(root, e, false)
-		if err != nil {
-			return res, err
-		}
-		if err := it.s.commitRollback(root, e); err != nil {
-			return res, err
-		}
-		res.Applies = append(res.Applies, e.ID)
-		res.Restored += u.Restored
-	}
-	res.PutBack, res.Removed = rolledBackPaths(entries)
-	return res, nil
-}
-
-// rollbackItem is one apply a rollback may undo, with its session.
-type rollbackItem struct {
-	s   *Session
-	rec store.ApplyRecord
-}
-
-// appliesToRollBack are the applies of the project a rollback to toID undoes ("": the last one),
-// oldest first, and how many older applies stay. It refuses while a run is active on a session
-// whose apply it would undo.
-func (l *ProjectLock) appliesToRollBack(toID string) ([]rollbackItem, int, error) {
-	sessions, _, err := l.store.projectSessions(l.project)
-	if err != nil {
-		return nil, 0, err
-	}
-	var items []rollbackItem
-	for _, s := range sessions {
-		s.lock = l
-		for _, r := range s.Meta.Applies {
-			if !r.RolledBack {
-				items = append(items, rollbackItem{s, r})
-			}
-		}
-	}
-	sort.SliceStable(items, func(i, j int) bool { return items[i].rec.Time.Before(items[j].rec.Time) })
-	if len(items) == 0 {
-		return nil, 0, fmt.Errorf("roll back: project %s has no apply to roll back", l.project)
-	}
-	from := len(items) - 1
-	if toID != "" {
-		from = -1
-		for i, it := range items {
-			if it.rec.ID == toID {
-				from = i
-			}
-		}
-		if from < 0 {
-			return nil, 0, fmt.Errorf("roll back: no apply %q of project %s that is not rolled back already", toID, l.project)
-		}
-	}
-	for _, it := range items[from:] {
-		if it.s.RunActive() {
-			return nil, 0, fmt.Errorf("roll back: a run is active on session %s; wait for it to end", it.s.Meta.ID)
-		}
-	}
-	return items[from:], from, nil
-}
-
-// unchangedSinceApply reads the journal entries of items and checks every path against the
-// newest apply that wrote it, before anything is touched: a path the project changed after the
-// apply refuses the whole rollback, naming every such path.
-func unchangedSinceApply(root *projectfs.Root, items []rollbackItem) ([]*journalEntry, error) {
-	entries := make([]*journalEntry, len(items))
-	latest := map[string]bool{}
-	var changed []string
-	for i := len(items) - 1; i >= 0; i-- {
-		it := items[i]
-		e, err := readEntry(filepath.Join(it.s.journalDir(), it.rec.ID))
-		if err != nil {
-			return nil, fmt.Errorf("roll back apply %s: read its journal: %w", it.rec.ID, err)
-		}
-		entries[i] = e
-		for _, jp := range e.Paths {
-			if latest[jp.Path] {
-				continue
-			}
-			latest[jp.Path] = true
-			ok, err := matchesApplied(root, jp)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				changed = append(changed, jp.Path)
-			}
-		}
-	}
-	if len(changed) > 0 {
-		return nil, fmt.Errorf("roll back: the project changed these paths after the apply; nothing was rolled back: %s", strings.Join(quoteAll(changed), ", "))
-	}
-	return entries, nil
-}
-
-// rolledBackPaths are the paths the rolled-back entries put back and those they removed: a
-// path's state now is its prior state in the oldest apply rolled back.
-func rolledBackPaths(entries []*journalEntry) (putBack, removed []string) {
-	prior := map[string]bool{}
-	for i := len(entries) - 1; i >= 0; i-- {
-		for _, jp := range entries[i].Paths {
-			prior[jp.Path] = jp.Prior.Exists
-		}
-	}
-	for p, existed := range prior {
-		if existed {
-			putBack = append(putBack, p)
-		} else {
-			removed = append(removed, p)
-		}
-	}
-	sort.Strings(putBack)
-	sort.Strings(removed)
-	return putBack, removed
-}
+func JournalDirOf(dir string) string { return filepath.Join(dir, "journal") }

@@ -1,4 +1,4 @@
-package session
+package apply
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ import (
 // agent's accepted hunks. With whole (--all, PATHs) every clean hunk is taken and every conflict
 // must have been decided in review; reason then says why the path is left out.
 func (s *Session) planMerge(pl *ApplyPlan, b *changeset.Bases, host *projectfs.Root, c *changeset.Change, fd FileDecision, whole bool) (reason string, err error) {
-	base, cur, agent, m, err := s.source().MergeInputs(b, host, c)
+	base, cur, agent, m, err := s.Source().MergeInputs(b, host, c)
 	if err != nil {
 		return "", fmt.Errorf("merge %s: %w", quote.Path(c.Path), err)
 	}
@@ -95,9 +95,9 @@ func (s *Session) planMerge(pl *ApplyPlan, b *changeset.Bases, host *projectfs.R
 	}
 	sum := projectfs.ContentName(content)
 	pl.contents[sum] = content
-	pl.ops = append(pl.ops, op{Path: c.Path, Kind: 'f', Mode: mode, Hash: sum, Merge: true})
+	pl.Ops = append(pl.Ops, op{Path: c.Path, Kind: 'f', Mode: mode, Hash: sum, Merge: true})
 	pl.Files = append(pl.Files, PlannedFile{Path: c.Path, Action: "write", Merged: true, Accepted: acc, Rejected: rej, Pending: und})
-	pl.decisions[c.Path] = nextMergeDecision(c, base, content, agent, sum, hs, ds, s.store.diffBudget())
+	pl.Decisions[c.Path] = nextMergeDecision(c, base, content, agent, sum, hs, ds, s.DiffBudget)
 	return "", nil
 }
 
@@ -193,9 +193,9 @@ func (s *Session) ConflictHelp(c *changeset.Change) string {
 	if !c.Conflict || c.Merge != "" {
 		return ""
 	}
-	take := "rm " + quote.Shell(filepath.Join(s.Meta.Project, c.Path))
+	take := "rm " + quote.Shell(filepath.Join(s.Project, c.Path))
 	if c.New.Exists() {
-		take = "cp -P " + quote.Shell(filepath.Join(s.UpperDir(), c.Path)) + " " + quote.Shell(filepath.Join(s.Meta.Project, c.Path))
+		take = "cp -P " + quote.Shell(filepath.Join(s.Upper, c.Path)) + " " + quote.Shell(filepath.Join(s.Project, c.Path))
 	}
 	return "keep yours (reject it in review), or take the agent's: " + take
 }
@@ -215,7 +215,7 @@ func (s *Session) HostView(c *changeset.Change) (*HostView, error) {
 	if !c.Conflict && c.Merge == "" {
 		return nil, nil
 	}
-	host, b, err := s.source().OpenView()
+	host, b, err := s.Source().OpenView()
 	if err != nil {
 		return nil, err
 	}
@@ -223,12 +223,12 @@ func (s *Session) HostView(c *changeset.Change) (*HostView, error) {
 	defer b.Close()
 	v := &HostView{}
 	if c.Merge != "" {
-		base, cur, _, m, err := s.source().MergeInputs(b, host, c)
+		base, cur, _, m, err := s.Source().MergeInputs(b, host, c)
 		if err != nil {
 			return nil, err
 		}
 		v.Merge = &m
-		v.Diff = diff.Compute(c.Path, base, cur, diff.Options{Budget: s.store.diffBudget()}).Hunks
+		v.Diff = diff.Compute(c.Path, base, cur, diff.Options{Budget: s.DiffBudget}).Hunks
 		if m.Clean() {
 			v.Summary = "you changed this file too since the agent's pre-image (your change is below, already in the project): the agent's hunks are shown on your current file and merge without overlap"
 		} else {
@@ -242,8 +242,8 @@ func (s *Session) HostView(c *changeset.Change) (*HostView, error) {
 	}
 	v.Summary = "CONFLICT: " + c.Reason + " — apply refuses this path; " + s.ConflictHelp(c)
 	if c.Host != nil && c.Host.Kind == changeset.KindFile && c.Old.Kind == changeset.KindFile && !c.BaseUnknown && !c.Binary &&
-		c.Host.Size <= s.source().MergeLimit() && c.Old.Size <= s.source().MergeLimit() && c.Host.Holes == 0 && c.Old.Holes == 0 && c.From == "" {
-		base, _, err := s.source().Contents(b, host, c, s.source().MergeLimit())
+		c.Host.Size <= s.Source().MergeLimit() && c.Old.Size <= s.Source().MergeLimit() && c.Host.Holes == 0 && c.Old.Holes == 0 && c.From == "" {
+		base, _, err := s.Source().Contents(b, host, c, s.Source().MergeLimit())
 		if err != nil {
 			return nil, err
 		}
@@ -251,13 +251,13 @@ func (s *Session) HostView(c *changeset.Change) (*HostView, error) {
 		if err != nil {
 			return nil, err
 		}
-		cur, err := io.ReadAll(io.LimitReader(f, s.source().MergeLimit()+1))
+		cur, err := io.ReadAll(io.LimitReader(f, s.Source().MergeLimit()+1))
 		f.Close()
 		if err != nil {
 			return nil, err
 		}
 		if !diff.IsBinary(base) && !diff.IsBinary(cur) {
-			v.Diff = diff.Compute(c.Path, base, cur, diff.Options{Budget: s.store.diffBudget()}).Hunks
+			v.Diff = diff.Compute(c.Path, base, cur, diff.Options{Budget: s.DiffBudget}).Hunks
 		}
 	}
 	return v, nil

@@ -1,17 +1,18 @@
-package session
+// Package apply moves accepted changes into the project (SPEC §4): the plan (which changes,
+// hunks and merges an apply writes, against the pre-images and the project as they are), the
+// journaled write that a crash at any instant leaves finished or undone, the rollback that
+// restores the project byte for byte, and the review's decisions the plan follows.
+package apply
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/session/changeset"
-	"github.com/shadow-sandbox/shadow/session/store"
 )
 
 const noFollow = unix.O_NOFOLLOW
@@ -56,10 +57,10 @@ type ApplyPlan struct {
 	// Closes is set when nothing stays pending afterwards: the session becomes applied.
 	Closes bool `json:"closes_session"`
 
-	ops       []op
+	Ops       []op
 	contents  map[string][]byte        // the content of partial applies, by sha256
-	decisions map[string]*FileDecision // the file decisions to keep after the apply (nil: drop)
-	prior     map[string]*FileDecision
+	Decisions map[string]*FileDecision // the file decisions to keep after the apply (nil: drop)
+	Prior     map[string]*FileDecision
 }
 
 // ApplyResult is what an apply did.
@@ -92,7 +93,7 @@ func (e *InterruptedError) Error() string {
 
 // Undone counts what undoing an apply did to the project.
 type Undone struct {
-	// Restored are the paths put back as they were before the apply.
+	// Restored are the paths put back as they were before the
 	Restored int `json:"restored"`
 	// Removed are the apply's unfinished files (the temp files beside their targets) removed.
 	Removed int `json:"removed,omitempty"`
@@ -110,7 +111,7 @@ func (u Undone) String() string {
 // errInterrupted stops the workers of an apply whose context was cancelled.
 var errInterrupted = errors.New("apply interrupted")
 
-// op is one write of an apply.
+// op is one write of an
 type op struct {
 	Path   string `json:"path"`
 	Kind   byte   `json:"kind"` // 'f' write a file, 'l' a symlink, 'd' delete
@@ -124,78 +125,16 @@ type op struct {
 	Merge bool `json:"merge,omitempty"`
 }
 
-// applyStep, when set, is called at each step of an apply (tests kill the process there).
-var applyStep func(step string)
+// ApplyStep, when set, is called at each step of an apply (tests kill the process there).
+var ApplyStep func(step string)
 
-// stepMu serializes the calls of applyStep made by parallel workers.
+// stepMu serializes the calls of ApplyStep made by parallel workers.
 var stepMu sync.Mutex
 
 func step(name string) {
-	if applyStep != nil {
+	if ApplyStep != nil {
 		stepMu.Lock()
 		defer stepMu.Unlock()
-		applyStep(name)
+		ApplyStep(name)
 	}
-}
-
-// Apply writes the planned changes into the project, journaled so that a crash at any instant is
-// recovered by the next command (SPEC §4). It refuses while a run is active.
-func (s *Session) Apply(opts ApplyOptions) (*ApplyResult, error) {
-	return s.ApplyContext(context.Background(), opts)
-}
-
-// ApplyContext is Apply, stopped when ctx is cancelled (Ctrl+C): before the apply begins to
-// replace project files, what it did is undone and the error is an *InterruptedError; after,
-// it is finished (the renames left are quick) and the result says it was interrupted.
-func (s *Session) ApplyContext(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
-	if err := s.writable("apply"); err != nil {
-		return nil, err
-	}
-	recovered, err := s.lock.recover()
-	if err != nil {
-		return nil, err
-	}
-	if err := s.reload(); err != nil {
-		return nil, err
-	}
-	if s.RunActive() {
-		return nil, fmt.Errorf("apply: a run is active on session %s (pid %d); wait for it to end", s.Meta.ID, s.Meta.Active.PID)
-	}
-	if err := s.closeStaleRun(); err != nil {
-		return nil, err
-	}
-	unlock, err := s.store.StateLock(s.Meta.Project, true)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	// One load of the bases serves the plan, the journal and the commit.
-	root, b, err := s.source().OpenView()
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	defer b.Close()
-	pl, err := s.plan(opts, b, root)
-	if err != nil {
-		return nil, err
-	}
-	res := &ApplyResult{ApplyPlan: *pl, Recovered: recovered}
-	if len(pl.ops) == 0 {
-		return res, nil
-	}
-	res.ID = store.NewID(time.Now())
-	for p := range pl.prior {
-		if _, ok := pl.decisions[p]; !ok {
-			delete(pl.prior, p)
-		}
-	}
-	if ctx.Err() != nil {
-		return nil, &InterruptedError{}
-	}
-	if err := s.applyOps(ctx, res.ID, pl, b, root); err != nil {
-		return nil, err
-	}
-	res.Interrupted = ctx.Err() != nil
-	return res, nil
 }

@@ -1,4 +1,4 @@
-package session
+package apply
 
 import (
 	"errors"
@@ -56,7 +56,7 @@ func leftEmpty(root *projectfs.Root, upper string, ops []op, deleted map[string]
 	gone := map[string]bool{}
 	var out []removedDir
 	for _, d := range cands {
-		if listed[d] || agentHasDir(upper, d) {
+		if listed[d] || AgentHasDir(upper, d) {
 			continue
 		}
 		h, err := root.Lstat(d)
@@ -69,11 +69,11 @@ func leftEmpty(root *projectfs.Root, upper string, ops []op, deleted map[string]
 	return out
 }
 
-// agentHasDir reports whether the agent's tree (the upper layer over the project) still has the
+// AgentHasDir reports whether the agent's tree (the upper layer over the project) still has the
 // project directory dir: not when dir or a directory above it is deleted (a whiteout) or replaced
 // by a file or symlink, or hidden by an opaque directory that does not have it again. No symlink
 // of the upper layer is followed.
-func agentHasDir(upper, dir string) bool {
+func AgentHasDir(upper, dir string) bool {
 	cur, err := unix.Open(upper, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return true

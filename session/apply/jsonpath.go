@@ -1,4 +1,4 @@
-package session
+package apply
 
 import (
 	"encoding/json"
@@ -64,7 +64,7 @@ func codeFileDecisions(m map[string]*FileDecision, f func(string) string) map[st
 	return out
 }
 
-func (e *journalEntry) coded(f func(string) string) *journalEntry {
+func (e *JournalEntry) coded(f func(string) string) *JournalEntry {
 	c := *e
 	c.Paths = make([]journalPath, len(e.Paths))
 	for i, jp := range e.Paths {
@@ -91,19 +91,19 @@ func (e *journalEntry) coded(f func(string) string) *journalEntry {
 }
 
 // MarshalJSON keeps non-UTF-8 paths exact.
-func (e journalEntry) MarshalJSON() ([]byte, error) {
-	type plain journalEntry
+func (e JournalEntry) MarshalJSON() ([]byte, error) {
+	type plain JournalEntry
 	return json.Marshal(plain(*e.coded(changeset.EncS)))
 }
 
 // UnmarshalJSON reverses MarshalJSON.
-func (e *journalEntry) UnmarshalJSON(b []byte) error {
-	type plain journalEntry
+func (e *JournalEntry) UnmarshalJSON(b []byte) error {
+	type plain JournalEntry
 	var p plain
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
-	x := journalEntry(p)
+	x := JournalEntry(p)
 	*e = *x.coded(changeset.DecS)
 	return nil
 }

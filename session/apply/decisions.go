@@ -1,4 +1,4 @@
-package session
+package apply
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ type Decisions struct {
 	Files   map[string]FileDecision `json:"files"`
 }
 
-func (s *Session) decisionsPath() string { return filepath.Join(s.dir, "decisions.json") }
+func (s *Session) decisionsPath() string { return filepath.Join(s.Dir, "decisions.json") }
 
 // LoadDecisions reads decisions.json (an empty set when it does not exist).
 func (s *Session) LoadDecisions() (*Decisions, error) {
@@ -43,10 +43,10 @@ func (s *Session) LoadDecisions() (*Decisions, error) {
 		return d, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read decisions of session %s: %w", s.Meta.ID, err)
+		return nil, fmt.Errorf("read decisions of session %s: %w", s.ID, err)
 	}
 	if err := json.Unmarshal(data, d); err != nil {
-		return nil, fmt.Errorf("session %s: corrupt decisions.json: %v", s.Meta.ID, err)
+		return nil, fmt.Errorf("session %s: corrupt decisions.json: %v", s.ID, err)
 	}
 	if d.Files == nil {
 		d.Files = map[string]FileDecision{}
@@ -54,7 +54,7 @@ func (s *Session) LoadDecisions() (*Decisions, error) {
 	return d, nil
 }
 
-func (s *Session) saveDecisions(d *Decisions) error {
+func (s *Session) SaveDecisions(d *Decisions) error {
 	data, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("encode decisions: %w", err)
@@ -75,7 +75,7 @@ func (d *Decisions) For(c *changeset.Change) FileDecision {
 // Decide records a decision about change c and saves it at once: with hunkID "" a whole-file
 // verdict (Undecided clears every decision of the file), otherwise the decision of that hunk.
 func (s *Session) Decide(c *changeset.Change, hunkID string, dec diff.Decision) error {
-	unlock, err := s.store.StateLock(s.Meta.Project, true)
+	unlock, err := s.StateLock(true)
 	if err != nil {
 		return err
 	}
@@ -106,51 +106,51 @@ func (s *Session) Decide(c *changeset.Change, hunkID string, dec diff.Decision) 
 	} else {
 		d.Files[c.Path] = fd
 	}
-	return s.saveDecisions(d)
+	return s.SaveDecisions(d)
 }
 
 // Contents returns the base and staged content of a regular-file change (nil for a side that does
 // not exist or is not a regular file). A side larger than limit bytes (when limit > 0) is an error.
 func (s *Session) Contents(c *changeset.Change, limit int64) (old, new []byte, err error) {
-	host, b, err := s.source().OpenView()
+	host, b, err := s.Source().OpenView()
 	if err != nil {
 		return nil, nil, err
 	}
 	defer host.Close()
 	defer b.Close()
-	return s.source().Contents(b, host, c, limit)
+	return s.Source().Contents(b, host, c, limit)
 }
 
 // Diff is the hunk-level diff of a text change: its hunks, whether the line diff finished in time
 // (Exact) and its line counts. Binary, symlink, special and mode-only changes, which are decided
 // as whole files, have no hunks.
 func (s *Session) Diff(c *changeset.Change) (diff.FileDiff, error) {
-	if !s.hunkable(c) {
+	if !s.Hunkable(c) {
 		return diff.FileDiff{Path: c.Path, Exact: true}, nil
 	}
-	host, b, err := s.source().OpenView()
+	host, b, err := s.Source().OpenView()
 	if err != nil {
 		return diff.FileDiff{}, err
 	}
 	defer host.Close()
 	defer b.Close()
-	return s.diff(b, host, c)
+	return s.DiffIn(b, host, c)
 }
 
-// diff is Diff against bases already loaded and the open project root.
-func (s *Session) diff(b *changeset.Bases, host *projectfs.Root, c *changeset.Change) (diff.FileDiff, error) {
-	if !s.hunkable(c) {
+// DiffIn is Diff against bases already loaded and the open project root.
+func (s *Session) DiffIn(b *changeset.Bases, host *projectfs.Root, c *changeset.Change) (diff.FileDiff, error) {
+	if !s.Hunkable(c) {
 		return diff.FileDiff{Path: c.Path, Exact: true}, nil
 	}
-	old, new, err := s.source().Contents(b, host, c, s.store.maxDiffBytes())
+	old, new, err := s.Source().Contents(b, host, c, s.MaxDiffBytes)
 	if err != nil {
 		return diff.FileDiff{}, err
 	}
-	return diff.Compute(c.Path, old, new, diff.Options{Context: -1, Budget: s.store.diffBudget()}), nil
+	return diff.Compute(c.Path, old, new, diff.Options{Context: -1, Budget: s.DiffBudget}), nil
 }
 
-// hunkable reports whether a change is decided hunk by hunk rather than as a whole file.
-func (s *Session) hunkable(c *changeset.Change) bool {
+// Hunkable reports whether a change is decided hunk by hunk rather than as a whole file.
+func (s *Session) Hunkable(c *changeset.Change) bool {
 	return textChange(c) && !s.TooLargeToDiff(c)
 }
 
@@ -169,7 +169,7 @@ func (s *Session) TooLargeToDiff(c *changeset.Change) bool {
 	if !textChange(c) {
 		return false
 	}
-	limit := s.store.maxDiffBytes()
+	limit := s.MaxDiffBytes
 	return c.Old.Size > limit || c.New.Size > limit
 }
 

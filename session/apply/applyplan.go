@@ -1,4 +1,4 @@
-package session
+package apply
 
 import (
 	"bytes"
@@ -15,28 +15,12 @@ import (
 // The plan of an apply: which changes, hunks and merges it writes, worked out against the bases
 // and the project as they are, before anything is written.
 
-// PlanApply works out what Apply would write with these options, without writing anything.
-func (s *Session) PlanApply(opts ApplyOptions) (*ApplyPlan, error) {
-	unlock, err := s.store.StateLock(s.Meta.Project, false)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	host, b, err := s.source().OpenView()
-	if err != nil {
-		return nil, err
-	}
-	defer host.Close()
-	defer b.Close()
-	return s.plan(opts, b, host)
-}
-
 // plan works out an apply against bases already loaded and the open project root.
-func (s *Session) plan(opts ApplyOptions, b *changeset.Bases, host *projectfs.Root) (*ApplyPlan, error) {
+func (s *Session) Plan(opts ApplyOptions, b *changeset.Bases, host *projectfs.Root) (*ApplyPlan, error) {
 	if s.Meta.State == store.StateDiscarded {
-		return nil, fmt.Errorf("session %s was discarded; nothing to apply", s.Meta.ID)
+		return nil, fmt.Errorf("session %s was discarded; nothing to apply", s.ID)
 	}
-	cs, err := s.changesIn(b, host, opts.Protected)
+	cs, err := s.ChangesIn(b, host, opts.Protected)
 	if err != nil {
 		return nil, err
 	}
@@ -56,13 +40,13 @@ func (s *Session) plan(opts ApplyOptions, b *changeset.Bases, host *projectfs.Ro
 	if err != nil {
 		return nil, err
 	}
-	pl := &ApplyPlan{Closes: true, decisions: map[string]*FileDecision{}, prior: map[string]*FileDecision{}, contents: map[string][]byte{}}
+	pl := &ApplyPlan{Closes: true, Decisions: map[string]*FileDecision{}, Prior: map[string]*FileDecision{}, contents: map[string][]byte{}}
 	for i := range cs.Changes {
 		c := &cs.Changes[i]
 		fd := decs.For(c)
 		if f, ok := decs.Files[c.Path]; ok {
 			f := f
-			pl.prior[c.Path] = &f
+			pl.Prior[c.Path] = &f
 		}
 		whole := opts.All || (len(opts.Paths) > 0 && changeset.Selected(c, opts.Paths))
 		// Naming an ignored file itself (not a directory above it) is an explicit request for it.
@@ -114,7 +98,7 @@ func (s *Session) plan(opts ApplyOptions, b *changeset.Bases, host *projectfs.Ro
 			}
 			continue
 		}
-		if whole || fd.File == diff.Accepted || !s.hunkable(c) {
+		if whole || fd.File == diff.Accepted || !s.Hunkable(c) {
 			if !whole && fd.File != diff.Accepted {
 				pl.Closes = false
 				continue
@@ -132,34 +116,34 @@ func (s *Session) plan(opts ApplyOptions, b *changeset.Bases, host *projectfs.Ro
 // planWhole plans writing the agent's exact version of c.
 func (s *Session) planWhole(pl *ApplyPlan, c *changeset.Change) {
 	if c.From != "" {
-		pl.ops = append(pl.ops, op{Path: c.From, Kind: 'd'})
+		pl.Ops = append(pl.Ops, op{Path: c.From, Kind: 'd'})
 		pl.Files = append(pl.Files, PlannedFile{Path: c.From, Action: "delete", Whole: true})
 	}
 	switch c.New.Kind {
 	case changeset.KindNone:
-		pl.ops = append(pl.ops, op{Path: c.Path, Kind: 'd', Whole: true})
+		pl.Ops = append(pl.Ops, op{Path: c.Path, Kind: 'd', Whole: true})
 		pl.Files = append(pl.Files, PlannedFile{Path: c.Path, Action: "delete", Whole: true})
 	case changeset.KindSymlink:
-		pl.ops = append(pl.ops, op{Path: c.Path, Kind: 'l', Target: c.New.Target, Whole: true})
+		pl.Ops = append(pl.Ops, op{Path: c.Path, Kind: 'l', Target: c.New.Target, Whole: true})
 		pl.Files = append(pl.Files, PlannedFile{Path: c.Path, Action: "symlink", Whole: true})
 	case changeset.KindFile:
 		mode := c.New.Mode & 0o777
 		if c.New.Mode&0o7000 != 0 {
 			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s: setuid/setgid/sticky bits stripped (mode %04o applied as %04o)", quote.Path(c.Path), c.New.Mode, mode))
 		}
-		pl.ops = append(pl.ops, op{Path: c.Path, Kind: 'f', Mode: mode, Hash: c.New.Hash, Whole: true})
+		pl.Ops = append(pl.Ops, op{Path: c.Path, Kind: 'f', Mode: mode, Hash: c.New.Hash, Whole: true})
 		pl.Files = append(pl.Files, PlannedFile{Path: c.Path, Action: "write", Whole: true})
 	}
-	pl.decisions[c.Path] = nil
+	pl.Decisions[c.Path] = nil
 }
 
 // planHunks plans writing base + the accepted hunks of c.
 func (s *Session) planHunks(pl *ApplyPlan, b *changeset.Bases, host *projectfs.Root, c *changeset.Change, fd FileDecision) error {
-	old, new, err := s.source().Contents(b, host, c, s.store.maxDiffBytes())
+	old, new, err := s.Source().Contents(b, host, c, s.MaxDiffBytes)
 	if err != nil {
 		return err
 	}
-	hunks := diff.Compute(c.Path, old, new, diff.Options{Context: -1, Budget: s.store.diffBudget()}).Hunks
+	hunks := diff.Compute(c.Path, old, new, diff.Options{Context: -1, Budget: s.DiffBudget}).Hunks
 	hs, ds := diff.Resolve(hunks, fd.Hunks)
 	var acc, rej, und int
 	exact := true
@@ -201,7 +185,7 @@ func (s *Session) planHunks(pl *ApplyPlan, b *changeset.Bases, host *projectfs.R
 	}
 	sum := projectfs.ContentName(content)
 	pl.contents[sum] = content
-	pl.ops = append(pl.ops, op{Path: c.Path, Kind: 'f', Mode: mode, Hash: sum})
+	pl.Ops = append(pl.Ops, op{Path: c.Path, Kind: 'f', Mode: mode, Hash: sum})
 	pl.Files = append(pl.Files, PlannedFile{Path: c.Path, Action: "write", Accepted: acc, Rejected: rej, Pending: und})
 	// The hunks left between the new base and the staged file: rejections carry over by content.
 	rejected := map[string]bool{}
@@ -214,7 +198,7 @@ func (s *Session) planHunks(pl *ApplyPlan, b *changeset.Bases, host *projectfs.R
 	if c.New.Kind == changeset.KindNone {
 		next.StagedHash = ""
 	}
-	for _, h := range diff.Compute(c.Path, content, new, diff.Options{Context: -1, Budget: s.store.diffBudget()}).Hunks {
+	for _, h := range diff.Compute(c.Path, content, new, diff.Options{Context: -1, Budget: s.DiffBudget}).Hunks {
 		if rejected[hunkCore(h)] {
 			if next.Hunks == nil {
 				next.Hunks = map[string]diff.Decision{}
@@ -222,6 +206,6 @@ func (s *Session) planHunks(pl *ApplyPlan, b *changeset.Bases, host *projectfs.R
 			next.Hunks[h.ID] = diff.Decision{Verdict: diff.Rejected}
 		}
 	}
-	pl.decisions[c.Path] = next
+	pl.Decisions[c.Path] = next
 	return nil
 }

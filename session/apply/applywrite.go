@@ -1,4 +1,4 @@
-package session
+package apply
 
 import (
 	"bufio"
@@ -37,7 +37,7 @@ type journalPath struct {
 	PriorBase *changeset.BaseEntry `json:"prior_base,omitempty"`
 }
 
-// priorState is what a path held before an apply. A regular file is kept itself, as a hard link
+// priorState is what a path held before an  A regular file is kept itself, as a hard link
 // keep/<Keep> in the entry's directory (the inode Ino of device Dev), so that renaming the new
 // content over it frees nothing and a rollback puts back the very same file; where no link can be
 // made (the state is on another filesystem, or the kernel refuses to link a file of another user),
@@ -56,8 +56,8 @@ type priorState struct {
 	Hash   string `json:"hash,omitempty"`
 }
 
-// journalEntry is journal/<apply id>/entry.json.
-type journalEntry struct {
+// JournalEntry is journal/<apply id>/entry.json.
+type JournalEntry struct {
 	Version int           `json:"version"`
 	ID      string        `json:"id"`
 	Session string        `json:"session"`
@@ -72,13 +72,13 @@ type journalEntry struct {
 	PriorDecisions map[string]*FileDecision `json:"prior_decisions,omitempty"`
 }
 
-// applyOps runs the journaled apply: journal entry (prior files, modes, existence) made durable; temp
+// ApplyOps runs the journaled apply: journal entry (prior files, modes, existence) made durable; temp
 // files in each target's directory; one syncfs for all of them; renames into place; one syncfs for
 // the directories; the entry marked done; then the session's own records (base, decisions, state)
 // and the entry committed. Reading the prior bytes, writing the temp files and renaming them run
 // on parallel workers, one directory at a time each. Cancelling ctx before the renames undoes
 // the apply (abort); from the renames on, it is finished.
-func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *changeset.Bases, root *projectfs.Root) error {
+func (s *Session) ApplyOps(ctx context.Context, id string, pl *ApplyPlan, b *changeset.Bases, root *projectfs.Root) error {
 	if err := storePartials(pl, b); err != nil {
 		return err
 	}
@@ -86,8 +86,8 @@ func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *cha
 	if err := os.MkdirAll(jdir, 0o700); err != nil {
 		return fmt.Errorf("apply: create journal: %w", err)
 	}
-	e := &journalEntry{Version: 1, ID: id, Session: s.Meta.ID, Created: time.Now().UTC(), Closes: pl.Closes,
-		Decisions: pl.decisions, PriorDecisions: pl.prior}
+	e := &JournalEntry{Version: 1, ID: id, Session: s.ID, Created: time.Now().UTC(), Closes: pl.Closes,
+		Decisions: pl.Decisions, PriorDecisions: pl.Prior}
 	fail := func(err error) error {
 		os.RemoveAll(jdir)
 		if errors.Is(err, errInterrupted) {
@@ -95,21 +95,21 @@ func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *cha
 		}
 		return err
 	}
-	priors, err := savePriors(ctx, root, jdir, pl.ops)
+	priors, err := savePriors(ctx, root, jdir, pl.Ops)
 	if err != nil {
 		return fail(err)
 	}
 	deleted := map[string]bool{}
-	for _, o := range pl.ops {
+	for _, o := range pl.Ops {
 		if o.Kind == 'd' {
 			deleted[o.Path] = true
 		}
 	}
-	if err := journalPaths(root, id, pl.ops, b, priors, deleted, e); err != nil {
+	if err := journalPaths(root, id, pl.Ops, b, priors, deleted, e); err != nil {
 		return fail(err)
 	}
 	sort.Strings(e.Dirs)
-	e.RemovedDirs = append(e.RemovedDirs, leftEmpty(root, s.UpperDir(), pl.ops, deleted, e.RemovedDirs)...)
+	e.RemovedDirs = append(e.RemovedDirs, leftEmpty(root, s.Upper, pl.Ops, deleted, e.RemovedDirs)...)
 	// Parents first (a parent's path sorts before its children's).
 	sort.Slice(e.RemovedDirs, func(i, j int) bool { return e.RemovedDirs[i].Path < e.RemovedDirs[j].Path })
 	if err := statefile.WriteJSON(filepath.Join(jdir, "entry.json"), e); err != nil {
@@ -128,7 +128,7 @@ func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *cha
 	if err := s.writeAndRename(ctx, root, b, e); err != nil {
 		return s.abort(root, e, err)
 	}
-	if err := writeMarker(jdir, "done"); err != nil {
+	if err := WriteMarker(jdir, "done"); err != nil {
 		return err
 	}
 	step("done")
@@ -143,7 +143,7 @@ func (s *Session) applyOps(ctx context.Context, id string, pl *ApplyPlan, b *cha
 // that a recovered, done apply records them as bases.
 func storePartials(pl *ApplyPlan, b *changeset.Bases) error {
 	partial := false
-	for _, o := range pl.ops {
+	for _, o := range pl.Ops {
 		if o.Kind == 'f' && !o.Whole {
 			if _, err := b.PutObject(bytes.NewReader(pl.contents[o.Hash]), true); err != nil {
 				return err
@@ -161,7 +161,7 @@ func storePartials(pl *ApplyPlan, b *changeset.Bases) error {
 // base), the directories the apply creates and those it removes because the agent replaced a
 // directory with a file; deleted are the paths the apply deletes. It refuses an op whose place
 // the project holds in a way the apply must not overwrite.
-func journalPaths(root *projectfs.Root, id string, ops []op, b *changeset.Bases, priors []priorState, deleted map[string]bool, e *journalEntry) error {
+func journalPaths(root *projectfs.Root, id string, ops []op, b *changeset.Bases, priors []priorState, deleted map[string]bool, e *JournalEntry) error {
 	dirs := map[string]bool{}  // directories this apply creates
 	isDir := map[string]bool{} // directories the project has
 	for i, o := range ops {
@@ -213,7 +213,7 @@ func journalPaths(root *projectfs.Root, id string, ops []op, b *changeset.Bases,
 
 // removeForApply deletes the paths the journaled apply e deletes, then the directories it
 // removes (children first); a directory the host put something in meanwhile stays.
-func removeForApply(ctx context.Context, root *projectfs.Root, e *journalEntry) error {
+func removeForApply(ctx context.Context, root *projectfs.Root, e *JournalEntry) error {
 	for i, jp := range e.Paths {
 		if jp.Kind == 'd' {
 			if ctx.Err() != nil {
@@ -242,12 +242,12 @@ func removeForApply(ctx context.Context, root *projectfs.Root, e *journalEntry) 
 // writeAndRename writes the temp files of the journaled apply e and renames them over the
 // project's files, each stage made durable with one syncfs; an interruption is honoured up to
 // the renames, the last moment to undo rather than finish.
-func (s *Session) writeAndRename(ctx context.Context, root *projectfs.Root, b *changeset.Bases, e *journalEntry) error {
+func (s *Session) writeAndRename(ctx context.Context, root *projectfs.Root, b *changeset.Bases, e *JournalEntry) error {
 	if err := s.writeTemps(ctx, root, b, e); err != nil {
 		return err
 	}
 	// One syncfs makes every temp file durable before any of them replaces a project file.
-	if err := statefile.SyncFS(s.Meta.Project); err != nil {
+	if err := statefile.SyncFS(s.Project); err != nil {
 		return err
 	}
 	step("temps")
@@ -259,16 +259,16 @@ func (s *Session) writeAndRename(ctx context.Context, root *projectfs.Root, b *c
 		return err
 	}
 	// And one more makes the renames (the directories) durable before the entry is marked done.
-	if err := statefile.SyncFS(s.Meta.Project); err != nil {
+	if err := statefile.SyncFS(s.Project); err != nil {
 		return err
 	}
 	step("renamed")
 	return nil
 }
 
-// linkPriors keeps prior files by hard link where the filesystem allows (tests turn it off to
+// LinkPriors keeps prior files by hard link where the filesystem allows (tests turn it off to
 // take the copying path).
-var linkPriors = true
+var LinkPriors = true
 
 // savePriors records what every path of ops holds now: existence, type, mode, a symlink's target,
 // and a regular file itself, hard-linked into jdir/keep, or where that cannot be done its bytes,
@@ -281,7 +281,7 @@ func savePriors(ctx context.Context, root *projectfs.Root, jdir string, ops []op
 		paths[i] = o.Path
 	}
 	keep := -1
-	if linkPriors {
+	if LinkPriors {
 		if err := os.Mkdir(filepath.Join(jdir, "keep"), 0o700); err != nil {
 			return nil, fmt.Errorf("apply: create journal: %w", err)
 		}
@@ -408,12 +408,12 @@ func readPrior(dir int, dirErr error, name string, keep int, keepName string, pa
 
 // abort rolls back an apply that failed (or was interrupted: cause is errInterrupted) part-way,
 // then reports the original error, or an *InterruptedError.
-func (s *Session) abort(root *projectfs.Root, e *journalEntry, cause error) error {
-	u, err := s.rollbackEntry(root, e, false)
+func (s *Session) abort(root *projectfs.Root, e *JournalEntry, cause error) error {
+	u, err := s.RollbackEntry(root, e, false)
 	if err != nil {
 		return fmt.Errorf("%w; rolling it back failed too (the next shadow command retries): %v", cause, err)
 	}
-	if err := writeMarker(filepath.Join(s.journalDir(), e.ID), "rolledback"); err != nil {
+	if err := WriteMarker(filepath.Join(s.journalDir(), e.ID), "rolledback"); err != nil {
 		return fmt.Errorf("%w (the project was restored)", cause)
 	}
 	if errors.Is(cause, errInterrupted) {
@@ -424,13 +424,13 @@ func (s *Session) abort(root *projectfs.Root, e *journalEntry, cause error) erro
 
 // writeTemps writes each planned file or symlink as a temp file next to its target, on parallel
 // workers that each take one directory at a time.
-func (s *Session) writeTemps(ctx context.Context, root *projectfs.Root, b *changeset.Bases, e *journalEntry) error {
+func (s *Session) writeTemps(ctx context.Context, root *projectfs.Root, b *changeset.Bases, e *JournalEntry) error {
 	for _, d := range e.Dirs {
 		if err := root.MkdirAll(d); err != nil {
 			return err
 		}
 	}
-	upper, err := projectfs.OpenRoot(s.UpperDir())
+	upper, err := projectfs.OpenRoot(s.Upper)
 	if err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
@@ -448,7 +448,7 @@ func (s *Session) writeTemps(ctx context.Context, root *projectfs.Root, b *chang
 }
 
 // writeTemp writes one path's temp file (or symlink) in its directory dir: the staged file, read
-// beneath the upper layer without following a symlink, or the base object of a partial apply.
+// beneath the upper layer without following a symlink, or the base object of a partial
 func writeTemp(upper *projectfs.Root, b *changeset.Bases, dir int, jp journalPath) error {
 	if jp.Kind == 'l' {
 		return unix.Symlinkat(jp.Target, dir, jp.Temp)
@@ -538,7 +538,7 @@ func copySmall(dst, src int, off, n int64) (string, error) {
 
 // renameTemps renames every temp file of an apply over its target, on parallel workers that each
 // take one directory at a time.
-func renameTemps(root *projectfs.Root, e *journalEntry) error {
+func renameTemps(root *projectfs.Root, e *JournalEntry) error {
 	return e.inWrittenDirs(root, func(dir, i int, jp journalPath) error {
 		name := jp.Path[strings.LastIndexByte(jp.Path, '/')+1:]
 		if err := unix.Renameat(dir, jp.Temp, dir, name); err != nil {
@@ -551,7 +551,7 @@ func renameTemps(root *projectfs.Root, e *journalEntry) error {
 
 // inWrittenDirs calls fn for every path the entry writes (all but deletions), with its directory
 // open beneath root, on parallel workers that each take one directory at a time (see projectfs.InDirs).
-func (e *journalEntry) inWrittenDirs(root *projectfs.Root, fn func(dir, i int, jp journalPath) error) error {
+func (e *JournalEntry) inWrittenDirs(root *projectfs.Root, fn func(dir, i int, jp journalPath) error) error {
 	paths := make([]string, len(e.Paths))
 	for i, jp := range e.Paths {
 		paths[i] = jp.Path
@@ -581,7 +581,7 @@ func deletePath(root *projectfs.Root, jp journalPath) error {
 	return nil
 }
 
-func writeMarker(dir, name string) error {
+func WriteMarker(dir, name string) error {
 	if err := statefile.WriteFileAtomic(filepath.Join(dir, name), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
 		return fmt.Errorf("journal %s: %w", dir, err)
 	}
@@ -596,10 +596,10 @@ func hasMarker(dir, name string) bool {
 // commitApply records a done apply in the session: the applied content becomes the base of each
 // path, decisions move on, the apply is listed. It is idempotent, so recovery can repeat it.
 // root is the project, opened; b, when not nil, is the session's bases already loaded.
-func (s *Session) commitApply(root *projectfs.Root, e *journalEntry, b *changeset.Bases) error {
+func (s *Session) commitApply(root *projectfs.Root, e *JournalEntry, b *changeset.Bases) error {
 	var err error
 	if b == nil {
-		if b, err = s.source().LoadBases(); err != nil {
+		if b, err = s.Source().LoadBases(); err != nil {
 			return err
 		}
 		defer b.Close()
@@ -638,10 +638,10 @@ func (s *Session) commitApply(root *projectfs.Root, e *journalEntry, b *changese
 			d.Files[p] = *fd
 		}
 	}
-	if err := s.saveDecisions(d); err != nil {
+	if err := s.SaveDecisions(d); err != nil {
 		return err
 	}
-	if err := s.reload(); err != nil {
+	if err := s.Reload(); err != nil {
 		return err
 	}
 	if !slices.ContainsFunc(s.Meta.Applies, func(r store.ApplyRecord) bool { return r.ID == e.ID }) {
@@ -651,9 +651,36 @@ func (s *Session) commitApply(root *projectfs.Root, e *journalEntry, b *changese
 			s.Meta.State = store.StateApplied
 			s.Meta.Closed = time.Now().UTC()
 		}
-		if err := s.saveMeta(); err != nil {
+		if err := s.SaveMeta(); err != nil {
 			return err
 		}
 	}
-	return writeMarker(filepath.Join(s.journalDir(), e.ID), "committed")
+	return WriteMarker(filepath.Join(s.journalDir(), e.ID), "committed")
 }
+
+// Session is a session as an apply sees it: its directories, its project, its record, where its
+// pre-images and change set come from, and the locks it takes.
+type Session struct {
+	ID      string // the session's, for messages
+	Dir     string // the session's directory: its decisions and journal
+	Upper   string // the staging layer
+	Project string
+	// meta is the session's record, which an apply's commit and a rollback update: reload reads
+	// it afresh, saveMeta writes it.
+	Meta     *store.Meta
+	Reload   func() error
+	SaveMeta func() error
+	// source is what the pre-images are read from; ChangesIn computes the change set over bases
+	// already loaded, without what a damaged checkpoint holds.
+	Source    func() *changeset.Source
+	ChangesIn func(b *changeset.Bases, host *projectfs.Root, extraProtected []string) (*changeset.ChangeSet, error)
+	// StateLock takes the project's state lock; NoOpenSession says whether the project has no
+	// open session (a rolled-back apply then reopens its session).
+	StateLock     func(exclusive bool) (func(), error)
+	NoOpenSession func() bool
+	MaxDiffBytes  int64
+	DiffBudget    time.Duration
+}
+
+// journalDir holds the session's apply journal, a directory an
+func (s *Session) journalDir() string { return JournalDirOf(s.Dir) }
