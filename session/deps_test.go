@@ -1,9 +1,14 @@
 package session
 
 import (
+	"go/parser"
+	"go/token"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -31,6 +36,62 @@ func TestSessionLinksNoTerminal(t *testing.T) {
 		for _, prefix := range terminal {
 			if strings.HasPrefix(pkg, prefix) {
 				t.Errorf("session links %s", pkg)
+			}
+		}
+	}
+}
+
+// Each part of the session is a package readable alone (SPEC §11): it imports only the parts
+// below it, never session itself or a part beside it, so that reading apply never means reading
+// the history or git output. The table is every package under session/; one not in it fails.
+func TestSessionPartsImportOnlyBelow(t *testing.T) {
+	const mod = "github.com/shadow-sandbox/shadow/"
+	below := map[string][]string{
+		"statefile": nil,
+		"projectfs": nil,
+		"store":     {"statefile"},
+		"config":    {"projectfs"},
+		"changeset": {"projectfs", "statefile"},
+		"history":   {"changeset", "projectfs", "statefile", "store"},
+		"apply":     {"changeset", "projectfs", "statefile", "store"},
+		"gitout":    {"changeset", "projectfs", "statefile", "store"},
+		"runner":    {"session", "changeset", "store"},
+	}
+	ents, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !e.IsDir() || e.Name() == "testdata" {
+			continue
+		}
+		allowed, ok := below[e.Name()]
+		if !ok {
+			t.Errorf("session/%s is not in the table of the session's parts: say what it may import", e.Name())
+			continue
+		}
+		files, _ := filepath.Glob(filepath.Join(e.Name(), "*.go"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			ast, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range ast.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				rest, inSession := strings.CutPrefix(p, mod+"session")
+				if !inSession {
+					continue
+				}
+				part := strings.TrimPrefix(rest, "/")
+				if part == "" {
+					part = "session"
+				}
+				if !slices.Contains(allowed, part) {
+					t.Errorf("%s imports %s: session/%s may import only %v", f, p, e.Name(), allowed)
+				}
 			}
 		}
 	}

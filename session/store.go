@@ -1,6 +1,16 @@
-// Package session keeps shadow's sessions: the staging layer each run writes into, the manifest and
-// pre-images that tell what the agent changed and whether the host changed too, the review decisions,
-// and the journaled apply and rollback that move accepted changes into the project.
+// Package session keeps shadow's sessions: a Session ties one session's parts together and runs
+// its lifecycle (a run begun, its pre-images taken, its checkpoints settled, its end recorded).
+// Each part is a package of its own, readable alone:
+//
+//   - store: the state directory, each session's record, the project indexes and locks;
+//   - changeset: the manifest, the pre-images and the change set read from the staging layer;
+//   - apply: the plan, the journaled write, rollback and recovery, the review's decisions;
+//   - history: the checkpoints, the tree at each step, revert;
+//   - gitout: the commit of an apply and the branch of an export;
+//   - config: the configuration a run starts from;
+//   - projectfs and statefile: reading the project without following symlinks, and writing
+//     the session's own files atomically;
+//   - runner: the one run sequence the commands and the app share.
 package session
 
 import (
