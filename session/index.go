@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/shadow-sandbox/shadow/session/store"
 )
@@ -135,4 +136,53 @@ func (st *Store) Latest(project string) (*Session, error) {
 		return sessions[len(sessions)-1], nil
 	}
 	return nil, fmt.Errorf("project %s: %w", project, store.ErrNoSession)
+}
+
+// OpenSessions are the project's open sessions, oldest first, read-only.
+func (st *Store) OpenSessions(project string) ([]*Session, error) {
+	sessions, bad, err := st.projectSessions(project)
+	if err != nil {
+		return nil, err
+	}
+	var open []*Session
+	for _, s := range sessions {
+		if s.Meta.State == StateOpen {
+			open = append(open, s)
+		}
+	}
+	if len(open) == 0 && len(bad) > 0 {
+		return nil, bad[0]
+	}
+	return open, nil
+}
+
+// Find is the session arg names in project, read-only: a session ID, or the name of one of the
+// project's open sessions.
+func (st *Store) Find(project, arg string) (*Session, error) {
+	if store.ValidID(arg) && st.Recorded(arg) {
+		return st.Get(arg)
+	}
+	open, err := st.OpenSessions(project)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range open {
+		if s.Meta.Name == arg {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("project %s has no open session named %q (%s)", project, arg, describeOpen(open))
+}
+
+// describeOpen names the open sessions, for a message: "open: claude (20261201-…), 20261202-…",
+// or "none is open".
+func describeOpen(open []*Session) string {
+	if len(open) == 0 {
+		return "none is open"
+	}
+	parts := make([]string, len(open))
+	for i, s := range open {
+		parts[i] = s.Label()
+	}
+	return "open: " + strings.Join(parts, ", ")
 }

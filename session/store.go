@@ -374,3 +374,14 @@ func Open(root string) (*Store, error) {
 	}
 	return &Store{st}, nil
 }
+
+// Name is the name the session was opened under ("" for the project's default session).
+func (s *Session) Name() string { return s.Meta.Name }
+
+// Label names the session for a person: its name and ID, or its ID alone.
+func (s *Session) Label() string {
+	if s.Meta.Name == "" {
+		return s.Meta.ID
+	}
+	return s.Meta.Name + " (" + s.Meta.ID + ")"
+}

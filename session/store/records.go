@@ -51,6 +51,9 @@ type Meta struct {
 	// BaseCommit is the commit HEAD named when the session started ("" outside a git repository,
 	// or for a session of an older shadow): `shadow export` branches from it.
 	BaseCommit string `json:"base_commit,omitempty"`
+	// Name is the name the session was opened under (`--session NAME`), "" for the project's
+	// default session; no two open sessions of a project share a name.
+	Name string `json:"name,omitempty"`
 	// Identity is the project directory's device and inode when the session started (nil for a
 	// session of an older shadow): a moved or renamed project is recognised by it.
 	Identity *ProjectIdentity `json:"project_identity,omitempty"`
