@@ -27,7 +27,7 @@ const (
 // agentRun is one running agent: the host side of its pty and the
 // goroutines moving bytes between the pty and the pane.
 type agentRun struct {
-	master *os.File
+	master *os.File // nil for a hosted agent, whose terminal is the pane
 	cancel context.CancelFunc
 	// dirty is signalled (without blocking) when output changed the pane.
 	dirty chan struct{}
