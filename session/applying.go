@@ -22,7 +22,7 @@ func (s *Session) Apply(opts apply.ApplyOptions) (*apply.ApplyResult, error) {
 // replace project files, what it did is undone and the error is an *InterruptedError; after,
 // it is finished (the renames left are quick) and the result says it was interrupted.
 func (s *Session) ApplyContext(ctx context.Context, opts apply.ApplyOptions) (*apply.ApplyResult, error) {
-	if err := s.writable("apply"); err != nil {
+	if err := s.projectWritable("apply"); err != nil {
 		return nil, err
 	}
 	recovered, err := s.lock.recover()

@@ -75,55 +75,91 @@ func (st *Store) rebuildIndex(project string) {
 	st.WriteIndex(project, ids)
 }
 
-// openByScan finds the project's open session by a scan of every readable session, whatever
-// the index says; with none, moved is the open session of this same directory at a path that is
-// gone (see MovedError).
-func (st *Store) openByScan(project string) (open, moved *Session, err error) {
+// openByScan finds the project's open session named name ("": any) by a scan of every readable
+// session, whatever the index says; with none, moved is the open session of this same
+// directory at a path that is gone (see MovedError). Several open ones (name "") are all
+// returned in open, oldest first.
+func (st *Store) openByScan(project, name string) (open []*Session, moved *Session, err error) {
 	all, _, err := st.all()
 	if err != nil {
 		return nil, nil, err
 	}
-	sessions := ofProject(all, project)
-	for i := len(sessions) - 1; i >= 0; i-- {
-		if sessions[i].Meta.State == store.StateOpen {
-			return sessions[i], nil, nil
-		}
+	open = openNamed(ofProject(all, project), name)
+	if len(open) > 0 {
+		return open, nil, nil
 	}
 	return nil, movedHere(all, project), nil
 }
 
-// Current returns the project's open session, read-only, or ErrNoSession.
+// openNamed are the open sessions among sessions whose name is name ("": every open one).
+func openNamed(sessions []*Session, name string) []*Session {
+	var open []*Session
+	for _, s := range sessions {
+		if s.Meta.State == store.StateOpen && (name == "" || s.Meta.Name == name) {
+			open = append(open, s)
+		}
+	}
+	return open
+}
+
+// Current returns the project's open session, read-only, or ErrNoSession; when the project has
+// several open sessions, a *SeveralOpenError that names them (the caller asks for --session).
 // An unreadable session could be the project's open one, so when there is one, the error names
 // it instead of ErrNoSession: a new session is never started over work that may still be staged.
 func (st *Store) Current(project string) (*Session, error) {
-	s, _, err := st.current(project)
+	s, _, err := st.current(project, "")
 	return s, err
 }
 
-// current is Current, and says whether the session was found only by a scan of the store (the
-// index does not list it).
-func (st *Store) current(project string) (*Session, bool, error) {
+// current is Current for the open session named name ("": the only open one), and says whether
+// it was found only by a scan of the store (the index does not list it).
+func (st *Store) current(project, name string) (*Session, bool, error) {
 	sessions, bad, err := st.projectSessions(project)
 	if err != nil {
 		return nil, false, err
 	}
-	for i := len(sessions) - 1; i >= 0; i-- {
-		if sessions[i].Meta.State == store.StateOpen {
-			return sessions[i], false, nil
+	open := openNamed(sessions, name)
+	scanned := false
+	if len(open) == 0 {
+		if len(bad) > 0 {
+			return nil, false, bad[0]
 		}
+		// An index that lost a line (or all of them) must not hide an open session.
+		var moved *Session
+		if open, moved, err = st.openByScan(project, name); err != nil {
+			return nil, false, err
+		}
+		if moved != nil && name == "" {
+			return nil, false, &MovedError{Project: project, OldPath: moved.Meta.Project, ID: moved.Meta.ID}
+		}
+		scanned = true
 	}
-	if len(bad) > 0 {
-		return nil, false, bad[0]
+	switch {
+	case len(open) == 1:
+		return open[0], scanned, nil
+	case len(open) > 1 && name == "":
+		return nil, scanned, &SeveralOpenError{Project: project, Open: open}
+	case len(open) > 1:
+		// Two open sessions of one name: only a store written by hand makes them; the newest
+		// is the one a run continues.
+		return open[len(open)-1], scanned, nil
 	}
-	// An index that lost a line (or all of them) must not hide an open session.
-	s, moved, err := st.openByScan(project)
-	if err != nil || s != nil {
-		return s, s != nil, err
-	}
-	if moved != nil {
-		return nil, false, &MovedError{Project: project, OldPath: moved.Meta.Project, ID: moved.Meta.ID}
+	if name != "" {
+		return nil, false, fmt.Errorf("project %s has no open session named %q: %w", project, name, store.ErrNoSession)
 	}
 	return nil, false, fmt.Errorf("project %s: %w", project, store.ErrNoSession)
+}
+
+// SeveralOpenError is Current's error when the project has more than one open session and none
+// was named: the command cannot choose for the user.
+type SeveralOpenError struct {
+	Project string
+	Open    []*Session
+}
+
+// Error names the open sessions and how to choose one.
+func (e *SeveralOpenError) Error() string {
+	return fmt.Sprintf("project %s has %d open sessions (%s); choose one with --session NAME", e.Project, len(e.Open), strings.TrimPrefix(describeOpen(e.Open), "open: "))
 }
 
 // Latest returns the project's most recent session in any state, read-only, or ErrNoSession.
@@ -185,4 +221,25 @@ func describeOpen(open []*Session) string {
 		parts[i] = s.Label()
 	}
 	return "open: " + strings.Join(parts, ", ")
+}
+
+// HasID reports whether arg is the ID of a session the store holds (rather than a name).
+func (st *Store) HasID(arg string) bool { return store.ValidID(arg) && st.Recorded(arg) }
+
+// CheckName says what is wrong with name as a session's name, nil when nothing: a short word of
+// lower-case letters, digits, '.', '_' and '-', starting with a letter or digit, not shaped like
+// a session ID.
+func CheckName(name string) error {
+	if name == "" || len(name) > 40 {
+		return fmt.Errorf("session name %q: give 1 to 40 characters", name)
+	}
+	for i, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || i > 0 && (c == '.' || c == '_' || c == '-')) {
+			return fmt.Errorf("session name %q: use lower-case letters, digits, '.', '_' and '-', starting with a letter or digit", name)
+		}
+	}
+	if store.IDPrefix(name) && len(name) >= 8 {
+		return fmt.Errorf("session name %q looks like a session ID; choose a word (claude, codex, try-2)", name)
+	}
+	return nil
 }

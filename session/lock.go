@@ -10,12 +10,18 @@ import (
 )
 
 // ProjectLock is the exclusive writer lock of one project (flock on a file under the store's
-// locks/). run, shell, apply and discard hold it for as long as they write; readers never wait on
-// it. Short state changes additionally take the project's state lock, which readers share.
+// locks/), and the staging locks of the sessions obtained through it. apply, discard and the
+// start of a run hold the project's lock; a run then keeps only its session's lock (HandOver),
+// so that sessions of one project run at once, each staging alone, while one apply at a time
+// writes the project. Readers never wait on either. Short state changes additionally take the
+// project's state lock, which readers share.
 type ProjectLock struct {
 	store   *Store
 	project string
 	f       *os.File
+	opts    store.LockOptions
+	// held are the staging locks of the sessions obtained through this lock, by session ID.
+	held map[string]*os.File
 	// Recovered says what was done about an interrupted apply or rollback found when the lock was
 	// taken, and what an interrupted revert or checkpoint left that was removed; empty when there
 	// was none.
@@ -23,14 +29,14 @@ type ProjectLock struct {
 }
 
 // LockProject takes the project's writer lock, then finishes or rolls back any apply that a
-// crash interrupted and removes what an interrupted revert or checkpoint left in the open session
-// (Recovered says which).
+// crash interrupted and removes what an interrupted revert or checkpoint left in the project's
+// open sessions that no run holds (Recovered says which).
 func (st *Store) LockProject(project string, opts store.LockOptions) (*ProjectLock, error) {
 	f, err := st.WriterLock(project, opts)
 	if err != nil {
 		return nil, err
 	}
-	lk := &ProjectLock{store: st, project: project, f: f}
+	lk := &ProjectLock{store: st, project: project, f: f, opts: opts, held: map[string]*os.File{}}
 	st.indexProject(project)
 	msg, err := lk.recover()
 	if err != nil {
@@ -49,54 +55,149 @@ func (st *Store) LockProject(project string, opts store.LockOptions) (*ProjectLo
 	return lk, nil
 }
 
-// Release gives the lock up.
+// Release gives the project's lock up, and every session's lock taken through it.
 func (l *ProjectLock) Release() error {
-	if l == nil || l.f == nil {
+	if l == nil {
 		return nil
 	}
-	err := l.f.Close()
-	l.f = nil
+	var err error
+	if l.f != nil {
+		err = l.f.Close()
+		l.f = nil
+	}
+	for id, f := range l.held {
+		f.Close()
+		delete(l.held, id)
+	}
 	return err
+}
+
+// HandOver gives up the project's writer lock but keeps s's staging lock: a run holds its
+// session, not the project, so that another session of the project can run or be applied
+// meanwhile. s stays writable for what a run writes (its record, its staging, its checkpoints);
+// applying needs the project's lock again. Release gives up the rest.
+func (l *ProjectLock) HandOver(s *Session) error {
+	if l.held[s.Meta.ID] == nil {
+		return fmt.Errorf("hand over session %s: its lock is not held", s.Meta.ID)
+	}
+	for id, f := range l.held {
+		if id != s.Meta.ID {
+			f.Close()
+			delete(l.held, id)
+		}
+	}
+	if l.f != nil {
+		err := l.f.Close()
+		l.f = nil
+		return err
+	}
+	return nil
+}
+
+// holdsProject reports whether the project's writer lock is held.
+func (l *ProjectLock) holdsProject() bool { return l != nil && l.f != nil }
+
+// holds reports whether the staging lock of session id is held.
+func (l *ProjectLock) holds(id string) bool { return l != nil && l.held[id] != nil }
+
+// writer makes s writable through l: it takes s's staging lock, refusing (a *BusyError naming
+// the run) while another shadow holds it. With --wait it waits for it, without the project's
+// lock meanwhile (no one waits for a session while holding the project), then takes the
+// project's lock again and rereads s.
+func (l *ProjectLock) writer(s *Session) (*Session, error) {
+	if l.holds(s.Meta.ID) {
+		s.lock = l
+		return s, nil
+	}
+	if !l.holdsProject() {
+		return nil, fmt.Errorf("session %s: the project lock was released", s.Meta.ID)
+	}
+	nowait := l.opts
+	nowait.Wait = false
+	f, err := l.store.SessionLock(l.project, s.Meta.ID, s.Label(), nowait)
+	if errors.Is(err, store.ErrBusy) && l.opts.Wait {
+		l.f.Close()
+		l.f = nil
+		if f, err = l.store.SessionLock(l.project, s.Meta.ID, s.Label(), l.opts); err != nil {
+			return nil, err
+		}
+		if l.f, err = l.store.WriterLock(l.project, l.opts); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if err := s.reload(); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.held[s.Meta.ID] = f
+	s.lock = l
+	return s, nil
 }
 
 // Project is the locked project's path.
 func (l *ProjectLock) Project() string { return l.project }
 
-// Current returns the project's open session, writable, or ErrNoSession.
-func (l *ProjectLock) Current() (*Session, error) {
-	s, err := l.openSession()
+// Current returns the project's only open session, writable, or ErrNoSession; several open
+// sessions are a *SeveralOpenError (see CurrentNamed).
+func (l *ProjectLock) Current() (*Session, error) { return l.CurrentNamed("") }
+
+// CurrentNamed returns the project's open session named name ("": the only open one), writable,
+// or ErrNoSession.
+func (l *ProjectLock) CurrentNamed(name string) (*Session, error) {
+	s, err := l.openSession(name)
 	if err != nil {
 		return nil, err
 	}
 	if s == nil {
+		if name != "" {
+			return nil, fmt.Errorf("project %s has no open session named %q: %w", l.project, name, store.ErrNoSession)
+		}
 		return nil, fmt.Errorf("project %s: %w", l.project, store.ErrNoSession)
 	}
-	s.lock = l
-	return s, nil
+	return l.writer(s)
 }
 
 // Create starts a new session of the project, recording its manifest. It refuses while the
 // project has an open session.
-func (l *ProjectLock) Create() (*Session, error) {
-	if l.f == nil {
+func (l *ProjectLock) Create() (*Session, error) { return l.CreateNamed("") }
+
+// CreateNamed starts a new session of the project named name, recording its manifest. It refuses
+// while the project has an open session of that name (any open session, for name "").
+func (l *ProjectLock) CreateNamed(name string) (*Session, error) {
+	if !l.holdsProject() {
 		return nil, fmt.Errorf("create session: the project lock was released")
 	}
-	cur, err := l.openSession()
+	cur, err := l.openSession(name)
 	// Asked for a new session, the user has chosen not to bring a moved one along.
 	var moved *MovedError
+	var several *SeveralOpenError
+	if errors.As(err, &several) {
+		cur, err = several.Open[len(several.Open)-1], nil
+	}
 	if err != nil && !errors.As(err, &moved) {
 		return nil, err
 	}
 	if cur != nil {
+		if name != "" {
+			return nil, fmt.Errorf("project %s already has an open session named %q (%s); run `shadow apply --session %s` or `shadow discard --session %s` first, or continue it without --new", l.project, name, cur.Meta.ID, name, name)
+		}
 		return nil, fmt.Errorf("project %s already has an open session %s; run `shadow apply` or `shadow discard` first, or continue it without --new", l.project, cur.Meta.ID)
 	}
-	return l.store.create(l.project, l)
+	s, err := l.store.create(l.project, name, l)
+	if err != nil {
+		return nil, err
+	}
+	return l.writer(s)
 }
 
-// openSession is the project's open session, read-only, or nil. One found only by a scan of the
-// store (the index lost it) is put back in the index.
-func (l *ProjectLock) openSession() (*Session, error) {
-	cur, scanned, err := l.store.current(l.project)
+// openSession is the project's open session named name ("": the only one), read-only, or nil.
+// One found only by a scan of the store (the index lost it) is put back in the index.
+func (l *ProjectLock) openSession(name string) (*Session, error) {
+	cur, scanned, err := l.store.current(l.project, name)
 	if errors.Is(err, store.ErrNoSession) {
 		return nil, nil
 	}
@@ -106,20 +207,27 @@ func (l *ProjectLock) openSession() (*Session, error) {
 	return cur, err
 }
 
-// CurrentOrCreate continues the project's open session, or starts one when there is none.
-func (l *ProjectLock) CurrentOrCreate() (*Session, bool, error) {
-	s, err := l.openSession()
+// CurrentOrCreate continues the project's only open session, or starts one when there is none.
+func (l *ProjectLock) CurrentOrCreate() (*Session, bool, error) { return l.CurrentOrCreateNamed("") }
+
+// CurrentOrCreateNamed continues the project's open session named name ("": the only open one),
+// or starts one of that name when there is none.
+func (l *ProjectLock) CurrentOrCreateNamed(name string) (*Session, bool, error) {
+	s, err := l.openSession(name)
 	if err != nil {
 		return nil, false, err
 	}
 	if s != nil {
-		s.lock = l
-		return s, false, nil
+		s, err = l.writer(s)
+		return s, false, err
 	}
-	if l.f == nil {
+	if !l.holdsProject() {
 		return nil, false, fmt.Errorf("create session: the project lock was released")
 	}
-	s, err = l.store.create(l.project, l)
+	if s, err = l.store.create(l.project, name, l); err != nil {
+		return nil, false, err
+	}
+	s, err = l.writer(s)
 	return s, err == nil, err
 }
 
@@ -132,8 +240,7 @@ func (l *ProjectLock) Get(id string) (*Session, error) {
 	if s.Meta.Project != l.project {
 		return nil, fmt.Errorf("session %s belongs to project %s, not %s", id, s.Meta.Project, l.project)
 	}
-	s.lock = l
-	return s, nil
+	return l.writer(s)
 }
 
 // RecoverAll is Recover for every project whose sessions have an apply or rollback to finish or

@@ -78,8 +78,13 @@ func (st *Store) Move(id string, to, from *ProjectLock, force bool) (*Session, e
 	if !force && (s.Meta.Identity == nil || *s.Meta.Identity != *now) {
 		return nil, fmt.Errorf("move session %s: %q is not the directory that was %q (a copy, or another project): pass --force to move it anyway, and its staged changes are compared with what is there", id, dir, s.Meta.Project)
 	}
-	if cur, err := to.openSession(); err == nil && cur != nil {
-		return nil, fmt.Errorf("move session %s: %q already has an open session %s; apply or discard it first", id, dir, cur.Meta.ID)
+	cur, err := to.openSession(s.Meta.Name)
+	var several *SeveralOpenError
+	if errors.As(err, &several) {
+		cur, err = several.Open[0], nil
+	}
+	if err == nil && cur != nil {
+		return nil, fmt.Errorf("move session %s: %q already has an open session %s; apply or discard it first", id, dir, cur.Label())
 	}
 	s.Meta.Project, s.Meta.Identity = dir, now
 	if err := s.saveMeta(); err != nil {
@@ -87,6 +92,5 @@ func (st *Store) Move(id string, to, from *ProjectLock, force bool) (*Session, e
 	}
 	st.rebuildIndex(dir)
 	st.rebuildIndex(from.Project())
-	s.lock = to
-	return s, nil
+	return to.writer(s)
 }

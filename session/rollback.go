@@ -28,7 +28,11 @@ func (l *ProjectLock) recover() (string, error) {
 	}
 	var msgs []string
 	for _, s := range sessions {
-		s.lock = l
+		// No run holds a session with an unsettled entry (apply and rollback refuse while one
+		// runs, and a run starts only after this recovery): its lock is free.
+		if s, err = l.writer(s); err != nil {
+			return strings.Join(msgs, "; "), err
+		}
 		ents, err := os.ReadDir(s.journalDir())
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -152,7 +156,6 @@ func (l *ProjectLock) appliesToRollBack(toID string) ([]rollbackItem, int, error
 	}
 	var items []rollbackItem
 	for _, s := range sessions {
-		s.lock = l
 		for _, r := range s.Meta.Applies {
 			if !r.RolledBack {
 				items = append(items, rollbackItem{s, r})
@@ -178,6 +181,9 @@ func (l *ProjectLock) appliesToRollBack(toID string) ([]rollbackItem, int, error
 	for _, it := range items[from:] {
 		if it.s.RunActive() {
 			return nil, 0, fmt.Errorf("roll back: a run is active on session %s; wait for it to end", it.s.Meta.ID)
+		}
+		if _, err := l.writer(it.s); err != nil {
+			return nil, 0, fmt.Errorf("roll back: %w", err)
 		}
 	}
 	return items[from:], from, nil

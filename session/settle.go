@@ -248,14 +248,43 @@ func removeLeftover(dir string) (int, error) {
 // tidy is Session.tidy for the locked project's open session, as one sentence ("" when there was
 // nothing to do).
 func (l *ProjectLock) tidy() (string, error) {
-	s, err := l.openSession()
-	if err != nil || s == nil {
+	open, err := l.store.OpenSessions(l.project)
+	if err != nil {
 		return "", nil
 	}
+	var notes []string
+	for _, s := range open {
+		more, err := l.tidySession(s)
+		notes = append(notes, more...)
+		if err != nil {
+			return strings.Join(notes, "; "), err
+		}
+	}
+	return strings.Join(notes, "; "), nil
+}
+
+// tidySession removes what an interrupted revert or checkpoint left in the open session s, and
+// closes its run if both its shadow and its jail are gone; a session whose staging lock another
+// shadow holds (its run goes on) is left to that run.
+func (l *ProjectLock) tidySession(s *Session) ([]string, error) {
+	f, err := l.store.SessionLock(l.project, s.Meta.ID, s.Label(), store.LockOptions{Command: store.RecoveryCommand})
+	if err != nil {
+		return nil, nil
+	}
+	defer f.Close()
+	held := l.held[s.Meta.ID]
+	l.held[s.Meta.ID] = f
+	defer func() {
+		if held != nil {
+			l.held[s.Meta.ID] = held
+		} else {
+			delete(l.held, s.Meta.ID)
+		}
+	}()
 	s.lock = l
 	notes, err := s.tidy()
 	if err != nil {
-		return strings.Join(notes, "; "), err
+		return notes, err
 	}
 	// A run whose shadow and jail are both gone is closed now, for readers too: what its
 	// checkpoints hold is staged before anything is read. One whose jail still writes is left to
@@ -263,7 +292,7 @@ func (l *ProjectLock) tidy() (string, error) {
 	if s.Meta.Active != nil && !s.RunActive() && !writerBusy(s.CheckpointDir()) {
 		err = s.closeStaleRun()
 	}
-	return strings.Join(notes, "; "), err
+	return notes, err
 }
 
 // holder names the shadow command holding project's writer lock, e.g. "run (pid 123)".

@@ -16,6 +16,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -29,6 +30,7 @@ import (
 	"github.com/shadow-sandbox/shadow/session/projectfs"
 	"github.com/shadow-sandbox/shadow/session/statefile"
 	"github.com/shadow-sandbox/shadow/session/store"
+	"golang.org/x/sys/unix"
 )
 
 // Store is the directory holding every session (package store), with the sessions it holds
@@ -133,8 +135,10 @@ func (st *Store) loadEach(ids []string, want func(id string) bool) ([]*Session, 
 
 // Info is one row of `shadow sessions`.
 type Info struct {
-	ID          string      `json:"id"`
-	Project     string      `json:"project"`
+	ID      string `json:"id"`
+	Project string `json:"project"`
+	// Name is the name the session was opened under ("" for the project's default session).
+	Name        string      `json:"name,omitempty"`
 	Created     time.Time   `json:"created"`
 	Runs        int         `json:"runs"`
 	Running     bool        `json:"running"`
@@ -143,6 +147,10 @@ type Info struct {
 	State       store.State `json:"state"`
 	// Incomplete says why some of a run's writes are missing from what is staged (Incomplete).
 	Incomplete string `json:"incomplete,omitempty"`
+	// DiskBytes is what the session's directory takes on disk (its layers, checkpoints,
+	// pre-images and journal; a file linked twice counted once). An idle session holds no
+	// memory: no process of it stays once its run ends.
+	DiskBytes int64 `json:"disk_bytes"`
 	// Gone says the open session's project is no longer at its path (moved, renamed or removed).
 	Gone bool `json:"project_gone,omitempty"`
 	// Error is set for a session whose files could not be read.
@@ -157,7 +165,7 @@ func (st *Store) List() ([]Info, error) {
 	}
 	out := make([]Info, 0, len(all)+len(bad))
 	for _, s := range all {
-		inf := Info{ID: s.Meta.ID, Project: s.Meta.Project, Created: s.Meta.Created,
+		inf := Info{ID: s.Meta.ID, Project: s.Meta.Project, Name: s.Meta.Name, Created: s.Meta.Created, DiskBytes: diskUsage(s.dir),
 			State: s.Meta.State, Running: s.RunActive(), Incomplete: s.Incomplete()}
 		var errs []error
 		runs, err := s.Runs()
@@ -216,8 +224,20 @@ func (s *Session) journalDir() string { return apply.JournalDirOf(s.dir) }
 
 // writable reports an error unless the session was obtained through the project's writer lock.
 func (s *Session) writable(op string) error {
-	if s.lock == nil || s.lock.f == nil {
+	if !s.lock.holds(s.Meta.ID) {
 		return fmt.Errorf("%s: session %s was opened read-only (take the project's writer lock first)", op, s.Meta.ID)
+	}
+	return nil
+}
+
+// projectWritable is writable for what writes the project too (apply, the index): the
+// project's writer lock must still be held, not only the session's.
+func (s *Session) projectWritable(op string) error {
+	if err := s.writable(op); err != nil {
+		return err
+	}
+	if !s.lock.holdsProject() {
+		return fmt.Errorf("%s: session %s holds only its own lock (take the project's writer lock first)", op, s.Meta.ID)
 	}
 	return nil
 }
@@ -238,7 +258,7 @@ func (s *Session) reload() error {
 }
 
 // create makes a new open session of project; the caller holds the project's writer lock.
-func (st *Store) create(project string, lk *ProjectLock) (*Session, error) {
+func (st *Store) create(project, name string, lk *ProjectLock) (*Session, error) {
 	now := time.Now()
 	id := store.NewID(now)
 	dir := st.SessionDir(id)
@@ -255,7 +275,7 @@ func (st *Store) create(project string, lk *ProjectLock) (*Session, error) {
 		recorded <- err
 	}()
 	s := &Session{store: st, dir: dir, lock: lk, Meta: store.Meta{Version: store.MetaVersion, ID: id, Project: project, Created: now.UTC(), State: store.StateOpen,
-		BaseCommit: gitout.Head(project), Identity: store.IdentityOf(project)}}
+		BaseCommit: gitout.Head(project), Identity: store.IdentityOf(project), Name: name}}
 	fail := func(err error) (*Session, error) {
 		if recorded != nil {
 			<-recorded
@@ -362,7 +382,11 @@ func (s *Session) Abandon() error {
 	if err := store.RemoveAllWritable(s.dir); err != nil {
 		return fmt.Errorf("remove session %s: %w", s.Meta.ID, err)
 	}
-	s.store.rebuildIndex(s.Meta.Project)
+	if s.lock.holdsProject() {
+		// Only a writer of the project changes its index; without the project's lock the
+		// line stays, naming a directory that no longer holds a session (which is skipped).
+		s.store.rebuildIndex(s.Meta.Project)
+	}
 	return nil
 }
 
@@ -384,4 +408,24 @@ func (s *Session) Label() string {
 		return s.Meta.ID
 	}
 	return s.Meta.Name + " (" + s.Meta.ID + ")"
+}
+
+// diskUsage is the space the tree at dir takes on disk: the blocks of every entry, an inode
+// linked more than once (a checkpoint's file and the staging layer's) counted once.
+func diskUsage(dir string) int64 {
+	seen := map[uint64]bool{}
+	var total int64
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil || seen[st.Ino] {
+			return nil
+		}
+		seen[st.Ino] = true
+		total += st.Blocks * 512
+		return nil
+	})
+	return total
 }

@@ -159,9 +159,16 @@ func TestAgentHostDetachAndAttach(t *testing.T) {
 	if fi, err := os.Stat(host.Socket); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("agent socket %s: %v, mode %v", host.Socket, err, fi.Mode())
 	}
-	if _, err := st.LockProject(project, session.LockOptions{Command: "apply"}); !errors.Is(err, session.ErrBusy) {
-		t.Fatalf("a writer could lock the project while the agent runs: %v", err)
+	// The agent host holds its session, not the project: another session of the project could
+	// run meanwhile, but no writer gets this one.
+	wlk, err := st.LockProject(project, session.LockOptions{Command: "apply"})
+	if err != nil {
+		t.Fatalf("the project's lock while the agent runs in one of its sessions: %v", err)
 	}
+	if _, err := wlk.Get(cur.Meta.ID); !errors.Is(err, session.ErrBusy) {
+		t.Fatalf("a writer could take the session while its agent runs: %v", err)
+	}
+	wlk.Release()
 
 	if err := j.detach(); err != nil {
 		t.Fatalf("detach: %v", err)

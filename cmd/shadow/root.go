@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/shadow-sandbox/shadow/session"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -16,6 +17,11 @@ func (e usageError) Error() string { return e.msg }
 func isUsageError(err error) bool {
 	var u usageError
 	if errors.As(err, &u) {
+		return true
+	}
+	// Several open sessions and none named: the command needs --session.
+	var several *session.SeveralOpenError
+	if errors.As(err, &several) {
 		return true
 	}
 	// cobra's own flag and argument errors.
@@ -69,6 +75,7 @@ changes hunk by hunk so you accept, reject, apply and roll back (review).`,
 		newShellCmd(),
 		newTUICmd(),
 		newDiffCmd(),
+		newCompareCmd(),
 		newLogCmd(),
 		newNetCmd(),
 		newRevertCmd(),

@@ -168,7 +168,7 @@ func printRunSummary(w io.Writer, s *session.Session, out runner.Outcome) {
 		}
 	}
 	sum := session.Summarize(cs, 15)
-	fmt.Fprintf(w, "session %s: %s\n", s.ID(), sum.Headline())
+	fmt.Fprintf(w, "session %s: %s\n", s.Label(), sum.Headline())
 	for _, l := range sum.Lines {
 		fmt.Fprintln(w, "  "+l)
 	}
@@ -176,7 +176,11 @@ func printRunSummary(w io.Writer, s *session.Session, out runner.Outcome) {
 		fmt.Fprintf(w, "  … and %d more\n", sum.More)
 	}
 	if sum.Total()+sum.Ignored > 0 {
-		fmt.Fprintln(w, "next: shadow diff | shadow review | shadow apply --all | shadow discard")
+		sel := ""
+		if s.Name() != "" {
+			sel = " --session " + s.Name()
+		}
+		fmt.Fprintf(w, "next: shadow diff%[1]s | shadow review%[1]s | shadow apply%[1]s --all | shadow discard%[1]s\n", sel)
 	}
 }
 

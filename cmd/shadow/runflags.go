@@ -26,6 +26,7 @@ import (
 type runFlags struct {
 	project       string
 	newSession    bool
+	session       string
 	wait          bool
 	allowNetwork  bool
 	allowDomain   []string
@@ -49,6 +50,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	f.fs = fl
 	fl.StringVar(&f.project, "project", "", "project directory (default: the git top level of the working directory, else the working directory)")
 	fl.BoolVar(&f.newSession, "new", false, "start a new session instead of continuing the open one")
+	fl.StringVar(&f.session, "session", "", "continue the project's open session named NAME, or open one (several can be open at once); a session ID continues that session")
 	fl.BoolVar(&f.wait, "wait", false, "wait for another shadow writing to the project instead of failing")
 	fl.BoolVar(&f.allowNetwork, "allow-network", false, "give the jail internet access (through pasta or slirp4netns when installed)")
 	fl.StringArrayVar(&f.allowDomain, "allow-domain", nil, "allow HOST[:PORT] through the jail's proxy (repeatable; *.example.com wildcards)")
@@ -324,8 +326,21 @@ func (f *runFlags) openSession(setup *runSetup, command string, stderr io.Writer
 	if err != nil {
 		return nil, nil, false, err
 	}
-	op, err := runner.Open(st, runner.OpenOptions{Project: setup.project, Command: command, Wait: f.wait,
-		New: f.newSession, Protected: setup.cfg.Protected})
+	o := runner.OpenOptions{Project: setup.project, Command: command, Wait: f.wait,
+		New: f.newSession, Protected: setup.cfg.Protected}
+	switch {
+	case f.session != "" && st.HasID(f.session):
+		if f.newSession {
+			return nil, nil, false, usageError{msg: "--new opens a session: give it a name, not the ID of one that exists"}
+		}
+		o.ID = f.session
+	case f.session != "":
+		if err := session.CheckName(f.session); err != nil {
+			return nil, nil, false, usageError{msg: "--session: " + err.Error()}
+		}
+		o.Name = f.session
+	}
+	op, err := runner.Open(st, o)
 	if op != nil && op.Recovered != "" {
 		sayErr(stderr, "shadow:", op.Recovered)
 	}

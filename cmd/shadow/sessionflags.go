@@ -14,7 +14,8 @@ import (
 	"github.com/shadow-sandbox/shadow/session"
 )
 
-// sessionFlags select the session a command works on: the project's open one, or --session ID.
+// sessionFlags select the session a command works on: the project's only open one, or --session
+// with an ID or the name of an open session.
 type sessionFlags struct {
 	project string
 	id      string
@@ -23,10 +24,23 @@ type sessionFlags struct {
 
 func (f *sessionFlags) register(cmd *cobra.Command, writer bool) {
 	cmd.Flags().StringVar(&f.project, "project", "", "project directory (default: the git top level, else the working directory)")
-	cmd.Flags().StringVar(&f.id, "session", "", "session id (default: the project's open session)")
+	cmd.Flags().StringVar(&f.id, "session", "", "session ID, or the name of an open session (default: the project's only open session)")
 	if writer {
 		cmd.Flags().BoolVar(&f.wait, "wait", false, "wait for another shadow writing to the project instead of failing")
 	}
+}
+
+// selectedProject is the project of the session --session names by ID, else --project's (or the
+// working directory's).
+func (f *sessionFlags) selectedProject(st *session.Store) (string, error) {
+	if f.id != "" && st.HasID(f.id) {
+		s, err := st.Get(f.id)
+		if err != nil {
+			return "", err
+		}
+		return s.Project(), nil
+	}
+	return session.ResolveProject(f.project)
 }
 
 func openStore() (*session.Store, error) {
@@ -46,7 +60,7 @@ func (f *sessionFlags) readSession() (*session.Store, *session.Session, error) {
 	}
 	var s *session.Session
 	if f.id != "" {
-		s, err = st.Get(f.id)
+		s, err = st.Find(project, f.id)
 	} else if s, err = st.Current(project); err != nil {
 		err = noSessionHint(err, project)
 	}
@@ -67,14 +81,8 @@ func (f *sessionFlags) recoverSelected(w io.Writer) (*session.Store, string, err
 	if err != nil {
 		return nil, "", err
 	}
-	project := ""
-	if f.id != "" {
-		s, err := st.Get(f.id)
-		if err != nil {
-			return nil, "", err
-		}
-		project = s.Project()
-	} else if project, err = session.ResolveProject(f.project); err != nil {
+	project, err := f.selectedProject(st)
+	if err != nil {
 		return nil, "", err
 	}
 	return st, project, recoverProject(st, project, w)
@@ -122,14 +130,8 @@ func (f *sessionFlags) writeSession(command string, stderr io.Writer) (*session.
 	if err != nil {
 		return nil, nil, err
 	}
-	project := ""
-	if f.id != "" {
-		s, err := st.Get(f.id)
-		if err != nil {
-			return nil, nil, err
-		}
-		project = s.Project()
-	} else if project, err = session.ResolveProject(f.project); err != nil {
+	project, err := f.selectedProject(st)
+	if err != nil {
 		return nil, nil, err
 	}
 	lk, err := st.LockProject(project, session.LockOptions{Wait: f.wait, Command: command})
@@ -140,8 +142,10 @@ func (f *sessionFlags) writeSession(command string, stderr io.Writer) (*session.
 		sayErr(stderr, "shadow:", lk.Recovered)
 	}
 	var s *session.Session
-	if f.id != "" {
+	if f.id != "" && st.HasID(f.id) {
 		s, err = lk.Get(f.id)
+	} else if f.id != "" {
+		s, err = lk.CurrentNamed(f.id)
 	} else if s, err = lk.Current(); err != nil {
 		err = noSessionHint(err, project)
 	}

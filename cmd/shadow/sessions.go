@@ -17,11 +17,12 @@ func newSessionsCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "sessions [--json]",
-		Short: "List sessions: id, project, created, runs, files staged, network requests, state",
-		Long: `sessions lists every session in the state directory, oldest first: its id, project, when
-it was created, how many runs it has had, how many files it stages, how many network requests its
-runs made, and its state (open, applied or discarded; running, incomplete, or with its project
-gone from its path). An apply a crash interrupted is finished or rolled back first, so the states
+		Short: "List sessions by project: id, name, created, runs, files staged, network requests, disk, state",
+		Long: `sessions lists every session in the state directory, grouped by project, oldest first: its
+id, its name (--session NAME: several can be open on one project), when it was created, how many
+runs it has had, how many files it stages, how many network requests its runs made, what it takes
+on disk (an idle session holds no memory: nothing of it runs), and its state (open, applied or
+discarded; running, incomplete, or with its project gone from its path). An apply a crash interrupted is finished or rolled back first, so the states
 listed are true.
 
 A project that was moved or renamed keeps its session: ` + "`shadow sessions move ID DIR`" + ` gives
@@ -57,26 +58,15 @@ the session the project's new path.`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tPROJECT\tCREATED\tRUNS\tSTAGED\tNET\tSTATE")
-			for _, s := range list {
-				if s.Error != "" {
-					fmt.Fprintf(tw, "%s\t%s\t\t\t\t\tunreadable: %s\n", s.ID, visiblePath(s.Project), s.Error)
-					continue
+			for i, project := range byProject(list) {
+				if i > 0 {
+					fmt.Fprintln(tw)
 				}
-				state := string(s.State)
-				if s.Gone {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t%d\t%s (project gone from this path: moved? `shadow sessions move %s NEW-PATH`)\n", s.ID, visiblePath(s.Project),
-						s.Created.Local().Format("2006-01-02 15:04"), s.Network, state, s.ID)
-					continue
+				fmt.Fprintf(tw, "%s\n", project.path)
+				fmt.Fprintln(tw, "  ID\tNAME\tCREATED\tRUNS\tSTAGED\tNET\tDISK\tSTATE")
+				for _, s := range project.sessions {
+					fmt.Fprintln(tw, "  "+sessionRow(s))
 				}
-				if s.Running {
-					state += " (running)"
-				}
-				if s.Incomplete != "" {
-					state += " (incomplete)"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", s.ID, visiblePath(s.Project),
-					s.Created.Local().Format("2006-01-02 15:04"), s.Runs, s.FilesStaged, s.Network, state)
 			}
 			return tw.Flush()
 		},
@@ -84,6 +74,74 @@ the session the project's new path.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the sessions as JSON")
 	cmd.AddCommand(newSessionsMoveCmd())
 	return cmd
+}
+
+// projectSessions are the sessions of one project, as `shadow sessions` groups them.
+type projectSessions struct {
+	path     string // as shown
+	sessions []session.Info
+}
+
+// byProject groups the sessions by project, each project where its oldest session comes; the
+// unreadable sessions, whose project is unknown, come last.
+func byProject(list []session.Info) []projectSessions {
+	var out []projectSessions
+	at := map[string]int{}
+	for _, s := range list {
+		key, shown := s.Project, visiblePath(s.Project)
+		if s.Error != "" && s.Project == "" {
+			key, shown = "\x00", "(unreadable sessions)"
+		}
+		i, ok := at[key]
+		if !ok {
+			i = len(out)
+			at[key] = i
+			out = append(out, projectSessions{path: shown})
+		}
+		out[i].sessions = append(out[i].sessions, s)
+	}
+	return out
+}
+
+// sessionRow is one session's row of `shadow sessions`, tab-separated.
+func sessionRow(s session.Info) string {
+	if s.Error != "" {
+		return fmt.Sprintf("%s\t\t\t\t\t\t\tunreadable: %s", s.ID, s.Error)
+	}
+	name := s.Name
+	if name == "" {
+		name = "-"
+	}
+	created := s.Created.Local().Format("2006-01-02 15:04")
+	state := string(s.State)
+	if s.Gone {
+		return fmt.Sprintf("%s\t%s\t%s\t\t\t%d\t%s\t%s (project gone from this path: moved? `shadow sessions move %s NEW-PATH`)", s.ID, name, created, s.Network, humanBytes(s.DiskBytes), state, s.ID)
+	}
+	if s.Running {
+		state += " (running)"
+	}
+	if s.Incomplete != "" {
+		state += " (incomplete)"
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s", s.ID, name, created, s.Runs, s.FilesStaged, s.Network, humanBytes(s.DiskBytes), state)
+}
+
+// humanBytes is a size as `du -h` says it (1.5M).
+func humanBytes(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%dB", n)
+	}
+	f, suffix := float64(n), ""
+	for _, u := range []string{"K", "M", "G", "T"} {
+		f, suffix = f/1024, u
+		if f < 1024 {
+			break
+		}
+	}
+	if f < 10 {
+		return fmt.Sprintf("%.1f%s", f, suffix)
+	}
+	return fmt.Sprintf("%.0f%s", f, suffix)
 }
 
 func newSessionsMoveCmd() *cobra.Command {

@@ -37,11 +37,15 @@ type OpenOptions struct {
 	New bool
 	// ID, when set, continues that session (a run handed over to the agent host).
 	ID string
+	// Name selects the project's open session of that name, or opens one (`--session NAME`);
+	// "" is the project's only open session.
+	Name string
 	// Protected are the config's protected paths, set on the session.
 	Protected []string
 }
 
-// Opened is a session opened for a run, under the project's writer lock.
+// Opened is a session opened for a run, under its staging lock: the project's writer lock is
+// given up once the session is chosen, so that other sessions of the project run meanwhile.
 type Opened struct {
 	Lock    *session.ProjectLock
 	Session *session.Session
@@ -51,8 +55,8 @@ type Opened struct {
 	Recovered string
 }
 
-// Open takes the project's writer lock and continues its open session (or the one o.ID names),
-// or opens one. When the lock was taken but no session could be, the lock is released and the
+// Open takes the project's writer lock and continues its open session (or the one o.ID or
+// o.Name names), or opens one, then keeps only that session's staging lock. When the lock was taken but no session could be, the lock is released and the
 // Opened returned with the error holds only Recovered.
 func Open(st *session.Store, o OpenOptions) (*Opened, error) {
 	lk, err := st.LockProject(o.Project, store.LockOptions{Wait: o.Wait, Command: o.Command})
@@ -64,10 +68,13 @@ func Open(st *session.Store, o OpenOptions) (*Opened, error) {
 	case o.ID != "":
 		op.Session, err = lk.Get(o.ID)
 	case o.New:
-		op.Session, err = lk.Create()
+		op.Session, err = lk.CreateNamed(o.Name)
 		op.Created = true
 	default:
-		op.Session, op.Created, err = lk.CurrentOrCreate()
+		op.Session, op.Created, err = lk.CurrentOrCreateNamed(o.Name)
+	}
+	if err == nil {
+		err = lk.HandOver(op.Session)
 	}
 	if err != nil {
 		lk.Release()

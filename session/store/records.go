@@ -213,7 +213,7 @@ func ParseIndex(data []byte) (ids []string, ok bool) {
 		if line == "" {
 			continue
 		}
-		if !idPrefix(line) {
+		if !IDPrefix(line) {
 			return nil, false
 		}
 		ids = append(ids, line)
@@ -223,7 +223,7 @@ func ParseIndex(data []byte) (ids []string, ok bool) {
 
 // IdPrefix reports whether s is a session ID as NewID makes them (20261201-143143-3bc396), or
 // the start of one.
-func idPrefix(s string) bool {
+func IDPrefix(s string) bool {
 	const shape = "dddddddd-dddddd-xxxxxx"
 	if len(s) > len(shape) {
 		return false
@@ -250,18 +250,22 @@ func idPrefix(s string) bool {
 // ErrBusy matches (errors.Is) the error of LockProject when another writer holds the project.
 var ErrBusy = errors.New("project is busy")
 
-// BusyError says which shadow command holds the project's writer lock.
+// BusyError says which shadow command holds the project's writer lock, or a session's.
 type BusyError struct {
 	Project string
+	// Session is the busy session's label when the lock is a session's ("" for the project's).
+	Session string
 	Holder  string // e.g. "run (pid 123)"
 }
 
-// Error says which project is busy and with what.
+// Error says which project or session is busy and with what.
 func (e *BusyError) Error() string {
+	if e.Session != "" {
+		return fmt.Sprintf("session %s of project %s is busy: another shadow %s is writing to it; wait for it to finish (or pass --wait)", e.Session, e.Project, e.Holder)
+	}
 	return fmt.Sprintf("project %s is busy: another shadow %s is writing to it; wait for it to finish (or pass --wait)", e.Project, e.Holder)
 }
 
-// Is makes errors.Is(err, ErrBusy) true.
 func (e *BusyError) Is(target error) bool { return target == ErrBusy }
 
 // LockOptions tune LockProject.

@@ -174,10 +174,30 @@ func (st *Store) StateLock(project string, exclusive bool) (func(), error) {
 // than failing as busy because a `shadow log` ran at the same instant. Another writer is a
 // *BusyError naming it. Closing the file releases the lock.
 func (st *Store) WriterLock(project string, opts LockOptions) (*os.File, error) {
-	path := st.ProjectFile(project, "lock")
+	return st.lock(st.ProjectFile(project, "lock"), project, "", opts)
+}
+
+// SessionLock takes the staging lock of one session of project, id: a run holds it for as long
+// as it stages, and a command that writes the session (apply, discard, revert) takes it beside
+// the project's writer lock, so that sessions of one project run at once while no session is
+// written by two. label names the session in a *BusyError.
+func (st *Store) SessionLock(project, id, label string, opts LockOptions) (*os.File, error) {
+	if label == "" {
+		label = id
+	}
+	return st.lock(st.ProjectFile(project, "session-"+id), project, label, opts)
+}
+
+// lock takes the flock on path for project (session: the session's label, "" for the project's
+// writer lock).
+func (st *Store) lock(path, project, session string, opts LockOptions) (*os.File, error) {
+	what := "project " + project
+	if session != "" {
+		what = "session " + session
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("lock project %s: open %s: %w", project, path, err)
+		return nil, fmt.Errorf("lock %s: open %s: %w", what, path, err)
 	}
 	how := unix.LOCK_EX
 	if !opts.Wait {
@@ -191,11 +211,11 @@ func (st *Store) WriterLock(project string, opts LockOptions) (*os.File, error) 
 	if errors.Is(err, unix.EWOULDBLOCK) {
 		holder := ReadHolder(f)
 		f.Close()
-		return nil, &BusyError{Project: project, Holder: holder}
+		return nil, &BusyError{Project: project, Session: session, Holder: holder}
 	}
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("lock project %s: %w", project, err)
+		return nil, fmt.Errorf("lock %s: %w", what, err)
 	}
 	cmd := opts.Command
 	if cmd == "" {
