@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -41,6 +42,19 @@ func TestHostedAgentHasNoPtyOfTheApp(t *testing.T) {
 	}
 	l.update(tea.KeyPressMsg{Code: tea.KeyEnter})
 	l.untilFrame(t, "GOT-hi")
+	// The agent ends by itself, and its host with it.
+	deadline := time.After(time.Minute)
+	for l.m.(Model).result == nil {
+		select {
+		case msg := <-l.msgs:
+			l.update(msg)
+		case <-deadline:
+			t.Fatal("the agent never ended")
+		}
+	}
+	if res := l.m.(Model).result; res.ExitCode != 0 {
+		t.Errorf("the agent ended with %+v (%v)", *res, l.m.(Model).agentErr)
+	}
 }
 
 // openPtys lists this process's descriptors of ptys.
