@@ -22,9 +22,20 @@ func (s *Session) Apply(opts apply.ApplyOptions) (*apply.ApplyResult, error) {
 // replace project files, what it did is undone and the error is an *InterruptedError; after,
 // it is finished (the renames left are quick) and the result says it was interrupted.
 func (s *Session) ApplyContext(ctx context.Context, opts apply.ApplyOptions) (*apply.ApplyResult, error) {
-	if err := s.projectWritable("apply"); err != nil {
+	if err := s.writable("apply"); err != nil {
 		return nil, err
 	}
+	var res *apply.ApplyResult
+	err := s.lock.withProject(func() error {
+		var err error
+		res, err = s.applyLocked(ctx, opts)
+		return err
+	})
+	return res, err
+}
+
+// applyLocked is ApplyContext under the project's writer lock.
+func (s *Session) applyLocked(ctx context.Context, opts apply.ApplyOptions) (*apply.ApplyResult, error) {
 	recovered, err := s.lock.recover()
 	if err != nil {
 		return nil, err

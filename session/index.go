@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/session/store"
 )
 
@@ -159,7 +160,7 @@ type SeveralOpenError struct {
 
 // Error names the open sessions and how to choose one.
 func (e *SeveralOpenError) Error() string {
-	return fmt.Sprintf("project %s has %d open sessions (%s); choose one with --session NAME", e.Project, len(e.Open), strings.TrimPrefix(describeOpen(e.Open), "open: "))
+	return fmt.Sprintf("project %s has %s (%s); choose one with --session NAME", e.Project, english.Count(len(e.Open), "open session"), strings.TrimPrefix(describeOpen(e.Open), "open: "))
 }
 
 // Latest returns the project's most recent session in any state, read-only, or ErrNoSession.

@@ -94,6 +94,33 @@ func (l *ProjectLock) HandOver(s *Session) error {
 	return nil
 }
 
+// withProject runs fn under the project's writer lock: the one l holds, or, when l keeps only
+// its sessions' locks (a run's or a review's, handed over), the project's taken for fn alone,
+// waiting for another session's apply to end. No one waits for a session while holding the
+// project, so waiting here for the project while holding a session deadlocks no one.
+func (l *ProjectLock) withProject(fn func() error) error {
+	if l == nil {
+		return fmt.Errorf("the project's writer lock is not held")
+	}
+	if l.holdsProject() {
+		return fn()
+	}
+	opts := l.opts
+	opts.Wait = true
+	f, err := l.store.WriterLock(l.project, opts)
+	if err != nil {
+		return err
+	}
+	l.f = f
+	defer func() {
+		if l.f != nil {
+			l.f.Close()
+			l.f = nil
+		}
+	}()
+	return fn()
+}
+
 // holdsProject reports whether the project's writer lock is held.
 func (l *ProjectLock) holdsProject() bool { return l != nil && l.f != nil }
 

@@ -85,9 +85,17 @@ type RollbackResult struct {
 // one, newest first, restoring content, mode and existence byte for byte. It refuses, naming them,
 // when the host changed paths after the apply.
 func (l *ProjectLock) Rollback(toID string) (*RollbackResult, error) {
-	if l.f == nil {
-		return nil, fmt.Errorf("roll back: the project lock was released")
-	}
+	var res *RollbackResult
+	err := l.withProject(func() error {
+		var err error
+		res, err = l.rollbackLocked(toID)
+		return err
+	})
+	return res, err
+}
+
+// rollbackLocked is Rollback under the project's writer lock.
+func (l *ProjectLock) rollbackLocked(toID string) (*RollbackResult, error) {
 	if msg, err := l.recover(); err != nil {
 		return nil, err
 	} else if msg != "" {

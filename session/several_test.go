@@ -354,3 +354,35 @@ func projectTree(t *testing.T, project string) map[string]string {
 	}
 	return out
 }
+
+// A review holds its session, not the project (HandOver): its apply takes the project's lock for
+// the apply alone, while another session of the project runs, and lets it go after; a rollback
+// from it does the same.
+func TestApplyFromAHeldSessionTakesTheProjectForTheApplyOnly(t *testing.T) {
+	st, project := newProject(t, map[string]file{"a.txt": {Data: "a\n"}})
+	a := named(t, st, project, "claude")
+	a.stage(t, map[string]file{"a.txt": {Data: "claude\n"}})
+	a.run(t)
+	b := named(t, st, project, "codex")
+	if err := b.s.BeginRun([]string{"codex"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.s.Apply(apply.ApplyOptions{All: true})
+	if err != nil || len(res.Files) != 1 {
+		t.Fatalf("apply from a held session while another runs: %+v, %v", res, err)
+	}
+	lk, err := st.LockProject(project, store.LockOptions{Command: "test"})
+	if err != nil {
+		t.Fatalf("the project's lock after the apply: %v", err)
+	}
+	lk.Release()
+	if _, err := a.lock.Rollback(""); err != nil {
+		t.Fatalf("rollback from a held session: %v", err)
+	}
+	if got := projectFile(t, &fixture{project: project}, "a.txt"); got != "a\n" {
+		t.Errorf("after the rollback a.txt is %q", got)
+	}
+	if err := b.s.EndRun(0); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -230,18 +230,6 @@ func (s *Session) writable(op string) error {
 	return nil
 }
 
-// projectWritable is writable for what writes the project too (apply, the index): the
-// project's writer lock must still be held, not only the session's.
-func (s *Session) projectWritable(op string) error {
-	if err := s.writable(op); err != nil {
-		return err
-	}
-	if !s.lock.holdsProject() {
-		return fmt.Errorf("%s: session %s holds only its own lock (take the project's writer lock first)", op, s.Meta.ID)
-	}
-	return nil
-}
-
 // saveMeta writes session.json atomically (temp file, fsync, rename, fsync dir).
 func (s *Session) saveMeta() error {
 	return store.WriteMeta(s.dir, s.Meta)

@@ -306,6 +306,11 @@ func (j *Jail) relock(wait bool) error {
 		return err
 	}
 	s, err := lk.Get(j.Session.ID())
+	if err == nil {
+		// The review holds its session, not the project: another session's run or review
+		// goes on meanwhile, and an apply takes the project's lock for itself.
+		err = lk.HandOver(s)
+	}
 	if err != nil {
 		lk.Release()
 		return err

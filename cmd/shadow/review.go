@@ -69,6 +69,12 @@ While a run is going on the project, the review opens read-only.`,
 func openReview(f *sessionFlags, cmd *cobra.Command) (diffview.Source, *session.Session, func(), error) {
 	lk, s, err := f.writeSession("review", cmd.ErrOrStderr())
 	if err == nil {
+		// The review holds its session, not the project: another session of the project runs
+		// or is reviewed meanwhile, and an apply takes the project's lock for itself.
+		if err = lk.HandOver(s); err != nil {
+			lk.Release()
+			return nil, nil, nil, err
+		}
 		// The config's protected paths are the session's own (writeSession set them).
 		found := stagedFindings(cmd.Context(), s, cmd.ErrOrStderr())
 		return reviewsrc.New(lk, s, reviewsrc.WithFindings(func(p string) []string { return found[p] })),
