@@ -87,6 +87,12 @@ type Options struct {
 	Profile string
 	// SessionID names the session in the status bar.
 	SessionID string
+	// SessionName is the session's name (--session NAME), shown with SessionID; empty for an
+	// unnamed session.
+	SessionName string
+	// Others, when set, lists the project's other open sessions once the agent has ended, for
+	// the end box (SPEC §15).
+	Others func() []OtherSession
 	// Preflight runs the checks before the agent starts.
 	Preflight PreflightFunc
 	// Agent runs the agent.
@@ -191,6 +197,8 @@ type Model struct {
 	// resume is how to resume the agent's conversation inside shadow, when it printed how to
 	// resume it (Options.Resume).
 	resume string
+	// others are the project's other open sessions, read when the agent ended (Options.Others).
+	others []OtherSession
 	// asks are the open questions of the jail's proxy, the first one's dialog showing (netask.go).
 	asks []NetQuestion
 	// askShown is the id of the question whose dialog was last drawn whole: the only one an
@@ -321,6 +329,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.stats.Files = *m.listed
 		}
 		return m, nil
+	case othersMsg:
+		m.others = msg
+		return m, nil
 	case listedMsg:
 		if msg.err == nil {
 			n := msg.n
@@ -442,7 +453,7 @@ func (m Model) agentExited(msg agentExitMsg) (tea.Model, tea.Cmd) {
 	m.asks = nil
 	m.now = m.opts.Now()
 	m.resume = m.resumeCommand()
-	return m, tea.Batch(m.pollStats(), countListed(m.opts.Review))
+	return m, tea.Batch(m.pollStats(), countListed(m.opts.Review), listOthers(m.opts.Others))
 }
 
 // statusNoteMsg puts a note in the status bar.

@@ -179,7 +179,10 @@ func WithJail(opts Options, j *Jail) Options {
 		opts.Stats = SessionStats(j.Session)
 	}
 	if opts.SessionID == "" {
-		opts.SessionID = j.Session.ID()
+		opts.SessionID, opts.SessionName = j.Session.ID(), j.Session.Name()
+	}
+	if opts.Others == nil && j.Store != nil {
+		opts.Others = OtherSessions(j.Store, j.Session, func(a, b string) string { return "shadow compare " + a + " " + b })
 	}
 	if opts.OnResize == nil {
 		// sandbox.Run relays SIGWINCH to the jail's PID 1, which copies the

@@ -125,6 +125,16 @@ func (m Model) endBox() string {
 		s += "\nto resume the agent's conversation, where shadow keeps its state:\n  " + m.styles.Key.Render(m.resume)
 	}
 	s += fmt.Sprintf("\n%s staged · %s\n", english.Count(m.stats.Files, "file"), english.Count(m.stats.Requests, "network request"))
+	if len(m.others) > 0 {
+		labels := make([]string, len(m.others))
+		for i, o := range m.others {
+			labels[i] = o.Label
+		}
+		s += "also open: " + strings.Join(labels, ", ") + "\n"
+		for _, o := range m.others {
+			s += "compare: " + m.styles.Key.Render(o.Compare) + "\n"
+		}
+	}
 	s += m.styles.Key.Render(m.keys.Continue.Help().Key) + " review the changes   " + m.styles.Key.Render(m.keys.Quit.Help().Key) + " quit (the session stays open)"
 	return m.dialogBox(s)
 }
@@ -151,14 +161,11 @@ func (m Model) statusBar() string {
 	var line string
 	for compact := 0; compact < 3; compact++ {
 		var parts []string
-		switch id := m.opts.SessionID; {
-		case compact == 0:
-			parts = append(parts, st.Title.Render("shadow")+" "+id)
-		case len(id) > 8 && strings.Contains(id, "-"):
-			parts = append(parts, "…"+id[strings.LastIndex(id, "-")+1:])
-		default:
-			parts = append(parts, id)
+		name := barSession(m.opts.SessionName, m.opts.SessionID, compact)
+		if compact == 0 {
+			name = st.Title.Render("shadow") + " " + name
 		}
+		parts = append(parts, name)
 		var layers []string
 		for _, l := range m.opts.Layers {
 			name := l.Name
