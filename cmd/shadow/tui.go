@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -56,19 +57,20 @@ it keeps running detached.`,
 				return err
 			}
 			if attach {
-				return attachTUI(cmd.Context(), setup)
+				return attachTUI(cmd.Context(), setup, f.session)
 			}
 			if argv, err = setup.applyPreset(argv); err != nil {
 				return usageError{msg: err.Error()}
 			}
 			lk, s, created, err := f.openSession(setup, "tui", cmd.ErrOrStderr())
 			if errors.Is(err, session.ErrBusy) {
-				if cur, e := setup.store.Current(setup.project); e == nil {
+				if cur, e := chosenSession(setup.store, setup.project, f.session); e == nil {
 					if host, e := agenthost.Find(cur); e == nil {
 						if host.Attached != nil {
 							return heldAgent(cur, setup.project, host)
 						}
-						return fmt.Errorf("a detached agent still runs in session %s of %s: shadow tui --attach comes back to it", cur.ID(), setup.project)
+						return fmt.Errorf("a detached agent still runs in session %s of %s: %s comes back to it",
+							cur.Label(), setup.project, strings.Join(append([]string{"shadow", "tui", "--attach"}, sessionArgs(setup.store, cur)...), " "))
 					}
 				}
 			}
@@ -110,13 +112,14 @@ it keeps running detached.`,
 	return cmd
 }
 
-// attachTUI opens the app on the agent running in the project's open session.
-func attachTUI(ctx context.Context, setup *runSetup) error {
+// attachTUI opens the app on the agent running in the project's open session: the one named
+// (by name or ID), else the only one.
+func attachTUI(ctx context.Context, setup *runSetup, name string) error {
 	st, err := setup.sessions()
 	if err != nil {
 		return err
 	}
-	s, err := st.Current(setup.project)
+	s, err := chosenSession(st, setup.project, name)
 	if errors.Is(err, session.ErrNoSession) {
 		return fmt.Errorf("no agent is running for %s (it has no open session); start one with shadow tui -- CMD", setup.project)
 	}
@@ -125,7 +128,7 @@ func attachTUI(ctx context.Context, setup *runSetup) error {
 	}
 	host, err := agenthost.Find(s)
 	if errors.Is(err, agenthost.ErrNoAgent) {
-		return fmt.Errorf("no agent is running in session %s of %s; start one with shadow tui -- CMD, or review it with shadow review", s.ID(), setup.project)
+		return fmt.Errorf("no agent is running in session %s of %s; start one with shadow tui -- CMD, or review it with shadow review", s.Label(), setup.project)
 	}
 	if err != nil {
 		return err
@@ -147,6 +150,38 @@ func attachTUI(ctx context.Context, setup *runSetup) error {
 	return finishTUI(ctx, opts, jail, s, setup.preset)
 }
 
+// chosenSession is the project's open session that name names (a name or an ID), or its only
+// open one when name is "", read-only.
+func chosenSession(st *session.Store, project, name string) (*session.Session, error) {
+	if name == "" {
+		return st.Current(project)
+	}
+	s, err := st.Find(project, name)
+	if err == nil && s.Project() != project {
+		return nil, fmt.Errorf("session %s belongs to project %s, not %s", s.ID(), s.Project(), project)
+	}
+	return s, err
+}
+
+// sessionArgs name s on the commands an app's last lines give: --session and its name; its ID
+// when it has none and the project has other open sessions (a command without --session would
+// not choose it); nothing when it is the project's only one.
+func sessionArgs(st *session.Store, s *session.Session) []string {
+	if s.Name() != "" {
+		return []string{"--session", s.Name()}
+	}
+	if st != nil {
+		if open, err := st.OpenSessions(s.Project()); err == nil {
+			for _, o := range open {
+				if o.ID() != s.ID() {
+					return []string{"--session", s.ID()}
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // heldAgent is the error of an app that finds the project's agent attached to another app: who
 // holds it (its process and terminal) and what can be done.
 func heldAgent(s *session.Session, project string, host agenthost.State) error {
@@ -159,6 +194,9 @@ func heldAgent(s *session.Session, project string, host agenthost.State) error {
 func finishTUI(ctx context.Context, opts ui.Options, jail *ui.Jail, s *session.Session, presetName string) error {
 	in := currentInvocation(s.Project())
 	var resume string
+	if jail.Store != nil {
+		opts.Others = ui.OtherSessions(jail.Store, s, func(a, b string) string { return in.command("compare", a, b) })
+	}
 	opts.Resume = func(screen string) string {
 		resume = in.resumeCommand(presetName, opts.Argv, screen)
 		return resume
@@ -172,7 +210,7 @@ func finishTUI(ctx context.Context, opts ui.Options, jail *ui.Jail, s *session.S
 	}
 	switch {
 	case jail.Detached():
-		fmt.Fprintf(os.Stderr, "the agent keeps running in session %s: `%s` to come back to it\n", s.ID(), in.command("tui", "--attach"))
+		fmt.Fprintf(os.Stderr, "the agent keeps running in session %s: `%s` to come back to it\n", s.Label(), in.command(append([]string{"tui", "--attach"}, sessionArgs(jail.Store, s)...)...))
 	case code != exitBlocked:
 		fmt.Fprintln(os.Stderr, comeBackLine(jail.Store, s, in))
 	}
@@ -189,12 +227,12 @@ func comeBackLine(st *session.Store, s *session.Session, in invocation) string {
 	}
 	switch s.Meta.State {
 	case session.StateApplied:
-		return fmt.Sprintf("session %s is applied: nothing is pending (`%s` undoes the apply)", s.ID(), in.command("apply", "--rollback"))
+		return fmt.Sprintf("session %s is applied: nothing is pending (`%s` undoes the apply)", s.Label(), in.command("apply", "--rollback"))
 	case session.StateDiscarded:
-		return fmt.Sprintf("session %s is discarded", s.ID())
+		return fmt.Sprintf("session %s is discarded", s.Label())
 	}
 	if cs, err := s.Changes(); err == nil && len(cs.Changes) == 0 {
-		return fmt.Sprintf("session %s stays open, with nothing staged", s.ID())
+		return fmt.Sprintf("session %s stays open, with nothing staged", s.Label())
 	}
-	return fmt.Sprintf("session %s: `%s` to come back to it", s.ID(), in.command("review"))
+	return fmt.Sprintf("session %s: `%s` to come back to it", s.Label(), in.command(append([]string{"review"}, sessionArgs(st, s)...)...))
 }
