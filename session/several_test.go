@@ -386,3 +386,73 @@ func TestApplyFromAHeldSessionTakesTheProjectForTheApplyOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Keeping the better of two agents' work, file by file: one session takes another's version of
+// a file, a new file and a deletion, as a step of its own that its log names and a revert
+// undoes; a path the other did not change is refused with nothing written.
+func TestTakeKeepsTheOtherSessionsVersion(t *testing.T) {
+	st, project := newProject(t, map[string]file{"a.txt": {Data: lines50()}, "gone.txt": {Data: "x\n"}, "keep.txt": {Data: "k\n"}})
+	a := named(t, st, project, "claude")
+	a.stage(t, map[string]file{"a.txt": {Data: lines50(3, "claude 3")}, "keep.txt": {Data: "claude\n"}})
+	a.run(t)
+	b := named(t, st, project, "codex")
+	b.stage(t, map[string]file{"a.txt": {Data: lines50(30, "codex 30")}, "dir/new.txt": {Data: "codex\n"}})
+	b.whiteout(t, "gone.txt")
+	b.run(t)
+	before, err := a.s.Checkpoints()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.s.Take(b.s, []string{"keep.txt"}); err == nil || !strings.Contains(err.Error(), "did not change") {
+		t.Fatalf("taking a path the other did not change: %v", err)
+	}
+	if _, err := a.s.Take(a.s, []string{"a.txt"}); err == nil {
+		t.Fatal("a session took from itself")
+	}
+	if cps, _ := a.s.Checkpoints(); len(cps) != len(before) {
+		t.Fatalf("a refused take wrote checkpoints: %v", cps)
+	}
+	taken, err := a.s.Take(b.s, []string{"a.txt", "dir", "gone.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(taken)
+	if strings.Join(taken, " ") != "a.txt dir/new.txt gone.txt" {
+		t.Errorf("taken %v", taken)
+	}
+	got := map[string]string{}
+	for _, c := range a.changes(t).Changes {
+		data := ""
+		if c.New.Kind == KindFile {
+			_, n, err := a.s.Contents(&c, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data = string(n)
+		}
+		got[c.Path] = string(c.Status) + " " + data
+	}
+	want := map[string]string{"a.txt": "M " + lines50(30, "codex 30"), "dir/new.txt": "A codex\n", "gone.txt": "D ", "keep.txt": "M claude\n"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("claude's changes after taking codex's:\n%v\nwant\n%v", got, want)
+	}
+	cps, err := a.s.Checkpoints()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A session staged before checkpoints existed (these fixtures stage without a jail) gets
+	// its staging layer as c1 first: the take is the step after it.
+	last := cps[len(cps)-1]
+	if len(cps) < 2 || last.Trigger != "take" || !strings.Contains(last.Prompt, "codex") {
+		t.Fatalf("the take's step: %+v", cps)
+	}
+	if _, err := a.s.Revert(cps[len(cps)-2].ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := statuses(a.changes(t)); strings.Join(got, ",") != "M a.txt,M keep.txt" {
+		t.Errorf("after reverting the take: %v", got)
+	}
+	if cs := b.changes(t); len(cs.Changes) != 3 {
+		t.Errorf("the take changed codex's session: %v", statuses(cs))
+	}
+}

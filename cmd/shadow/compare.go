@@ -12,6 +12,7 @@ import (
 
 	"github.com/shadow-sandbox/shadow/diffview"
 	"github.com/shadow-sandbox/shadow/diffview/diff"
+	"github.com/shadow-sandbox/shadow/internal/english"
 	"github.com/shadow-sandbox/shadow/internal/jsonout"
 	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/session"
@@ -21,8 +22,9 @@ import (
 func newCompareCmd() *cobra.Command {
 	var project string
 	var stat, nameOnly, asJSON bool
+	var take string
 	cmd := &cobra.Command{
-		Use:   "compare [--stat|--name-only|--json] [--project DIR] A B [PATH...]",
+		Use:   "compare [--stat|--name-only|--json] [--project DIR] A B [PATH...] | compare --take A|B A B PATH...",
 		Short: "Show two sessions' changes side by side, file by file",
 		Long: `compare shows what two sessions of one project staged, path by path, to keep the better of
 two agents' work on the same task. A and B are each a session ID or the name of an open session
@@ -35,7 +37,12 @@ never their bytes. On a terminal the text is coloured and control characters are
 --stat prints one line a path (A only, B only, both, same, or both, differ +added -deleted from A
 to B), --name-only the paths, --json the comparison with both sessions' changes. It reads only:
 nothing is applied, and it works while a run is going (a run's writes are compared once it ends).
-A and B must be two sessions of the same project.`,
+A and B must be two sessions of the same project.
+
+--take B (or A) keeps that session's version of each PATH: the other session stages it, as a step
+of its own (a checkpoint named "take, from B" that 'shadow log' lists and 'shadow revert' undoes),
+so that the better file of each agent ends up in one session to review and apply. A deletion is
+taken only as root.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) < 2 {
 				return usageError{msg: "compare needs two sessions: shadow compare A B [PATH...]"}
@@ -54,6 +61,9 @@ A and B must be two sessions of the same project.`,
 			paths, err := projectPaths(a.Project(), args[2:])
 			if err != nil {
 				return err
+			}
+			if take != "" {
+				return takeCompared(cmd, a, b, take, args[0], args[1], paths)
 			}
 			for _, s := range []*session.Session{a, b} {
 				warnIncomplete(stderr, s)
@@ -90,6 +100,7 @@ A and B must be two sessions of the same project.`,
 			return writeCompare(out, a, b, entries, isTerminal(out))
 		},
 	}
+	cmd.Flags().StringVar(&take, "take", "", "keep session A's or B's version of each PATH: the other session stages it as a step of its own")
 	cmd.Flags().StringVar(&project, "project", "", "project directory (default: the git top level, else the working directory)")
 	cmd.Flags().BoolVar(&stat, "stat", false, "show one line a path instead of the diffs")
 	cmd.Flags().BoolVar(&nameOnly, "name-only", false, "show only the paths either session changed")
@@ -532,4 +543,62 @@ func compareDocOf(a, b *session.Session, entries []*compared) *compareDoc {
 		doc.Files = append(doc.Files, f)
 	}
 	return doc
+}
+
+// takeCompared stages in the other session of a and b the version of each of paths that the
+// session --take names (by the argument that named it, its name or its ID) staged.
+func takeCompared(cmd *cobra.Command, a, b *session.Session, take, argA, argB string, paths []string) error {
+	from, into := a, b
+	switch take {
+	case argA, a.ID(), a.Name():
+	case argB, b.ID(), b.Name():
+		from, into = b, a
+	default:
+		return usageError{msg: fmt.Sprintf("--take names one of the two sessions compared (%s or %s), not %q", argA, argB, take)}
+	}
+	if take == "" || len(paths) == 0 {
+		return usageError{msg: "--take needs the paths to take: shadow compare --take B A B PATH..."}
+	}
+	st, err := openStore()
+	if err != nil {
+		return err
+	}
+	lk, err := st.LockProject(into.Project(), session.LockOptions{Command: "compare --take"})
+	if err != nil {
+		return err
+	}
+	defer lk.Release()
+	if lk.Recovered != "" {
+		sayErr(cmd.ErrOrStderr(), "shadow:", lk.Recovered)
+	}
+	w, err := lk.Get(into.ID())
+	if err != nil {
+		return err
+	}
+	if err := lk.HandOver(w); err != nil {
+		return err
+	}
+	w.SetProtected(protectedFromConfig(w.Project()))
+	taken, err := w.Take(from, paths)
+	if err != nil {
+		return err
+	}
+	cps, err := w.Checkpoints()
+	if err != nil {
+		return err
+	}
+	step := ""
+	if len(cps) > 0 {
+		step = " as step " + cps[len(cps)-1].ID
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s took %s from %s%s; review with `shadow review --session %s`\n", w.Label(), english.Count(len(taken), "path"), from.Label(), step, sessionArg(w))
+	return nil
+}
+
+// sessionArg is how a command names s in --session: its name, else its ID.
+func sessionArg(s *session.Session) string {
+	if s.Name() != "" {
+		return s.Name()
+	}
+	return s.ID()
 }

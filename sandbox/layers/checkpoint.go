@@ -47,6 +47,7 @@ const (
 	CheckpointPrompt = "prompt"  // input submitted to the agent
 	CheckpointQuiet  = "quiet"   // writes, then a few seconds without any
 	CheckpointManual = "manual"  // asked for
+	CheckpointTake   = "take"    // another session's version of some paths, taken (shadow compare --take)
 )
 
 // MergedFile, in the checkpoint directory, holds the number of the last
