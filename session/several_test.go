@@ -456,3 +456,36 @@ func TestTakeKeepsTheOtherSessionsVersion(t *testing.T) {
 		t.Errorf("the take changed codex's session: %v", statuses(cs))
 	}
 }
+
+// Taking hunks: of the diff from one session's version of a file to another's, only the hunks
+// named come over; the rest of the first session's version stays. A hunk the diff lacks, or a
+// path the other did not stage as text, is refused with nothing written.
+func TestTakeHunks(t *testing.T) {
+	st, project := newProject(t, map[string]file{"a.txt": {Data: lines50()}, "b.txt": {Data: "b\n"}})
+	a := named(t, st, project, "claude")
+	a.stage(t, map[string]file{"a.txt": {Data: lines50(5, "claude 5", 30, "claude 30")}})
+	a.run(t)
+	b := named(t, st, project, "codex")
+	b.stage(t, map[string]file{"a.txt": {Data: lines50(5, "codex 5", 45, "codex 45")}, "b.txt": {Data: "codex\n"}})
+	b.run(t)
+	if n, err := a.s.TakeHunks(b.s, "a.txt", []int{4}); err == nil || n != 3 || !strings.Contains(err.Error(), "3 hunks") {
+		t.Fatalf("a hunk the diff lacks: %d, %v", n, err)
+	}
+	if _, err := a.s.TakeHunks(b.s, "b.txt", []int{1}); err == nil || !strings.Contains(err.Error(), "claude") {
+		t.Fatalf("a path the taking session did not stage: %v", err)
+	}
+	if _, err := a.s.TakeHunks(b.s, "a.txt", []int{1, 3}); err != nil {
+		t.Fatal(err)
+	}
+	c, ok := a.changes(t).Find("a.txt")
+	if !ok {
+		t.Fatal("a.txt is no change of claude's after the take")
+	}
+	_, got, err := a.s.Contents(c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := lines50(5, "codex 5", 30, "claude 30", 45, "codex 45"); string(got) != want {
+		t.Errorf("claude's a.txt after taking hunks 1 and 3 of codex's:\n%s", got)
+	}
+}

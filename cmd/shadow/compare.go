@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -22,7 +23,7 @@ import (
 func newCompareCmd() *cobra.Command {
 	var project string
 	var stat, nameOnly, asJSON bool
-	var take string
+	var take, hunks string
 	cmd := &cobra.Command{
 		Use:   "compare [--stat|--name-only|--json] [--project DIR] A B [PATH...] | compare --take A|B A B PATH...",
 		Short: "Show two sessions' changes side by side, file by file",
@@ -42,7 +43,9 @@ A and B must be two sessions of the same project.
 --take B (or A) keeps that session's version of each PATH: the other session stages it, as a step
 of its own (a checkpoint named "take, from B" that 'shadow log' lists and 'shadow revert' undoes),
 so that the better file of each agent ends up in one session to review and apply. A deletion is
-taken only as root.`,
+taken only as root. With --hunks 1,3 and one PATH that both sessions changed as text, only those
+hunks of the diff from the receiving session's version to the other's come over (numbered in the
+order 'shadow compare RECEIVER OTHER PATH' prints them); the rest of the receiving version stays.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) < 2 {
 				return usageError{msg: "compare needs two sessions: shadow compare A B [PATH...]"}
@@ -63,7 +66,7 @@ taken only as root.`,
 				return err
 			}
 			if take != "" {
-				return takeCompared(cmd, a, b, take, args[0], args[1], paths)
+				return takeCompared(cmd, a, b, take, hunks, args[0], args[1], paths)
 			}
 			for _, s := range []*session.Session{a, b} {
 				warnIncomplete(stderr, s)
@@ -101,6 +104,7 @@ taken only as root.`,
 		},
 	}
 	cmd.Flags().StringVar(&take, "take", "", "keep session A's or B's version of each PATH: the other session stages it as a step of its own")
+	cmd.Flags().StringVar(&hunks, "hunks", "", "with --take and one PATH both sessions changed: take only these hunks (1,3), numbered as compare prints the diff from the receiving session's version to the other's")
 	cmd.Flags().StringVar(&project, "project", "", "project directory (default: the git top level, else the working directory)")
 	cmd.Flags().BoolVar(&stat, "stat", false, "show one line a path instead of the diffs")
 	cmd.Flags().BoolVar(&nameOnly, "name-only", false, "show only the paths either session changed")
@@ -547,7 +551,7 @@ func compareDocOf(a, b *session.Session, entries []*compared) *compareDoc {
 
 // takeCompared stages in the other session of a and b the version of each of paths that the
 // session --take names (by the argument that named it, its name or its ID) staged.
-func takeCompared(cmd *cobra.Command, a, b *session.Session, take, argA, argB string, paths []string) error {
+func takeCompared(cmd *cobra.Command, a, b *session.Session, take, hunks, argA, argB string, paths []string) error {
 	from, into := a, b
 	switch take {
 	case argA, a.ID(), a.Name():
@@ -579,8 +583,24 @@ func takeCompared(cmd *cobra.Command, a, b *session.Session, take, argA, argB st
 		return err
 	}
 	w.SetProtected(protectedFromConfig(w.Project()))
-	taken, err := w.Take(from, paths)
-	if err != nil {
+	var taken []string
+	if hunks != "" {
+		if len(paths) != 1 {
+			return usageError{msg: "--hunks takes hunks of one PATH"}
+		}
+		var pick []int
+		for _, f := range strings.Split(hunks, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				return usageError{msg: fmt.Sprintf("--hunks: %q is not a hunk number (1, 2, ...)", f)}
+			}
+			pick = append(pick, n)
+		}
+		if _, err := w.TakeHunks(from, paths[0], pick); err != nil {
+			return err
+		}
+		taken = paths
+	} else if taken, err = w.Take(from, paths); err != nil {
 		return err
 	}
 	cps, err := w.Checkpoints()

@@ -47,3 +47,23 @@ func TestCompareTake(t *testing.T) {
 		}
 	}
 }
+
+// compare --take --hunks takes only the hunks named of one file's diff from the receiving
+// session's version to the other's.
+func TestCompareTakeHunks(t *testing.T) {
+	c, project, _, _ := compareFixture(t)
+	// differ.txt: claude "1\nA's line\n3\n", codex "1\nB's line\n3\n": one hunk.
+	if _, errs, code := c.run(project, "compare", "claude", "codex", "--take", "codex", "--hunks", "2", "differ.txt"); code == 0 || !strings.Contains(errs, "1 hunk") {
+		t.Errorf("a hunk the diff lacks: exit %d, %q", code, errs)
+	}
+	if _, errs, code := c.run(project, "compare", "claude", "codex", "--take", "codex", "--hunks", "1", "differ.txt", "same.txt"); code != 2 || !strings.Contains(errs, "one PATH") {
+		t.Errorf("--hunks with two paths: exit %d, %q", code, errs)
+	}
+	out, errs, code := c.run(project, "compare", "claude", "codex", "--take", "codex", "--hunks", "1", "differ.txt")
+	if code != 0 || !strings.Contains(out, "took 1 path from codex") {
+		t.Fatalf("compare --take --hunks: exit %d\n%s%s", code, out, errs)
+	}
+	if stat := c.must(project, "compare", "claude", "codex", "--stat", "differ.txt"); !strings.Contains(stat, "both, same") {
+		t.Errorf("after taking codex's only hunk of differ.txt:\n%s", stat)
+	}
+}
