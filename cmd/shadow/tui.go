@@ -198,7 +198,7 @@ func finishTUI(ctx context.Context, opts ui.Options, jail *ui.Jail, s *session.S
 		opts.Others = ui.OtherSessions(jail.Store, s, func(a, b string) string { return in.command("compare", a, b) })
 	}
 	opts.Resume = func(screen string) string {
-		resume = in.resumeCommand(presetName, opts.Argv, screen)
+		resume = resumeInSession(in, jail.Store, s, presetName, opts.Argv, screen)
 		return resume
 	}
 	code, err := ui.Run(ctx, opts)
@@ -215,6 +215,18 @@ func finishTUI(ctx context.Context, opts ui.Options, jail *ui.Jail, s *session.S
 		fmt.Fprintln(os.Stderr, comeBackLine(jail.Store, s, in))
 	}
 	return withCode(code, nil)
+}
+
+// resumeInSession is the command that resumes the agent's conversation (invocation.resumeCommand)
+// in session s, where its changes are staged: with --session when the project has others open.
+func resumeInSession(in invocation, st *session.Store, s *session.Session, presetName string, argv []string, screen string) string {
+	resume := in.resumeCommand(presetName, argv, screen)
+	if rest, ok := strings.CutPrefix(resume, in.command("tui")); ok {
+		if sel := sessionArgs(st, s); len(sel) > 0 {
+			resume = in.command(append([]string{"tui"}, sel...)...) + rest
+		}
+	}
+	return resume
 }
 
 // comeBackLine is the last line of an app that ends with the session still there: how to come

@@ -169,6 +169,17 @@ func TestComeBackHintOfSeveralSessions(t *testing.T) {
 			}
 		}
 	}
+	// The command that resumes an agent's conversation continues the session it ran in.
+	screen := "Resume this session with:\nclaude --resume 0af91b17-ff13-4f87-8e86-1e62469a60c0\n"
+	for _, tc := range []struct {
+		s   *session.Session
+		sel string
+	}{{alone, alone.ID()}, {codex, "codex"}} {
+		got := resumeInSession(in, st, tc.s, "", []string{"claude"}, screen)
+		if want := " tui --session " + tc.sel + " --project " + p + " -- claude --resume 0af91b17-ff13-4f87-8e86-1e62469a60c0"; !strings.HasSuffix(got, want) {
+			t.Errorf("resume command of %s:\n got %s\nwant …%s", tc.sel, got, want)
+		}
+	}
 	var several *session.SeveralOpenError
 	if _, err := chosenSession(st, p, ""); !errors.As(err, &several) {
 		t.Errorf("chosenSession without a name, two open: %v, want a SeveralOpenError", err)
