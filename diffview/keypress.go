@@ -164,6 +164,8 @@ func (m *Model) browseAction(msg tea.KeyPressMsg) (cmd tea.Cmd, hint bool) {
 		m.mode = modeConfirmApply
 	case key.Matches(msg, k.Rollback):
 		m.mode = modeConfirmRollback
+	case key.Matches(msg, k.Take):
+		return m.takeCmd(), false
 	}
 	return nil, true
 }

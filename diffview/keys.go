@@ -34,6 +34,7 @@ type KeyMap struct {
 	NextMatch, PrevMatch key.Binding
 	Apply                key.Binding
 	Rollback             key.Binding
+	Take                 key.Binding
 	Confirm, Cancel      key.Binding
 	Help                 key.Binding
 	Quit                 key.Binding
@@ -80,6 +81,7 @@ func DefaultKeyMap() KeyMap {
 		PrevMatch:     b([]string{"N"}, "N", "previous match"),
 		Apply:         b([]string{"w"}, "w", "apply (asks y)"),
 		Rollback:      b([]string{"b"}, "b", "roll back last apply (asks y)"),
+		Take:          b([]string{"T"}, "T", "take the other session's version of the file"),
 		Confirm:       b([]string{"y"}, "y", "confirm"),
 		Cancel:        b([]string{"n", "esc"}, "n/esc", "cancel"),
 		Help:          b([]string{"?"}, "?", "help"),
@@ -102,7 +104,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.PrevStep, k.NextStep, k.AllSteps},
 		{k.NextHunk, k.PrevHunk, k.NextFile, k.PrevFile, k.NextUndecided, k.Search, k.NextMatch, k.PrevMatch},
 		{k.Accept, k.Reject, k.AcceptFile, k.RejectFile, k.AcceptAll, k.Split, k.SelectLine, k.Edit},
-		{k.Undo, k.ToggleView, k.ScrollLeft, k.ScrollRight, k.Apply, k.Rollback, k.Help, k.Quit},
+		{k.Undo, k.ToggleView, k.ScrollLeft, k.ScrollRight, k.Apply, k.Rollback, k.Take, k.Help, k.Quit},
 	}
 }
 
@@ -119,7 +121,7 @@ func (k *KeyMap) actions() map[string]*key.Binding {
 		"split": &k.Split, "select-line": &k.SelectLine, "edit": &k.Edit, "undo": &k.Undo,
 		"toggle-view": &k.ToggleView, "scroll-left": &k.ScrollLeft, "scroll-right": &k.ScrollRight, "expand": &k.Expand, "search": &k.Search,
 		"next-match": &k.NextMatch, "prev-match": &k.PrevMatch, "apply": &k.Apply,
-		"rollback": &k.Rollback, "confirm": &k.Confirm, "cancel": &k.Cancel, "help": &k.Help, "quit": &k.Quit,
+		"rollback": &k.Rollback, "take": &k.Take, "confirm": &k.Confirm, "cancel": &k.Cancel, "help": &k.Help, "quit": &k.Quit,
 	}
 }
 

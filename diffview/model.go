@@ -175,7 +175,13 @@ type (
 		err      error
 		readOnly string // why the source takes no change, or ""
 	}
-	savedMsg   struct{ err error }
+	savedMsg struct{ err error }
+	// takenMsg is the end of a take from the other session, with the files loaded again.
+	takenMsg struct {
+		path, other string
+		err         error
+		loaded      loadedMsg
+	}
 	appliedMsg struct {
 		out      Outcome
 		err      error
@@ -214,6 +220,33 @@ func (m Model) load() tea.Cmd {
 		}
 		files, err := src.Load()
 		return loadedMsg{files: files, err: err, readOnly: readOnlyOf(src)}
+	}
+}
+
+// takeCmd stages the other session's version of the selected file (Taker), then loads the files
+// again.
+func (m *Model) takeCmd() tea.Cmd {
+	t, ok := m.src.(Taker)
+	switch {
+	case !ok:
+		m.setStatus("no other session to take from: open the review with --with OTHER")
+		return nil
+	case m.busy:
+		return nil
+	case m.cur >= len(m.files):
+		return nil
+	}
+	path, src := m.files[m.cur].File.Path, m.src
+	m.busy = true
+	m.setStatus(fmt.Sprintf("taking %s's version of %s…", t.Other(), path))
+	return func() tea.Msg {
+		err := t.TakeOther(path)
+		msg := takenMsg{path: path, other: t.Other(), err: err}
+		if err == nil {
+			files, lerr := src.Load()
+			msg.loaded = loadedMsg{files: files, err: lerr, readOnly: readOnlyOf(src)}
+		}
+		return msg
 	}
 }
 
@@ -268,6 +301,18 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		return m, m.flush()
 	case appliedMsg:
 		return m.applied(msg)
+	case takenMsg:
+		m.busy = false
+		if msg.err != nil {
+			m.setError(fmt.Sprintf("take %s from %s: %v", msg.path, msg.other, msg.err))
+			return m, nil
+		}
+		if msg.loaded.err != nil {
+			m.setError(fmt.Sprintf("load changes: %v", msg.loaded.err))
+			return m, nil
+		}
+		m.SetFiles(msg.loaded.files)
+		m.setStatus(fmt.Sprintf("took %s's version of %s (a step of its own: shadow log, shadow revert)", msg.other, msg.path))
 	case editReadyMsg:
 		if msg.err != nil {
 			m.setError(fmt.Sprintf("edit hunk: %v", msg.err))

@@ -69,13 +69,16 @@ func (k KeyMap) changes(msg tea.KeyPressMsg) bool {
 // changing is the bindings that decide, apply or roll back.
 func (k *KeyMap) changing() []*key.Binding {
 	return []*key.Binding{&k.Accept, &k.Reject, &k.AcceptFile, &k.RejectFile, &k.AcceptAll,
-		&k.Split, &k.SelectLine, &k.Edit, &k.Undo, &k.Apply, &k.Rollback}
+		&k.Split, &k.SelectLine, &k.Edit, &k.Undo, &k.Apply, &k.Rollback, &k.Take}
 }
 
 // helpKeys is the key map the help shows: a read-only review leaves out the
 // keys it refuses.
 func (m *Model) helpKeys() KeyMap {
 	k := m.keys
+	if _, ok := m.src.(Taker); !ok {
+		k.Take.SetEnabled(false) // only a review beside another session takes from it
+	}
 	if m.readOnly {
 		for _, b := range k.changing() {
 			b.SetEnabled(false)

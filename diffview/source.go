@@ -70,6 +70,16 @@ type Source interface {
 	Rollback() (Outcome, error)
 }
 
+// Taker is a Source over a session reviewed beside another (`shadow review --with OTHER`): it can
+// stage the other session's version of a file in place of this one's, to keep the better of two
+// agents' work file by file. The review then loads the files again.
+type Taker interface {
+	// Other names the other session.
+	Other() string
+	// TakeOther stages the other session's version of path in this one.
+	TakeOther(path string) error
+}
+
 // Plan is what an apply from the review screen will write and leave out,
 // shown for confirmation before anything is written.
 type Plan struct {

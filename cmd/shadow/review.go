@@ -20,8 +20,9 @@ import (
 
 func newReviewCmd() *cobra.Command {
 	var f sessionFlags
+	var with string
 	cmd := &cobra.Command{
-		Use:   "review [--session ID]",
+		Use:   "review [--session ID|NAME] [--with OTHER]",
 		Short: "Review the staged changes hunk by hunk, apply the accepted ones, roll back",
 		Long: `review opens the hunk-level review screen on the session: the changed files on the left,
 the diff on the right. Accept (a) or reject (r) each hunk, a whole file (A/R) or everything
@@ -29,7 +30,12 @@ the diff on the right. Accept (a) or reject (r) each hunk, a whole file (A/R) or
 roll back (b). Decisions are saved as they are made: quit (q) and come back later. ? shows every
 key.
 
-While a run is going on the project, the review opens read-only.`,
+While a run is going on the session, the review opens read-only.
+
+With --with OTHER (another session of the project, by name or ID: two agents on one task), T
+takes OTHER's version of the selected file into the reviewed session, as a step of its own that
+'shadow log' lists and 'shadow revert' undoes; 'shadow compare' shows the two side by side, and
+its --take --hunks takes single hunks.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !isTerminal(cmd.OutOrStdout()) {
@@ -39,7 +45,7 @@ While a run is going on the project, the review opens read-only.`,
 				}
 				return usageError{msg: "review needs a terminal; use `shadow diff` or `shadow diff --json` in scripts"}
 			}
-			src, s, release, err := openReview(&f, cmd)
+			src, s, release, err := openReview(&f, cmd, with)
 			if err != nil {
 				return err
 			}
@@ -61,12 +67,13 @@ While a run is going on the project, the review opens read-only.`,
 		},
 	}
 	f.register(cmd, true)
+	cmd.Flags().StringVar(&with, "with", "", "review beside another session of the project (its name or ID): T takes its version of the selected file")
 	return cmd
 }
 
 // openReview opens the session for review: writable under the project's writer lock, or, while
 // another shadow (a run) holds that lock, read-only.
-func openReview(f *sessionFlags, cmd *cobra.Command) (diffview.Source, *session.Session, func(), error) {
+func openReview(f *sessionFlags, cmd *cobra.Command, with string) (diffview.Source, *session.Session, func(), error) {
 	lk, s, err := f.writeSession("review", cmd.ErrOrStderr())
 	if err == nil {
 		// The review holds its session, not the project: another session of the project runs
@@ -77,8 +84,16 @@ func openReview(f *sessionFlags, cmd *cobra.Command) (diffview.Source, *session.
 		}
 		// The config's protected paths are the session's own (writeSession set them).
 		found := stagedFindings(cmd.Context(), s, cmd.ErrOrStderr())
-		return reviewsrc.New(lk, s, reviewsrc.WithFindings(func(p string) []string { return found[p] })),
-			s, func() { lk.Release() }, nil
+		src := reviewsrc.New(lk, s, reviewsrc.WithFindings(func(p string) []string { return found[p] }))
+		if with == "" {
+			return src, s, func() { lk.Release() }, nil
+		}
+		other, err := besideSession(s, with)
+		if err != nil {
+			lk.Release()
+			return nil, nil, nil, err
+		}
+		return reviewsrc.Beside(src, other), s, func() { lk.Release() }, nil
 	}
 	if !errors.Is(err, session.ErrBusy) {
 		return nil, nil, nil, err
@@ -94,6 +109,26 @@ func openReview(f *sessionFlags, cmd *cobra.Command) (diffview.Source, *session.
 		why = fmt.Sprintf("shadow %s holds the project: decide once it ends", busy.Holder)
 	}
 	return reviewsrc.ReadOnly{Source: reviewsrc.New(nil, s), Why: why}, s, func() {}, nil
+}
+
+// besideSession is the session --with names (an ID, or the name of an open session of s's
+// project), read-only: the review of s can take its version of a file.
+func besideSession(s *session.Session, with string) (*session.Session, error) {
+	st, err := openStore()
+	if err != nil {
+		return nil, err
+	}
+	other, err := st.Find(s.Project(), with)
+	if err != nil {
+		return nil, err
+	}
+	if other.ID() == s.ID() {
+		return nil, usageError{msg: fmt.Sprintf("--with %s is the session reviewed: name another session of the project", with)}
+	}
+	if other.Project() != s.Project() {
+		return nil, usageError{msg: fmt.Sprintf("--with %s is a session of %s, not of %s", with, other.Project(), s.Project())}
+	}
+	return other, nil
 }
 
 // editor is the command the review's `e` key runs.

@@ -94,7 +94,7 @@ func ApplyKeys(k *KeyMap, r *diffview.KeyMap, table map[string][]string) error {
 		"accept-file": &r.AcceptFile, "reject-file": &r.RejectFile, "accept-all": &r.AcceptAll,
 		"split": &r.Split, "select-line": &r.SelectLine, "edit": &r.Edit, "undo": &r.Undo,
 		"toggle-view": &r.ToggleView, "search": &r.Search, "next-match": &r.NextMatch, "prev-match": &r.PrevMatch,
-		"apply": &r.Apply, "rollback": &r.Rollback, "help": &r.Help, "quit": &r.Quit,
+		"apply": &r.Apply, "rollback": &r.Rollback, "take": &r.Take, "help": &r.Help, "quit": &r.Quit,
 		"prev-step": &r.PrevStep, "next-step": &r.NextStep, "all-steps": &r.AllSteps,
 	}
 	names := make([]string, 0, len(table))
