@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/shadow-sandbox/shadow/session"
 )
@@ -51,7 +52,11 @@ func TestTUISessionsSideBySideInTmux(t *testing.T) {
 	app := func(name, line, edit string) *tmuxScreen {
 		agent := fmt.Sprintf(`sed -i 's/^%s$/%s/' f.txt && echo %s > %s.txt; printf 'agent-%%s\n' %s-ready; read x; printf 'agent-%%s\n' %s-done`,
 			line, edit, name, name, name, name)
-		script := shellQuote(c.bin) + " tui --session " + name + " -- sh -c " + shellQuote(agent) + "; echo " + strings.ToUpper(name) + "-EXIT=$?"
+		bin := shellQuote(c.bin)
+		// Detached, the app comes back with tui --attach, which asks which session (exit 2)
+		// without --session and takes the one named with it.
+		script := bin + " tui --session " + name + " -- sh -c " + shellQuote(agent) + "; echo DETACHED=$?; " +
+			bin + " tui --attach; echo UNNAMED=$?; read y; " + bin + " tui --attach --session " + name + "; echo " + strings.ToUpper(name) + "-EXIT=$?"
 		scr := newTmuxOn(t, fmt.Sprintf("shadow-test-%d-%s", os.Getpid(), name), p, env, "sh", "-c", script)
 		scr.waitFor("allowed")
 		scr.keys("Enter", "agent-"+name+"-ready")
@@ -68,6 +73,21 @@ func TestTUISessionsSideBySideInTmux(t *testing.T) {
 		if bar := regexp.MustCompile(`(?m)^ ` + name + ` │ .*│`); !bar.MatchString(scr.screen()) {
 			t.Errorf("the status bar of session %s does not name it:\n%s", name, scr.screen())
 		}
+	}
+
+	// Each detaches, and comes back to its own agent by its session's name.
+	for name, scr := range map[string]*tmuxScreen{"a": a, "b": b} {
+		scr.keys("C-]", "detach (the agent keeps running)", "D", "UNNAMED=")
+		flat := strings.Join(strings.Fields(scr.screen()), "")
+		if !strings.Contains(flat, "DETACHED=0") || !strings.Contains(flat, "tui--attach--session"+name) {
+			t.Errorf("detaching session %s does not say how to come back to it:\n%s", name, scr.screen())
+		}
+		if !strings.Contains(flat, "UNNAMED=2") || !strings.Contains(flat, "chooseonewith--session") {
+			t.Errorf("tui --attach without --session, two sessions open, does not ask which (exit 2):\n%s", scr.screen())
+		}
+		// The app is back on the agent's pane, its status bar naming the session.
+		scr.send("Enter")
+		waitMatch(scr, regexp.MustCompile(`agent-`+name+`-ready[\s\S]*\n `+name+` │ `))
 	}
 
 	// Each end box names the other session and how to compare the two.
@@ -187,5 +207,21 @@ func TestComeBackHintOfSeveralSessions(t *testing.T) {
 	other := fixture(t, map[string]string{"c.txt": "1\n"})
 	if _, err := chosenSession(st, other, alone.ID()); err == nil {
 		t.Errorf("chosenSession takes the ID of another project's session")
+	}
+}
+
+// waitMatch polls the screen until re matches it.
+func waitMatch(s *tmuxScreen, re *regexp.Regexp) string {
+	s.t.Helper()
+	deadline := time.Now().Add(screenDeadline)
+	for {
+		scr := s.screen()
+		if re.MatchString(scr) {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("screen never matched %s; it shows:\n%s", re, scr)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
