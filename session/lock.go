@@ -139,13 +139,16 @@ func (l *ProjectLock) writer(s *Session) (*Session, error) {
 	if !l.holdsProject() {
 		return nil, fmt.Errorf("session %s: the project lock was released", s.Meta.ID)
 	}
-	nowait := l.opts
+	// A session's lock is held for as long as its run goes: never Brief, as the project's may be.
+	held := l.opts
+	held.Brief = false
+	nowait := held
 	nowait.Wait = false
 	f, err := l.store.SessionLock(l.project, s.Meta.ID, s.Label(), nowait)
 	if errors.Is(err, store.ErrBusy) && l.opts.Wait {
 		l.f.Close()
 		l.f = nil
-		if f, err = l.store.SessionLock(l.project, s.Meta.ID, s.Label(), l.opts); err != nil {
+		if f, err = l.store.SessionLock(l.project, s.Meta.ID, s.Label(), held); err != nil {
 			return nil, err
 		}
 		if l.f, err = l.store.WriterLock(l.project, l.opts); err != nil {

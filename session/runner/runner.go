@@ -59,7 +59,9 @@ type Opened struct {
 // o.Name names), or opens one, then keeps only that session's staging lock. When the lock was taken but no session could be, the lock is released and the
 // Opened returned with the error holds only Recovered.
 func Open(st *session.Store, o OpenOptions) (*Opened, error) {
-	lk, err := st.LockProject(o.Project, store.LockOptions{Wait: o.Wait, Command: o.Command})
+	// The project's lock is held only while the session is chosen: a run starting beside
+	// another of the project waits that moment out rather than failing (Brief).
+	lk, err := st.LockProject(o.Project, store.LockOptions{Wait: o.Wait, Command: o.Command, Brief: true})
 	if err != nil {
 		return nil, err
 	}

@@ -274,6 +274,9 @@ type LockOptions struct {
 	Wait bool
 	// Command names the operation holding the lock (run, apply...), shown to a second writer.
 	Command string
+	// Brief says the lock is held only for a moment (a run choosing its session before it hands
+	// the project over): another writer waits for it, up to RecoveryWait, instead of failing.
+	Brief bool
 }
 
 // RecoveryCommand names the lock's holder when a command that only reads takes the writer lock to
@@ -291,6 +294,16 @@ func HolderCommand(f *os.File) string {
 		return fields[2]
 	}
 	return ""
+}
+
+// HolderWaits reports whether a writer that finds the lock file f held waits for it (up to
+// RecoveryWait) rather than failing: its holder finishes what a crash interrupted or holds it only
+// for a moment (LockOptions.Brief), or has not yet written who it is.
+func HolderWaits(f *os.File) bool {
+	buf := make([]byte, 256)
+	n, _ := f.ReadAt(buf, 0)
+	fields := strings.Fields(string(buf[:n]))
+	return len(fields) == 0 || len(fields) >= 3 && fields[2] == RecoveryCommand || len(fields) >= 4 && fields[3] == "brief"
 }
 
 // ReadHolder describes the process named in a lock file, e.g. "run (pid 123)".

@@ -204,7 +204,7 @@ func (st *Store) lock(path, project, session string, opts LockOptions) (*os.File
 		how |= unix.LOCK_NB
 	}
 	err = FlockRetry(f, how)
-	for waited := time.Duration(0); errors.Is(err, unix.EWOULDBLOCK) && HolderCommand(f) == RecoveryCommand && waited < RecoveryWait; waited += 10 * time.Millisecond {
+	for waited := time.Duration(0); errors.Is(err, unix.EWOULDBLOCK) && HolderWaits(f) && waited < RecoveryWait; waited += 10 * time.Millisecond {
 		time.Sleep(10 * time.Millisecond)
 		err = FlockRetry(f, how)
 	}
@@ -221,8 +221,12 @@ func (st *Store) lock(path, project, session string, opts LockOptions) (*os.File
 	if cmd == "" {
 		cmd = "command"
 	}
+	brief := ""
+	if opts.Brief {
+		brief = " brief"
+	}
 	if err := f.Truncate(0); err == nil {
-		f.WriteAt([]byte(fmt.Sprintf("%d %s %s\n", os.Getpid(), time.Now().UTC().Format(time.RFC3339), cmd)), 0)
+		f.WriteAt([]byte(fmt.Sprintf("%d %s %s%s\n", os.Getpid(), time.Now().UTC().Format(time.RFC3339), cmd, brief)), 0)
 	}
 	return f, nil
 }
