@@ -548,3 +548,83 @@ func equalSnapshots(t *testing.T, before, after map[string]string) bool {
 	}
 	return len(diffs) == 0
 }
+
+// With two sessions of the project open and none named, every command that takes --session
+// (taken from the command tree, so that a new one is held to it too) refuses in one line naming
+// both, exit 2, and neither opens a third session nor runs in one of the two.
+func TestSeveralOpenNoneNamed(t *testing.T) {
+	args := map[string][]string{
+		"run": {"--", "true"}, "shell": nil, "diff": nil, "apply": {"--all", "--yes"}, "log": nil,
+		"revert": {"--to", "c1"}, "discard": {"--yes"}, "export": {"--branch", "x"}, "net": nil,
+		// These need a terminal: they run in tmux.
+		"review": nil, "tui": {"--", "true"},
+	}
+	terminal := map[string]bool{"review": true, "tui": true}
+	var cmds []string
+	for _, c := range newRootCmd().Commands() {
+		if c.Flags().Lookup("session") == nil {
+			continue
+		}
+		if _, ok := args[c.Name()]; !ok {
+			t.Errorf("shadow %s takes --session: add it to this test", c.Name())
+		}
+		cmds = append(cmds, c.Name())
+	}
+	asRootAndUnprivileged(t, func(t *testing.T, unprivileged bool) {
+		sh := newShadowAs(t, unprivileged)
+		proj := sh.gitProject("project", map[string]string{"f.txt": "base\n"})
+		for _, me := range []string{"a", "b"} {
+			sh.must(proj, "run", "--session", me, "--", "sh", "-c", "echo "+me+" > "+me+".txt")
+		}
+		ids := map[string]string{"a": sh.sessionID(proj, "a"), "b": sh.sessionID(proj, "b")}
+		names := regexp.MustCompile(fmt.Sprintf(`^shadow: project .* has 2 open sessions \(a \(%s\), b \(%s\)\); choose one with --session NAME\n$`, ids["a"], ids["b"]))
+		for _, name := range cmds {
+			argv := append([]string{name}, args[name]...)
+			if terminal[name] {
+				if unprivileged {
+					continue
+				}
+				env := []string{"SHADOW_TEST_CLI=1", "TERM=xterm-256color"}
+				for _, e := range sh.env {
+					if strings.HasPrefix(e, "XDG_") {
+						env = append(env, e)
+					}
+				}
+				scr := newTmux(t, proj, env, append([]string{"sh", "-c", `"$0" "$@"; echo "exit $?"`, sh.bin}, argv...)...)
+				// The pane is 100 columns wide: the line is joined where it wraps.
+				s := strings.ReplaceAll(scr.waitFor("exit "), "\n", "")
+				if !strings.Contains(s, "has 2 open sessions (a ("+ids["a"]+"), b ("+ids["b"]+")); choose one with --session NAME") || !strings.Contains(s, "exit 2") {
+					t.Errorf("shadow %v with two open sessions, on a terminal:\n%s", argv, s)
+				}
+				exec.Command("tmux", "-L", scr.socket, "kill-server").Run()
+				continue
+			}
+			out, errs, code := sh.run(proj, argv...)
+			if code != 2 || !names.MatchString(errs) || out != "" {
+				t.Errorf("shadow %v with two open sessions: exit %d\nstdout: %s\nstderr: %s", argv, code, out, errs)
+			}
+		}
+		// Nothing ran, opened or changed.
+		out := sh.must(proj, "sessions", "--json")
+		var list []struct {
+			Name        string
+			Runs        int
+			State       string
+			FilesStaged int `json:"files_staged"`
+		}
+		if err := json.Unmarshal([]byte(out[:strings.LastIndexByte(out, ']')+1]), &list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 2 {
+			t.Fatalf("sessions after the refused commands:\n%s", out)
+		}
+		for _, s := range list {
+			if s.Runs != 1 || s.State != "open" || s.FilesStaged != 1 {
+				t.Errorf("session %s after the refused commands: %d runs, %s, %d staged", s.Name, s.Runs, s.State, s.FilesStaged)
+			}
+		}
+		if exists(filepath.Join(proj, "a.txt")) || exists(filepath.Join(proj, "b.txt")) {
+			t.Errorf("a refused apply wrote to the project")
+		}
+	})
+}
