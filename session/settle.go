@@ -51,10 +51,11 @@ func (s *Session) AwaitCheckpoints(w io.Writer) error {
 			}
 			err = s.closeStaleRunLocked(lk)
 			lk.Release()
-			if err != nil {
-				return err
+			if err == nil {
+				return s.reload()
 			}
-			return s.reload()
+			// Busy here is the session's own lock: a writer that took the session since (a
+			// run that began) closes the ended run itself, as below.
 		}
 		if !errors.Is(err, store.ErrBusy) {
 			return err
