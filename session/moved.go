@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/shadow-sandbox/shadow/internal/quote"
 	"github.com/shadow-sandbox/shadow/session/store"
 )
 
@@ -26,8 +27,8 @@ type MovedError struct {
 }
 
 func (e *MovedError) Error() string {
-	return fmt.Sprintf("project %q has no session, but it is the directory that was %q when session %s started (moved or renamed)",
-		e.Project, e.OldPath, e.ID)
+	return fmt.Sprintf("project %s has no session, but it is the directory that was %s when session %s started (moved or renamed)",
+		quote.Path(e.Project), quote.Path(e.OldPath), e.ID)
 }
 
 // movedHere is the open session, among all, whose project is gone from its path and was this
@@ -63,20 +64,20 @@ func (st *Store) Move(id string, to, from *ProjectLock, force bool) (*Session, e
 	case s.Meta.State != store.StateOpen:
 		return nil, fmt.Errorf("move session %s: it is %s; only an open session moves", id, s.Meta.State)
 	case from.Project() != s.Meta.Project:
-		return nil, fmt.Errorf("move session %s: it belongs to %q, not %q", id, s.Meta.Project, from.Project())
+		return nil, fmt.Errorf("move session %s: it belongs to %s, not %s", id, quote.Path(s.Meta.Project), quote.Path(from.Project()))
 	case s.Meta.Project == dir:
-		return nil, fmt.Errorf("move session %s: it is already the session of %q", id, dir)
+		return nil, fmt.Errorf("move session %s: it is already the session of %s", id, quote.Path(dir))
 	case !s.ProjectGone():
-		return nil, fmt.Errorf("move session %s: its project %q still exists; a session moves only with its project", id, s.Meta.Project)
+		return nil, fmt.Errorf("move session %s: its project %s still exists; a session moves only with its project", id, quote.Path(s.Meta.Project))
 	case s.RunActive():
 		return nil, fmt.Errorf("move session %s: a run is active (pid %d); wait for it to end", id, s.Meta.Active.PID)
 	}
 	now := store.IdentityOf(dir)
 	if now == nil {
-		return nil, fmt.Errorf("move session %s: %q is not a directory", id, dir)
+		return nil, fmt.Errorf("move session %s: %s is not a directory", id, quote.Path(dir))
 	}
 	if !force && (s.Meta.Identity == nil || *s.Meta.Identity != *now) {
-		return nil, fmt.Errorf("move session %s: %q is not the directory that was %q (a copy, or another project): pass --force to move it anyway, and its staged changes are compared with what is there", id, dir, s.Meta.Project)
+		return nil, fmt.Errorf("move session %s: %s is not the directory that was %s (a copy, or another project): pass --force to move it anyway, and its staged changes are compared with what is there", id, quote.Path(dir), quote.Path(s.Meta.Project))
 	}
 	cur, err := to.openSession(s.Meta.Name)
 	var several *SeveralOpenError
@@ -84,7 +85,7 @@ func (st *Store) Move(id string, to, from *ProjectLock, force bool) (*Session, e
 		cur, err = several.Open[0], nil
 	}
 	if err == nil && cur != nil {
-		return nil, fmt.Errorf("move session %s: %q already has an open session %s; apply or discard it first", id, dir, cur.Label())
+		return nil, fmt.Errorf("move session %s: %s already has an open session %s; apply or discard it first", id, quote.Path(dir), cur.Label())
 	}
 	s.Meta.Project, s.Meta.Identity = dir, now
 	if err := s.saveMeta(); err != nil {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shadow-sandbox/shadow/internal/quote"
 )
 
 // A project moved or renamed after its session started is recognised at its new path: every
@@ -34,7 +36,7 @@ func TestMovedProjectKeepsItsSession(t *testing.T) {
 	id := ids[0]
 	for _, args := range [][]string{{"run", "--", "true"}, {"diff", "--stat"}, {"log"}, {"apply", "--all", "--yes"}} {
 		_, errs, code := c.run(moved, args...)
-		if code != 1 || !strings.Contains(errs, "sessions move "+id+" "+moved) || !strings.Contains(errs, "was \""+p+"\"") {
+		if code != 1 || !strings.Contains(errs, "sessions move "+id+" "+moved) || !strings.Contains(errs, "was "+quote.Path(p)+" ") {
 			t.Errorf("shadow %v in the moved project: exit %d, want 1 naming session %s and the move command:\n%s", args, code, id, errs)
 		}
 	}
