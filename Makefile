@@ -160,6 +160,7 @@ bench: build
 	bash bench/review.sh $(BIN) 10000
 	bash bench/audit.sh $(BIN)
 	bash bench/project.sh $(BIN)
+	bash bench/sessions.sh $(BIN)
 
 # fuzz runs every fuzz target for FUZZTIME each (make test only runs their seed corpora).
 fuzz:
