@@ -3,6 +3,7 @@ package session
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -55,5 +56,32 @@ func TestTooLargeToDiffDecidedWhole(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(f.project, "small.txt")); string(got) != "a\n" {
 		t.Errorf("undecided small.txt was written: %q", got)
+	}
+}
+
+// A side of a change is read into one buffer of its size: reading an 8 MB staged file allocates
+// about 8 MB, not the doubling buffers of a read of unknown length (about twice as much).
+func TestContentsAllocatesTheFileOnce(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's allocations count too")
+	}
+	const size = 8 << 20
+	f := newFixture(t, map[string]file{"keep.txt": {Data: "k\n"}})
+	f.stage(t, map[string]file{"big.txt": {Data: strings.Repeat("0123456789abcde\n", size/16)}})
+	f.run(t)
+	c, ok := f.changes(t).Find("big.txt")
+	if !ok {
+		t.Fatal("no change at big.txt")
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, data, err := f.s.Contents(c, 0)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(data) != size {
+		t.Fatalf("Contents: %d bytes, %v", len(data), err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > size*3/2 {
+		t.Errorf("reading an %d-byte staged file allocated %d bytes, want under %d", size, got, size*3/2)
 	}
 }

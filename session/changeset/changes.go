@@ -5,6 +5,7 @@
 package changeset
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -526,15 +527,24 @@ func (c *Change) DecisionBase() string {
 }
 
 func (s *Source) Contents(b *Bases, host *projectfs.Root, c *Change, limit int64) (old, new []byte, err error) {
-	read := func(r io.Reader, what string) ([]byte, error) {
-		if limit <= 0 {
-			return io.ReadAll(r)
+	read := func(r io.Reader, size int64, what string) ([]byte, error) {
+		if limit > 0 {
+			r = io.LimitReader(r, limit+1)
 		}
-		data, err := io.ReadAll(io.LimitReader(r, limit+1))
-		if err == nil && int64(len(data)) > limit {
+		// Sized from the change set, a large file is read into one buffer rather than one
+		// that doubles as it fills (a 200 MB file allocated about twice over, and copied at
+		// each doubling); the room for one more read tells a file that grew since.
+		var buf bytes.Buffer
+		if size > 0 && (limit <= 0 || size <= limit) {
+			buf.Grow(int(size) + bytes.MinRead)
+		}
+		if _, err := buf.ReadFrom(r); err != nil {
+			return nil, err
+		}
+		if limit > 0 && int64(buf.Len()) > limit {
 			return nil, fmt.Errorf("%s of %s is larger than %d bytes", what, quote.Path(c.Path), limit)
 		}
-		return data, err
+		return buf.Bytes(), nil
 	}
 	if c.Old.Kind == KindFile {
 		e := c.base
@@ -551,7 +561,7 @@ func (s *Source) Contents(b *Bases, host *projectfs.Root, c *Change, limit int64
 		if err != nil {
 			return nil, nil, err
 		}
-		old, err = read(rc, "the base")
+		old, err = read(rc, c.Old.Size, "the base")
 		rc.Close()
 		if err != nil {
 			return nil, nil, fmt.Errorf("read base of %s: %w", quote.Path(p), err)
@@ -562,7 +572,7 @@ func (s *Source) Contents(b *Bases, host *projectfs.Root, c *Change, limit int64
 		if err != nil {
 			return nil, nil, fmt.Errorf("read staged %s: %w", quote.Path(c.Path), err)
 		}
-		new, err = read(f, "the staged file")
+		new, err = read(f, c.New.Size, "the staged file")
 		f.Close()
 		if err != nil {
 			return nil, nil, fmt.Errorf("read staged %s: %w", quote.Path(c.Path), err)

@@ -1,0 +1,6 @@
+//go:build race
+
+package session
+
+// raceEnabled: the race detector is on, and allocation bounds do not hold under it.
+const raceEnabled = true
