@@ -304,7 +304,9 @@ func (j *Jail) relock(wait bool) error {
 	if j.Store == nil {
 		return errors.New("take the project's writer lock for the review: no session store")
 	}
-	lk, err := j.Store.LockProject(j.Session.Project(), session.LockOptions{Wait: wait, Command: "tui"})
+	// Held only to take the session back (Brief): a run of another session starting meanwhile
+	// waits that moment out instead of failing.
+	lk, err := j.Store.LockProject(j.Session.Project(), session.LockOptions{Wait: wait, Command: "tui", Brief: true})
 	if err != nil {
 		return err
 	}
