@@ -57,17 +57,20 @@ func TestTUISessionsSideBySideInTmux(t *testing.T) {
 		// without --session and takes the one named with it.
 		script := bin + " tui --session " + name + " -- sh -c " + shellQuote(agent) + "; echo DETACHED=$?; " +
 			bin + " tui --attach; echo UNNAMED=$?; read y; " + bin + " tui --attach --session " + name + "; echo " + strings.ToUpper(name) + "-EXIT=$?"
-		scr := newTmuxOn(t, fmt.Sprintf("shadow-test-%d-%s", os.Getpid(), name), p, env, "sh", "-c", script)
+		return newTmuxOn(t, fmt.Sprintf("shadow-test-%d-%s", os.Getpid(), name), p, env, "sh", "-c", script)
+	}
+	// Both start at the same moment, each choosing its session while the other does.
+	a, b := app("a", "1", "ONE"), app("b", "9", "NINE")
+	for name, scr := range map[string]*tmuxScreen{"a": a, "b": b} {
 		scr.waitFor("allowed")
 		scr.keys("Enter", "agent-"+name+"-ready")
-		return scr
 	}
-	a := app("a", "1", "ONE")
-	b := app("b", "9", "NINE")
 
-	// a's agent still waits for its line: both run at once.
-	if scr := a.screen(); strings.Contains(scr, "agent-a-done") || strings.Contains(scr, "agent ended") {
-		t.Fatalf("a's agent ended before b's started:\n%s", scr)
+	// Each agent still waits for its line: both run at once.
+	for name, scr := range map[string]*tmuxScreen{"a": a, "b": b} {
+		if out := scr.screen(); strings.Contains(out, "agent-"+name+"-done") || strings.Contains(out, "agent ended") {
+			t.Fatalf("%s's agent ended before the other's started:\n%s", name, out)
+		}
 	}
 	for name, scr := range map[string]*tmuxScreen{"a": a, "b": b} {
 		if bar := regexp.MustCompile(`(?m)^ ` + name + ` │ .*│`); !bar.MatchString(scr.screen()) {
