@@ -193,8 +193,8 @@ func (st *Store) OpenSessions(project string) ([]*Session, error) {
 	return open, nil
 }
 
-// Find is the session arg names in project, read-only: a session ID, or the name of one of the
-// project's open sessions.
+// Find is the session arg names in project, read-only: a session ID, or a name: the project's
+// open session of that name, else its newest session of that name in any state.
 func (st *Store) Find(project, arg string) (*Session, error) {
 	if store.ValidID(arg) && st.Recorded(arg) {
 		return st.Get(arg)
@@ -208,7 +208,16 @@ func (st *Store) Find(project, arg string) (*Session, error) {
 			return s, nil
 		}
 	}
-	return nil, fmt.Errorf("project %s has no open session named %q (%s)", project, arg, describeOpen(open))
+	// A session applied or discarded keeps its name: the newest of that name, for the commands
+	// that read what it did (log, diff --checkpoint).
+	if sessions, _, err := st.projectSessions(project); err == nil {
+		for i := len(sessions) - 1; i >= 0; i-- {
+			if sessions[i].Meta.Name == arg {
+				return sessions[i], nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("project %s has no session named %q (%s)", project, arg, describeOpen(open))
 }
 
 // describeOpen names the open sessions, for a message: "open: claude (20261201-…), 20261202-…",

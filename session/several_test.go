@@ -489,3 +489,18 @@ func TestTakeHunks(t *testing.T) {
 		t.Errorf("claude's a.txt after taking hunks 1 and 3 of codex's:\n%s", got)
 	}
 }
+
+// A session applied keeps its name for the commands that read what it did: Find by the name
+// gives the newest session of it once none of that name is open.
+func TestFindAnAppliedSessionByName(t *testing.T) {
+	st, project := newProject(t, map[string]file{"a.txt": {Data: "a\n"}})
+	a := named(t, st, project, "claude")
+	a.stage(t, map[string]file{"a.txt": {Data: "claude\n"}})
+	a.run(t)
+	a.lock.Release()
+	applyNamed(t, st, project, "claude")
+	s, err := st.Find(project, "claude")
+	if err != nil || s.ID() != a.s.ID() || s.Meta.State != StateApplied {
+		t.Fatalf("Find(claude) after its apply: %v, %v", s, err)
+	}
+}

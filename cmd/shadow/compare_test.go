@@ -308,9 +308,9 @@ func TestCompareRefuses(t *testing.T) {
 	}{
 		{[]string{a.ID(), a.ID()}, "A and B are both session claude (" + a.ID() + "): name two sessions to compare"},
 		{[]string{"codex", "codex"}, "A and B are both session codex (" + b.ID() + ")"},
-		{[]string{"claude", "gemini"}, `has no open session named "gemini" (open: claude (` + a.ID() + `), codex (` + b.ID() + "))"},
-		{[]string{"gemini", b.ID()}, `has no open session named "gemini"`},
-		{[]string{a.ID(), "20261202-000000-abcdef"}, `has no open session named "20261202-000000-abcdef"`},
+		{[]string{"claude", "gemini"}, `has no session named "gemini" (open: claude (` + a.ID() + `), codex (` + b.ID() + "))"},
+		{[]string{"gemini", b.ID()}, `has no session named "gemini"`},
+		{[]string{a.ID(), "20261202-000000-abcdef"}, `has no session named "20261202-000000-abcdef"`},
 		{[]string{a.ID(), o.ID()}, "are of different projects"},
 		{[]string{"--project", other, a.ID(), b.ID()}, "are of project " + project + ", not " + other},
 		{[]string{a.ID()}, "compare needs two sessions: shadow compare A B [PATH...]"},

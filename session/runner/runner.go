@@ -132,8 +132,8 @@ type Outcome struct {
 	Incomplete bool
 	// MarkErr is why the session could not be marked incomplete.
 	MarkErr error
-	// SessionID is the run's session.
-	SessionID string
+	// SessionID is the run's session; Session names it for a person (its name and ID).
+	SessionID, Session string
 }
 
 // Run runs argv in the jail over s, as p allows, and records the run in s (Begin, then the jail).
@@ -142,7 +142,7 @@ type Outcome struct {
 func Run(ctx context.Context, s *session.Session, p sandbox.Policy, argv []string, w Wiring, o Options) (Outcome, error) {
 	r, err := Begin(s, p, argv, w, o)
 	if err != nil {
-		return Outcome{SessionID: s.ID(), Code: sandbox.ExitNoJail}, err
+		return Outcome{SessionID: s.ID(), Session: s.Label(), Code: sandbox.ExitNoJail}, err
 	}
 	return r.Jail(ctx), nil
 }
@@ -179,7 +179,7 @@ func Begin(s *session.Session, p sandbox.Policy, argv []string, w Wiring, o Opti
 		return nil, err
 	}
 	jw.RunLayer = s.PrecaptureLayer
-	r := &Started{s: s, argv: argv, o: o, out: Outcome{SessionID: s.ID()}}
+	r := &Started{s: s, argv: argv, o: o, out: Outcome{SessionID: s.ID(), Session: s.Label()}}
 	jw.Checkpointed = func(cp sandbox.Checkpoint) {
 		r.mu.Lock()
 		r.staged = true
@@ -285,12 +285,20 @@ func (o Outcome) Notes() []string {
 
 // IncompleteNote says that the session is marked incomplete and what to do.
 func (o Outcome) IncompleteNote() string {
-	return fmt.Sprintf("session %s is marked incomplete: staged files may be missing or cut short; `shadow diff` shows what is staged, `shadow discard` drops it", o.SessionID)
+	return fmt.Sprintf("session %s is marked incomplete: staged files may be missing or cut short; `shadow diff` shows what is staged, `shadow discard` drops it", o.label())
 }
 
 // UnchangedNote says that the run staged nothing.
 func (o Outcome) UnchangedNote() string {
-	return fmt.Sprintf("session %s: this run staged no change (`shadow diff --stat` shows what the session holds)", o.SessionID)
+	return fmt.Sprintf("session %s: this run staged no change (`shadow diff --stat` shows what the session holds)", o.label())
+}
+
+// label names the run's session for a person.
+func (o Outcome) label() string {
+	if o.Session != "" {
+		return o.Session
+	}
+	return o.SessionID
 }
 
 // StagedFindings audits a session's staged tree against its base and returns, per file, the

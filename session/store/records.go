@@ -286,16 +286,6 @@ const (
 	RecoveryWait    = 30 * time.Second
 )
 
-// HolderCommand is the command named in a lock file ("run", "recovery"), "" when none is.
-func HolderCommand(f *os.File) string {
-	buf := make([]byte, 256)
-	n, _ := f.ReadAt(buf, 0)
-	if fields := strings.Fields(string(buf[:n])); len(fields) >= 3 {
-		return fields[2]
-	}
-	return ""
-}
-
 // HolderWaits reports whether a writer that finds the lock file f held waits for it (up to
 // RecoveryWait) rather than failing: its holder finishes what a crash interrupted or holds it only
 // for a moment (LockOptions.Brief), or has not yet written who it is.
