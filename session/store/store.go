@@ -204,8 +204,12 @@ func (st *Store) lock(path, project, session string, opts LockOptions) (*os.File
 		how |= unix.LOCK_NB
 	}
 	err = FlockRetry(f, how)
-	for waited := time.Duration(0); errors.Is(err, unix.EWOULDBLOCK) && HolderWaits(f) && waited < RecoveryWait; waited += 10 * time.Millisecond {
-		time.Sleep(10 * time.Millisecond)
+	// A brief holder (a run choosing its session) lets go within milliseconds: the first looks
+	// come a millisecond apart, then at most 10 ms.
+	start, pause := time.Now(), time.Millisecond
+	for errors.Is(err, unix.EWOULDBLOCK) && HolderWaits(f) && time.Since(start) < RecoveryWait {
+		time.Sleep(pause)
+		pause = min(2*pause, 10*time.Millisecond)
 		err = FlockRetry(f, how)
 	}
 	if errors.Is(err, unix.EWOULDBLOCK) {
