@@ -209,16 +209,26 @@ func (p *pid1) startConfined() startedCommand {
 		p.fail("landlock (init)", err)
 	}
 	// One filter, compiled by the host: its program confines the command,
-	// and PID 1 loads it.
-	cmd, err := startCommand(&p.s, p.stdio, p.s.Seccomp)
+	// and PID 1 loads it. The filter forbids creating namespaces, so PID 1
+	// loads it once the nested user namespace of the command exists, and
+	// before the command's stage goes on (startCommand).
+	var selfErr error
+	loaded := false
+	confineSelf := func() error {
+		loaded, selfErr = true, confine.LoadProgram(p.s.Seccomp)
+		return selfErr
+	}
+	cmd, err := startCommand(&p.s, p.stdio, p.s.Seccomp, confineSelf)
+	if !loaded {
+		// The command never started (not found): PID 1 is confined all the same.
+		_ = confineSelf()
+	}
+	if selfErr != nil {
+		unix.Kill(-1, unix.SIGKILL)
+		p.fail("seccomp (init)", selfErr)
+	}
 	if err != nil {
 		p.fail("start command", err)
-	}
-	// The filter forbids creating namespaces, so it comes after the nested
-	// user namespace of the command exists.
-	if err := confine.LoadProgram(p.s.Seccomp); err != nil {
-		unix.Kill(-1, unix.SIGKILL)
-		p.fail("seccomp (init)", err)
 	}
 	return cmd
 }

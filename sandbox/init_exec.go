@@ -31,7 +31,7 @@ type startedCommand struct {
 // before the Go runtime (execstage.c); PID 1 does for it what needs Go:
 // finding the executable, building the Landlock ruleset; bpf is the seccomp
 // program it loads.
-func startCommand(s *jailSpec, stdio *commandStdio, bpf []byte) (startedCommand, error) {
+func startCommand(s *jailSpec, stdio *commandStdio, bpf []byte, confineSelf func() error) (startedCommand, error) {
 	var none startedCommand
 	path, err := lookPath(s.Exec.Argv[0], lookupEnv(s.Exec.Env, "PATH"))
 	if err != nil {
@@ -95,6 +95,17 @@ func startCommand(s *jailSpec, stdio *commandStdio, bpf []byte) (startedCommand,
 	}
 	specR.Close()
 	errW.Close()
+	// The command's user namespace exists now, and the stage waits for its
+	// spec before it does anything: PID 1 confines itself here, so that no
+	// moment of the command finds PID 1 unfiltered.
+	if err := confineSelf(); err != nil {
+		specW.Close()
+		errR.Close()
+		unix.Kill(cmd.Process.Pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		unix.Wait4(cmd.Process.Pid, &ws, 0, nil)
+		return none, err
+	}
 	// The spec may be larger than a pipe holds: the stage reads it while it
 	// is written.
 	_, werr := specW.Write(spec)
