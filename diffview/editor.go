@@ -45,14 +45,18 @@ func (m *Model) editCmd() tea.Cmd {
 	}
 }
 
-// editorCmd runs the editor on the hunk file, giving it the terminal.
-func editorCmd(editor string, msg editReadyMsg) tea.Cmd {
+// editorCmd runs the editor on the hunk file, giving it the terminal (by run,
+// or tea.ExecProcess when nil).
+func editorCmd(run ExecFunc, editor string, msg editReadyMsg) tea.Cmd {
 	args := strings.Fields(editor)
 	if len(args) == 0 {
 		args = []string{"vi"}
 	}
 	c := exec.Command(args[0], append(args[1:], msg.tmp)...)
-	return tea.ExecProcess(c, func(err error) tea.Msg {
+	if run == nil {
+		run = tea.ExecProcess
+	}
+	return run(c, func(err error) tea.Msg {
 		return editExitMsg{file: msg.file, id: msg.id, tmp: msg.tmp, err: err}
 	})
 }

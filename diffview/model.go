@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"sort"
 
 	"charm.land/bubbles/v2/help"
@@ -81,6 +82,7 @@ type Model struct {
 	lastOutcome *Outcome
 	resultTitle string
 	renderGen   int // bumped when the theme changes, to drop cached renders
+	exec        ExecFunc
 }
 
 // save is one decision to persist.
@@ -121,6 +123,14 @@ func WithReadOnly(on bool) Option { return func(m *Model) { m.forceReadOnly = on
 
 // WithSideBySide starts in side-by-side view.
 func WithSideBySide(on bool) Option { return func(m *Model) { m.sideBySide = on } }
+
+// WithExec sets how the editor is given the terminal (default
+// tea.ExecProcess): an app that draws its own frames gives its terminal up
+// and takes it back around the editor.
+func WithExec(run ExecFunc) Option { return func(m *Model) { m.exec = run } }
+
+// ExecFunc runs c on the terminal and returns fn's message once c ends.
+type ExecFunc func(c *exec.Cmd, fn tea.ExecCallback) tea.Cmd
 
 // New makes a review browser; Init loads the files from its Source.
 func New(opts ...Option) Model {
@@ -318,7 +328,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			m.setError(fmt.Sprintf("edit hunk: %v", msg.err))
 			return m, nil
 		}
-		return m, editorCmd(m.editor, msg)
+		return m, editorCmd(m.exec, m.editor, msg)
 	case editExitMsg:
 		return m, readEdit(msg)
 	case stepLoadedMsg:

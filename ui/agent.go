@@ -13,6 +13,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/shadow-sandbox/shadow/ui/pane"
+	"github.com/shadow-sandbox/shadow/ui/screen"
 )
 
 // Pacing of the redraws caused by agent output. A flood of output costs at most one frame per
@@ -37,12 +38,13 @@ type agentRun struct {
 	outputDone chan struct{}
 	// done is closed when the agent's function has returned.
 	done chan struct{}
-	// paced is when the frames waitFrame reported would have ended, each
-	// taking frameInterval (only the one waitFrame running at a time reads
-	// or writes it): frames pass at once while it is at most
-	// frameBurst-1 intervals ahead of now.
-	paced time.Time
+	// pace spaces the frames waitFrame reports (only the one waitFrame running at a time reads
+	// or writes it).
+	pace screen.Pacer
 }
+
+// framePace is the pace of an agent's frames.
+func framePace() screen.Pacer { return screen.Pacer{Interval: frameInterval, Burst: frameBurst} }
 
 // Messages of the agent phase.
 type (
@@ -81,6 +83,7 @@ func startAgent(ctx context.Context, opts Options, p *Pane, w, h int) tea.Cmd {
 			exited:     make(chan agentExitMsg, 1),
 			outputDone: make(chan struct{}),
 			done:       make(chan struct{}),
+			pace:       framePace(),
 		}
 		go r.copyOutput(p)
 		go r.copyInput(ctx, p)
@@ -115,6 +118,7 @@ func startHosted(ctx context.Context, agent HostedFunc, p *Pane) tea.Cmd {
 			exited:     make(chan agentExitMsg, 1),
 			outputDone: make(chan struct{}),
 			done:       make(chan struct{}),
+			pace:       framePace(),
 		}
 		out := newOutput(p, func() int {
 			_, h := p.Size()
@@ -346,7 +350,7 @@ func (r *agentRun) copyInput(ctx context.Context, p *Pane) {
 // each change delayed every echo by a frame).
 func waitFrame(r *agentRun) tea.Cmd {
 	return func() tea.Msg {
-		if wait := time.Until(r.paced.Add(-(frameBurst - 1) * frameInterval)); wait > 0 {
+		if wait := r.pace.Wait(time.Now()); wait > 0 {
 			time.Sleep(wait)
 		}
 		select {
@@ -358,10 +362,7 @@ func waitFrame(r *agentRun) tea.Cmd {
 				return nil
 			}
 		}
-		if now := time.Now(); r.paced.Before(now) {
-			r.paced = now
-		}
-		r.paced = r.paced.Add(frameInterval)
+		r.pace.Take(time.Now())
 		return frameMsg{run: r}
 	}
 }

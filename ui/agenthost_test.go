@@ -247,7 +247,7 @@ func TestAppTurnedAwayShowsNoEndedRun(t *testing.T) {
 	if err := m.Err(); err == nil || !strings.Contains(err.Error(), "pid 4242, terminal /dev/pts/7") || !strings.Contains(err.Error(), "shadow tui --attach") {
 		t.Errorf("the app's error does not name the holder and what to do: %v", err)
 	}
-	if s := screen(m); strings.Contains(s, "could not run") || strings.Contains(s, "files staged") {
+	if s := screenText(m); strings.Contains(s, "could not run") || strings.Contains(s, "files staged") {
 		t.Errorf("the screen shows a fake end:\n%s", s)
 	}
 }

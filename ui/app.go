@@ -143,6 +143,9 @@ type Options struct {
 	// hint (which, run outside, finds nothing: the conversation is in the jail's agent state),
 	// or "". The end box shows it.
 	Resume func(screen string) string
+	// Exec, when set, is how the review gives the terminal to the editor (Run sets it: the app
+	// draws its own frames, so it gives its screen up around the editor).
+	Exec diffview.ExecFunc
 }
 
 // phase is which of the app's three screens is showing.
@@ -475,7 +478,8 @@ func (m Model) openReview(readOnly bool) (tea.Model, tea.Cmd) {
 		m.phase = phaseReview
 	}
 	m.review = diffview.New(diffview.WithSource(src), diffview.WithKeyMap(m.rkeys),
-		diffview.WithStyles(DefaultStyles(m.dark).Review), diffview.WithReadOnly(readOnly))
+		diffview.WithStyles(DefaultStyles(m.dark).Review), diffview.WithReadOnly(readOnly),
+		diffview.WithExec(m.opts.Exec))
 	m.reviewing, m.readOnly = true, readOnly
 	m.review.SetSize(m.reviewSize())
 	return m, m.review.Init()

@@ -105,8 +105,8 @@ func step(t testing.TB, m Model, msg tea.Msg) Model {
 	return next.(Model)
 }
 
-// screen is the view as plain text.
-func screen(m Model) string { return ansi.Strip(m.View().Content) }
+// screenText is the view as plain text.
+func screenText(m Model) string { return ansi.Strip(m.View().Content) }
 
 var sizes = []struct{ w, h int }{{80, 24}, {160, 48}}
 
@@ -136,7 +136,7 @@ func TestGoldenPreflight(t *testing.T) {
 				for _, ev := range events[:9] {
 					m = step(t, m, preflightEventMsg{ev: ev})
 				}
-				s := screen(m)
+				s := screenText(m)
 				checkScreen(t, s, sz.w, sz.h)
 				if !strings.Contains(s, "running…") {
 					t.Error("a running stage does not say so")
@@ -149,7 +149,7 @@ func TestGoldenPreflight(t *testing.T) {
 					m = step(t, m, preflightEventMsg{ev: ev})
 				}
 				m = step(t, m, preflightDoneMsg{verdict: sampleVerdict(false)})
-				s := screen(m)
+				s := screenText(m)
 				checkScreen(t, s, sz.w, sz.h)
 				golden.RequireEqual(t, s)
 			})
@@ -159,11 +159,11 @@ func TestGoldenPreflight(t *testing.T) {
 					m = step(t, m, preflightEventMsg{ev: ev})
 				}
 				m = step(t, m, preflightDoneMsg{verdict: sampleVerdict(false)})
-				if strings.Contains(screen(m), "running as uid 0") {
+				if strings.Contains(screenText(m), "running as uid 0") {
 					t.Error("host findings are listed before i")
 				}
 				m = step(t, m, press("i"))
-				s := screen(m)
+				s := screenText(m)
 				checkScreen(t, s, sz.w, sz.h)
 				if !strings.Contains(s, "ENV001") || !strings.Contains(s, "(information)") {
 					t.Error("i does not list the host's findings as information")
@@ -176,7 +176,7 @@ func TestGoldenPreflight(t *testing.T) {
 					m = step(t, m, preflightEventMsg{ev: ev})
 				}
 				m = step(t, m, preflightDoneMsg{verdict: sampleVerdict(true)})
-				s := screen(m)
+				s := screenText(m)
 				checkScreen(t, s, sz.w, sz.h)
 				if !strings.Contains(s, "BLOCKED") || !strings.Contains(s, "DEP003") {
 					t.Error("a blocked verdict does not name the rule")
@@ -192,7 +192,7 @@ func TestGoldenPreflight(t *testing.T) {
 				m = step(t, m, press("j"))
 				m = step(t, m, press("j"))
 				m = step(t, m, press("enter"))
-				s := screen(m)
+				s := screenText(m)
 				checkScreen(t, s, sz.w, sz.h)
 				if !strings.Contains(s, "What to do") {
 					t.Error("details do not show the remedy")
@@ -215,7 +215,7 @@ func TestGoldenAgent(t *testing.T) {
 			m.pane.Write([]byte("\x1b[1;34maider\x1b[0m v0.0 stand-in · model sonnet\r\n\r\n\x1b[32m>\x1b[0m fix the cart total\r\nEditing src/cart.js\r\n\x1b[32m> \x1b[0m"))
 
 			t.Run("pane", func(t *testing.T) {
-				s := screen(m)
+				s := screenText(m)
 				checkScreen(t, s, sz.w, sz.h)
 				wants := []string{"…ab12cd", "✓ll7", "01:23", "3 staged 2 net c2", "ctrl+]"}
 				if sz.w >= 120 {
@@ -230,7 +230,7 @@ func TestGoldenAgent(t *testing.T) {
 			})
 			t.Run("menu", func(t *testing.T) {
 				mm := step(t, m, press("ctrl+]"))
-				s := screen(mm)
+				s := screenText(mm)
 				checkScreen(t, s, sz.w, sz.h)
 				if !strings.Contains(s, "stop the agent") {
 					t.Error("the prefix key does not open the menu")
@@ -239,7 +239,7 @@ func TestGoldenAgent(t *testing.T) {
 			})
 			t.Run("help", func(t *testing.T) {
 				mm := step(t, step(t, m, press("ctrl+]")), press("?"))
-				s := screen(mm)
+				s := screenText(mm)
 				checkScreen(t, s, sz.w, sz.h)
 				if !strings.Contains(s, "stop the agent") || !strings.Contains(s, "shadow's commands") {
 					t.Error("help does not list the app's keys")
@@ -249,7 +249,7 @@ func TestGoldenAgent(t *testing.T) {
 			t.Run("read-only-review", func(t *testing.T) {
 				next, cmd := step(t, m, press("ctrl+]")).Update(press("r"))
 				mm := step(t, next.(Model), cmd())
-				s := screen(mm)
+				s := screenText(mm)
 				checkScreen(t, s, sz.w, sz.h)
 				if !strings.Contains(s, "read-only") || !strings.Contains(s, "a.txt") {
 					t.Error("the review over a running agent is not marked read-only")
@@ -258,7 +258,7 @@ func TestGoldenAgent(t *testing.T) {
 			})
 			t.Run("ended", func(t *testing.T) {
 				mm := step(t, m, agentExitMsg{res: AgentResult{ExitCode: 0}})
-				s := screen(mm)
+				s := screenText(mm)
 				checkScreen(t, s, sz.w, sz.h)
 				if !strings.Contains(s, "exited with status 0") {
 					t.Error("the end of the agent is not shown")
@@ -283,7 +283,7 @@ func TestGoldenReview(t *testing.T) {
 				t.Fatal("enter after the agent ended does not open the review")
 			}
 			m = step(t, m, cmd())
-			s := screen(m)
+			s := screenText(m)
 			checkScreen(t, s, sz.w, sz.h)
 			if !strings.Contains(s, "a.txt") {
 				t.Error("the review does not list the staged file")
@@ -333,7 +333,7 @@ type probeMsg struct{}
 
 func (o *observer) filter(m tea.Model, msg tea.Msg) tea.Msg {
 	if mm, ok := m.(Model); ok {
-		s := screen(mm)
+		s := screenText(mm)
 		o.mu.Lock()
 		o.screen, o.model = s, mm
 		o.mu.Unlock()
@@ -355,17 +355,17 @@ func TestViewsAtTinySizes(t *testing.T) {
 			m = step(t, m, preflightEventMsg{ev: ev})
 		}
 		m = step(t, m, preflightDoneMsg{verdict: sampleVerdict(true)})
-		views := []string{screen(m)}
+		views := []string{screenText(m)}
 		m = step(t, m, press("j"))
 		m = step(t, m, press("enter"))
-		views = append(views, screen(m))
+		views = append(views, screenText(m))
 		m.phase = phaseAgent
 		m.pre.details = false
-		views = append(views, screen(m))
+		views = append(views, screenText(m))
 		m = step(t, m, press("ctrl+]"))
-		views = append(views, screen(m))
+		views = append(views, screenText(m))
 		m = step(t, m, agentExitMsg{})
-		views = append(views, screen(m))
+		views = append(views, screenText(m))
 		for i, v := range views {
 			if n := len(strings.Split(v, "\n")); n > sz.h {
 				t.Errorf("%dx%d view %d has %d lines", sz.w, sz.h, i, n)
@@ -385,7 +385,7 @@ func TestAgentTitleInStatusBarAndWindow(t *testing.T) {
 	m = step(t, m, tea.WindowSizeMsg{Width: 120, Height: 20})
 	m.phase = phaseAgent
 	m.pane.Write([]byte("\x1b]0;✋ waiting\x07ready"))
-	s := screen(m)
+	s := screenText(m)
 	if strings.Contains(s, "ready") == false || strings.Count(s, "waiting") != 1 {
 		t.Errorf("the title is not in the status bar alone:\n%s", s)
 	}
@@ -405,7 +405,7 @@ func TestPaneScrollbackInStatusBar(t *testing.T) {
 		m.pane.Write([]byte(fmt.Sprintf("line %d\r\n", i)))
 	}
 	m = step(t, m, tea.KeyPressMsg{Code: tea.KeyPgUp, Mod: tea.ModShift})
-	s := screen(m)
+	s := screenText(m)
 	if last := s[strings.LastIndex(s, "\n")+1:]; !strings.Contains(last, "scrollback 19/32") {
 		t.Errorf("status bar %q lacks the scrollback", last)
 	}
@@ -417,7 +417,7 @@ func TestPaneScrollbackInStatusBar(t *testing.T) {
 		t.Errorf("the wheel left the scrollback at %d", off)
 	}
 	m = step(t, m, press("q"))
-	if s := screen(m); strings.Contains(s, "scrollback") || !strings.Contains(s, "line 49") {
+	if s := screenText(m); strings.Contains(s, "scrollback") || !strings.Contains(s, "line 49") {
 		t.Errorf("another key did not return to the live view:\n%s", s)
 	}
 }

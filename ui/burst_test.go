@@ -92,7 +92,7 @@ func BenchmarkPaneFrame(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		master, tty := openSizedPty(b, 160, 48)
 		p := NewPane(160, 48)
-		r := &agentRun{master: master, dirty: make(chan struct{}, 1), outputDone: make(chan struct{})}
+		r := &agentRun{master: master, dirty: make(chan struct{}, 1), outputDone: make(chan struct{}), pace: framePace()}
 		go r.copyOutput(p)
 		go func() {
 			_, _ = tty.Write(out)
@@ -283,7 +283,7 @@ func (fs *frameStats) checkLastScreen(tb testing.TB) {
 // frames as the app does until the output ends, and returns when a frame
 // first showed streamEnd.
 func (fs *frameStats) drawPane(p *Pane, master *os.File) time.Time {
-	r := &agentRun{master: master, dirty: make(chan struct{}, 1), outputDone: make(chan struct{})}
+	r := &agentRun{master: master, dirty: make(chan struct{}, 1), outputDone: make(chan struct{}), pace: framePace()}
 	go r.copyOutput(p)
 	var seen time.Time
 	for streaming := true; streaming; {

@@ -44,13 +44,13 @@ func TestEndBoxCountsWhatTheReviewLists(t *testing.T) {
 	if err != nil || len(files) != 1 {
 		t.Fatalf("the review lists %d files (%v), want a.txt", len(files), err)
 	}
-	s := screen(m)
+	s := screenText(m)
 	if !strings.Contains(s, "1 file staged") || !strings.Contains(s, " 1 staged") {
 		t.Errorf("the end box or the status bar does not count the 1 file the review lists:\n%s", s)
 	}
 	// A later poll of the staging layer does not take it back.
 	m = feed(t, m, m.pollStats())
-	if s := screen(m); !strings.Contains(s, "1 file staged") {
+	if s := screenText(m); !strings.Contains(s, "1 file staged") {
 		t.Errorf("a poll after the end changed the count:\n%s", s)
 	}
 }

@@ -17,7 +17,7 @@ func TestAgentBoxesAtSmallSizes(t *testing.T) {
 	m.phase = phaseAgent
 	m = step(t, m, press("ctrl+]"))
 	for _, box := range []string{m.menuBox()} {
-		scr := screen(m)
+		scr := screenText(m)
 		checkScreen(t, scr, 40, 12)
 		for _, l := range strings.Split(ansi.Strip(box), "\n") {
 			if !strings.Contains(scr, l) {
@@ -27,7 +27,7 @@ func TestAgentBoxesAtSmallSizes(t *testing.T) {
 	}
 	m = step(t, m, press("esc"))
 	m = step(t, m, agentExitMsg{res: AgentResult{ExitCode: 0}})
-	scr := screen(m)
+	scr := screenText(m)
 	for _, l := range strings.Split(ansi.Strip(m.endBox()), "\n") {
 		if !strings.Contains(scr, l) {
 			t.Errorf("the end box's line %q is not on screen:\n%s", l, scr)
@@ -41,7 +41,7 @@ func TestAgentBoxesAtSmallSizes(t *testing.T) {
 	m = step(t, m, tea.WindowSizeMsg{Width: 30, Height: 8})
 	m.phase = phaseAgent
 	m = step(t, m, press("ctrl+]"))
-	if scr := screen(m); !strings.Contains(strings.ReplaceAll(scr, "\n", " "), "too small") {
+	if scr := screenText(m); !strings.Contains(strings.ReplaceAll(scr, "\n", " "), "too small") {
 		t.Errorf("a menu too large for the screen does not say so:\n%s", scr)
 	}
 	next, cmd := m.Update(press("s"))

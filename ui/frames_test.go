@@ -10,7 +10,7 @@ import (
 // (codex in three to five), and each is drawn at once, not a frame after the
 // one before; a flood of output still costs at most one frame per interval.
 func TestFramePacing(t *testing.T) {
-	r := &agentRun{dirty: make(chan struct{}, 1), outputDone: make(chan struct{})}
+	r := &agentRun{dirty: make(chan struct{}, 1), outputDone: make(chan struct{}), pace: framePace()}
 	frame := func() time.Duration {
 		t.Helper()
 		r.dirty <- struct{}{}

@@ -17,8 +17,8 @@ func TestCustomPrefixKey(t *testing.T) {
 		t.Fatal("the default prefix still opens the menu")
 	}
 	m = step(t, m, tea.KeyPressMsg{Code: 'b', Mod: tea.ModCtrl})
-	if !m.menu || !strings.Contains(screen(m), "send ctrl+b to the agent") {
-		t.Fatalf("ctrl+b does not open the menu:\n%s", screen(m))
+	if !m.menu || !strings.Contains(screenText(m), "send ctrl+b to the agent") {
+		t.Fatalf("ctrl+b does not open the menu:\n%s", screenText(m))
 	}
 }
 
@@ -29,7 +29,7 @@ func TestHelpListsScrollbackKeys(t *testing.T) {
 		m := newModel(t, testOptions(nil, idleAgent).withReview(t))
 		m = step(t, m, tea.WindowSizeMsg{Width: sz.w, Height: sz.h})
 		m.phase = phaseAgent
-		s := screen(step(t, step(t, m, press("ctrl+]")), press("?")))
+		s := screenText(step(t, step(t, m, press("ctrl+]")), press("?")))
 		for _, col := range m.pane.KeyMap().FullHelp() {
 			for _, b := range col {
 				if h := b.Help(); !strings.Contains(s, h.Key+" ") || !strings.Contains(s, h.Desc) {

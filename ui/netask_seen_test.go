@@ -43,7 +43,7 @@ func TestAskKeyAnswersOnlyAShownQuestion(t *testing.T) {
 	var got []string
 	m := askModel(t, 100, 30, &got, proxy.Question{Host: "a.test", Port: 443, Method: "CONNECT"},
 		proxy.Question{Host: "b.test", Port: 443, Method: "CONNECT"})
-	_ = screen(m)
+	_ = screenText(m)
 	m = answerKey(t, m, "s")
 	m = answerKey(t, m, "s") // the same instant: b.test was never on the screen for a reader
 	if len(got) != 1 {
@@ -53,7 +53,7 @@ func TestAskKeyAnswersOnlyAShownQuestion(t *testing.T) {
 	got = nil
 	m = askModel(t, 100, 30, &got, proxy.Question{Host: "a.test", Port: 443, Method: "CONNECT"},
 		proxy.Question{Host: "b.test", Port: 443, Method: "CONNECT"})
-	_ = screen(m)
+	_ = screenText(m)
 	m = step(t, m, askMsg{ev: AskEvent{Done: 1}, run: m.run}) // a.test's time ran out under the key
 	m = answerKey(t, m, "s")
 	if len(got) != 0 {
@@ -62,7 +62,7 @@ func TestAskKeyAnswersOnlyAShownQuestion(t *testing.T) {
 
 	got = nil
 	m = askModel(t, 100, 30, &got, proxy.Question{Host: strings.Repeat("a.", 4000) + "test", Port: 443, Method: "CONNECT"})
-	s := screen(m)
+	s := screenText(m)
 	m = answerKey(t, m, "s")
 	if len(got) != 0 && !strings.Contains(s, "a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.test") {
 		t.Errorf("s answered %v a question whose destination the screen did not show:\n%s", got, s)

@@ -180,7 +180,7 @@ func TestAskDialogSizes(t *testing.T) {
 		m.phase = phaseAgent
 		m.asks = []NetQuestion{{ID: 1, Question: proxy.Question{Host: "api.example.com", Port: 443, Method: "CONNECT"},
 			Deadline: fixedNow.Add(30 * time.Second)}}
-		s := screen(m)
+		s := screenText(m)
 		if !strings.Contains(s, "api.example.com:443") || !strings.Contains(s, "once") || !strings.Contains(s, "deny") {
 			t.Errorf("%dx%d: the dialog does not show where the request goes and the answers:\n%s", sz.w, sz.h, s)
 		}
@@ -205,7 +205,7 @@ func TestAskWarnsOfLocalAddressesAtEverySize(t *testing.T) {
 				m.phase = phaseAgent
 				m.asks = []NetQuestion{{ID: 1, Question: proxy.Question{Host: host, Port: 80, Method: "GET", Path: path},
 					Deadline: fixedNow.Add(30 * time.Second)}}
-				if s := screen(m); !strings.Contains(s, "this machine or its network") || !strings.Contains(s, "once") {
+				if s := screenText(m); !strings.Contains(s, "this machine or its network") || !strings.Contains(s, "once") {
 					t.Errorf("%s, a path of %d bytes, %dx%d: no warning that it is a local address:\n%s", host, len(path), sz.w, sz.h, s)
 				}
 			}

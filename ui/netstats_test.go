@@ -36,14 +36,14 @@ func TestStatusBarShowsDenied(t *testing.T) {
 			m.opts.Now = func() time.Time { return fixedNow.Add(83 * time.Second) }
 			m.stats = Stats{Files: 3, Requests: 5, Denied: 2}
 			want := "5 net (2 DENIED)"
-			if !strings.Contains(screen(m), " │ 3 staged") {
+			if !strings.Contains(screenText(m), " │ 3 staged") {
 				want = "3+5!2" // the narrowest bar
 			}
-			if s := screen(m); !strings.Contains(s, want) {
+			if s := screenText(m); !strings.Contains(s, want) {
 				t.Errorf("status bar lacks the denied count:\n%s", s)
 			}
 			m.stats.Denied = 0
-			if s := screen(m); strings.Contains(s, "DENIED") || strings.Contains(s, "3+5!") {
+			if s := screenText(m); strings.Contains(s, "DENIED") || strings.Contains(s, "3+5!") {
 				t.Errorf("status bar shows denials that are not:\n%s", s)
 			}
 		})

@@ -25,7 +25,7 @@ func TestCopyOutputDoesNotBlockTheAgent(t *testing.T) {
 	defer master.Close()
 	p := NewPane(80, 24)
 	defer p.Close()
-	r := &agentRun{master: master, dirty: make(chan struct{}, 1), outputDone: make(chan struct{})}
+	r := &agentRun{master: master, dirty: make(chan struct{}, 1), outputDone: make(chan struct{}), pace: framePace()}
 	go r.copyOutput(p)
 	// Some output is fed before the pane gets busy.
 	first := []byte("first line\r\n")

@@ -28,6 +28,7 @@ import (
 	"github.com/shadow-sandbox/shadow/ui/agenthost"
 	"github.com/shadow-sandbox/shadow/ui/keymap"
 	"github.com/shadow-sandbox/shadow/ui/reviewsrc"
+	"github.com/shadow-sandbox/shadow/ui/screen"
 )
 
 // Jail is what the real preflight, agent, review and status bar work on:
@@ -106,13 +107,18 @@ func Run(ctx context.Context, opts Options) (int, error) {
 		case <-ctx.Done():
 		}
 	}()
+	// The app draws its own frames (ui/screen): the echo of a key after a quiet spell is on
+	// the terminal as soon as the model has it, not at bubbletea's next tick.
+	term, err := screen.NewTerminal()
+	if err != nil {
+		return ExitError, err
+	}
+	opts.Exec = term.Exec
 	m, err := NewModel(ctx, opts)
 	if err != nil {
 		return ExitError, err
 	}
-	// At 120 frames a second (bubbletea's most) a frame waits at most 8 ms for the renderer's
-	// tick, half of the default's: a key the agent echoes reaches the screen that much sooner.
-	final, err := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(120)).Run()
+	final, err := term.Run(ctx, m)
 	fm, ok := final.(Model)
 	if r := fm.run; ok && r != nil && fm.result == nil && !fm.Detached() {
 		// The app ended under a running agent (it was quit, killed by its context, or lost

@@ -33,7 +33,7 @@ func TestGoldenSessions(t *testing.T) {
 			m.pane.Write([]byte("> fix the cart total\r\nEditing src/cart.js\r\n"))
 
 			t.Run("pane", func(t *testing.T) {
-				s := screen(m)
+				s := screenText(m)
 				checkScreen(t, s, sz.w, sz.h)
 				want := " claude │ "
 				if sz.w >= 120 {
@@ -52,7 +52,7 @@ func TestGoldenSessions(t *testing.T) {
 				if asked != 1 {
 					t.Errorf("the other sessions were read %d times when the agent ended, want once", asked)
 				}
-				s := screen(mm)
+				s := screenText(mm)
 				checkScreen(t, s, sz.w, sz.h)
 				flat := strings.Join(strings.Fields(s), " ")
 				for _, want := range []string{"also open: codex (20261130-cd34ef), 20261130-ef56ab",
@@ -65,7 +65,7 @@ func TestGoldenSessions(t *testing.T) {
 			})
 			t.Run("ended-alone", func(t *testing.T) {
 				others, asked = nil, 0
-				s := screen(ended(t, m))
+				s := screenText(ended(t, m))
 				if asked != 1 {
 					t.Errorf("the other sessions were read %d times when the agent ended, want once", asked)
 				}
