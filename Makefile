@@ -155,12 +155,7 @@ test: deps test-deps lint
 # bench prints the figures of SPEC §9 as ratios against the named peer in the same run
 # (needs hyperfine and bubblewrap; bench/audit.sh installs a real node_modules with npm once).
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x $(PKGS)
-	SHADOW=$(BIN) bash bench/jail.sh 5
-	bash bench/review.sh $(BIN) 10000
-	bash bench/audit.sh $(BIN)
-	bash bench/project.sh $(BIN)
-	bash bench/sessions.sh $(BIN)
+	bash bench/all.sh $(BIN) $(PKGS)
 
 # fuzz runs every fuzz target for FUZZTIME each (make test only runs their seed corpora).
 fuzz:

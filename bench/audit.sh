@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Preflight audit cost on a real npm project (SPEC §9), as a ratio from one hyperfine run:
+# Preflight audit cost on a real npm project (SPEC §9), as a ratio of medians, interleaved:
 #   shadow verify --project DIR --format json --output /dev/null
 #   vs  reading every package.json under DIR/node_modules (find | xargs cat)
 # The project depends on a few big real packages; `npm install --ignore-scripts` of them gives about
 # 1,500 packages. The install is cached under ${XDG_CACHE_HOME:-$HOME/.cache}/shadow-bench/, keyed by
 # the package.json below, so only the first run needs the npm registry.
-# Usage: bash bench/audit.sh [PATH/TO/shadow]   (needs hyperfine, node and npm)
+# Usage: bash bench/audit.sh [PATH/TO/shadow] [ROUNDS]   (needs hyperfine, jq, node and npm)
 set -euo pipefail
 shadow=$(realpath "${1:-bin/shadow}")
 [ -x "$shadow" ] || { echo "bench/audit.sh: $shadow is not an executable (make build)" >&2; exit 1; }
@@ -55,10 +55,11 @@ fi
 
 # The project itself is a temporary copy (hard links where the file system allows), so the report
 # and attestation that verify writes never land in the cache.
-work=$(mktemp -d "$cache_root/run.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-export XDG_STATE_HOME="$work/state" XDG_CONFIG_HOME="$work/config"
-project="$work/project"
+. "$(dirname "$0")/lib.sh"
+bench_init audit "$shadow"
+copy=$(mktemp -d "$cache_root/run.XXXXXX")
+trap 'rm -rf "$copy"; chmod -R u+rwX "$work" 2>/dev/null; rm -rf "$work"' EXIT
+project="$copy/project"
 mkdir -p "$project"
 cp -al "$cached/package.json" "$cached/package-lock.json" "$cached/node_modules" "$project/" 2>/dev/null ||
   cp -a "$cached/package.json" "$cached/package-lock.json" "$cached/node_modules" "$project/"
@@ -71,14 +72,8 @@ console.log(Object.entries(l.packages).filter(([k, v]) => k.includes("node_modul
 manifests=$(find "$project/node_modules" -name package.json | wc -l)
 echo "packages installed under node_modules: $packages ($manifests package.json files)"
 
-json="$work/hyperfine.json"
-hyperfine --warmup 2 --export-json "$json" \
-  -n "shadow verify" "'$shadow' verify --project '$project' --format json --output /dev/null >/dev/null 2>&1 || true" \
-  -n "read package.json" "find '$project/node_modules' -name package.json -print0 | xargs -0 cat > /dev/null"
-
-node -e '
-const r = require(process.argv[1]).results;
-const [audit, read] = r;
-console.log(`ratio: shadow verify / read package.json = ${(audit.mean / read.mean).toFixed(2)}x` +
-  ` (${(audit.mean * 1000).toFixed(1)} ms vs ${(read.mean * 1000).toFixed(1)} ms, mean)`);
-' "$json"
+rounds=${2:-7}
+measure "audit of $packages packages vs reading each package.json" \
+  true "'$shadow' verify --project '$project' --format json --output /dev/null >/dev/null 2>&1 || true" \
+  true "find '$project/node_modules' -name package.json -print0 | xargs -0 cat > /dev/null" 2
+print_table

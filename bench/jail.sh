@@ -1,46 +1,33 @@
 #!/usr/bin/env bash
-# Jail benchmarks of SPEC §9, each a hyperfine run comparing `shadow run` with the same work outside
-# (or with bubblewrap for start-up), so the ratios come from one run side by side:
-#   1. start-up: `shadow run -- true` vs `bwrap --unshare-all ... true`            (target <= 3x)
-#   2. reading 5,000 files in the jail vs outside                                   (target <= 1.10x)
-#   3. appending a line to 5,000 files (every file copied up) vs outside           (target <= 5x)
-#   4. `go build` of a small module with a warm cache, in the jail vs outside       (target <= 1.10x)
-#   5. `shadow run -- true` with 20,000 files staged vs with none                   (target <= 1.3x)
-# Needs: go, hyperfine, bubblewrap. Fixtures are generated under $BENCH_DIR (default: a temp dir on
-# the same disk as /tmp). Usage: bench/jail.sh [RUNS]; SHADOW=path/to/shadow skips the build.
+# Jail benchmarks of SPEC §9, each a row of the table: shadow against the same work outside (or
+# bubblewrap, or script), interleaved a run of each a round, the ratio of the medians:
+#   1. start-up: `shadow run -- true` vs `bwrap --unshare-all ... true`                   (<= 3x)
+#   2. reading 5,000 files in the jail vs outside, each less a run of true on its side   (<= 1.10x)
+#   3. appending a line to 5,000 files (every file copied up), the whole run, vs outside (<= 5x)
+#   4. `go build` of a small module, warm cache, in the jail vs outside, each less true  (<= 1.10x)
+#   5. `shadow run -- true` with 20,000 files staged vs with none                        (<= 1.3x)
+#   6. relaying 10 MB of coloured output to a terminal vs `script -qc CMD /dev/null`, each
+#      less the same tool running true; the terminal is an outer `script` on both sides  (<= 1.1x)
+# Needs: go, hyperfine, jq, bubblewrap, script (util-linux). Fixtures are generated under
+# $BENCH_DIR (default: a temp dir on the same disk as /tmp). Usage: bench/jail.sh [ROUNDS];
+# SHADOW=path/to/shadow skips the build.
 # On ext4 without a journal, creating files soon after many were deleted is slow (the inode
 # allocator skips recently deleted inodes, reading inode blocks to find them), and every run of 3.
-# follows the deletion of the last run's staged files: BENCH_DIR on a journaled filesystem shows
-# the jail's own cost.
+# follows the deletion of the last run's staged files: the "(floor)" row writes the same 5,000
+# files anew outside right after a deletion, and BENCH_DIR on a journaled filesystem shows the
+# jail's own cost.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-RUNS=${1:-10}
-for tool in go hyperfine bwrap; do
-	command -v "$tool" >/dev/null || { echo "bench/jail.sh: $tool is not installed" >&2; exit 1; }
-done
-
-work=$(mktemp -d "${BENCH_DIR:-/tmp}/shadow-bench-XXXXXX")
-cleanup() {
-	# Overlay work dirs are left mode 000 by the kernel.
-	chmod -R u+rwx "$work" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-shadow=${SHADOW:-$work/shadow}
-if [ -z "${SHADOW:-}" ]; then
-	go build -o "$shadow" ./cmd/shadow
-	make -s --no-print-directory "$work/shadow-init" BIN="$shadow"
-fi
+rounds=${1:-10}
+. bench/lib.sh
+bench_init jail "${SHADOW:-}" go bwrap script
 # The jail's PID 1: shadow-init beside shadow (make build), or shadow itself when there is none.
 if [ -x "$(dirname "$shadow")/shadow-init" ]; then
 	echo "PID 1: $(dirname "$shadow")/shadow-init"
 else
 	echo "PID 1: $shadow itself (no shadow-init beside it)"
 fi
-# Sessions of the benchmark live in the temp dir, not in the user's state.
-export XDG_STATE_HOME="$work/state" XDG_CONFIG_HOME="$work/config"
 
 echo "== fixtures"
 empty="$work/empty"
@@ -81,46 +68,46 @@ scripts="$work/scripts"
 mkdir -p "$scripts"
 echo 'find . -type f -exec cat {} + >/dev/null' >"$scripts/read.sh"
 echo 'find . -type f -exec sh -c '\''for f; do echo line >> "$f"; done'\'' _ {} +' >"$scripts/append.sh"
+outside=$work/outside
+cp -r "$files" "$outside"
+# 10 MB of coloured output, as a build prints it.
+relay=$work/relay
+mkdir -p "$relay"
+awk 'BEGIN { l = "\033[32m✓\033[0m compiled \033[1mpackage\033[0m ok: 12 files \033[38;5;244m(0.41s)\033[0m naïve résumé"
+	for (n = 0; n < 10 * 1024 * 1024; n += length(l) + 1) print l }' >"$relay/out.txt"
+staged=$work/staged
+mkdir -p "$staged"
+
 jail="$shadow run --ro $scripts"
 discard="$shadow discard --yes --project"
+$jail --project "$staged" -- sh -c 'for d in $(seq 0 19); do mkdir d$d; for f in $(seq 0 999); do echo x > d$d/f$f; done; done' >/dev/null 2>&1
+$jail --project "$empty" -- true >/dev/null 2>&1 # the mask cache warm, as for anyone's second run
 
-echo "== 1. jail start-up"
-hyperfine -N --warmup 3 --runs "$RUNS" \
-	--command-name "shadow run -- true" "$jail --project $empty -- true" \
-	--command-name "bwrap true" "bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc true"
-
-echo "== 2. read 5,000 files"
-hyperfine --warmup 2 --runs "$RUNS" \
-	--command-name "in the jail" "$jail --project $files -- sh $scripts/read.sh 2>/dev/null" \
-	--command-name "outside" "cd $files && sh $scripts/read.sh"
-
-echo "== 3. append a line to 5,000 files (copy-up of every file)"
-# Each jailed run starts from a fresh session, so that every file is copied up again. The third
-# command is the floor of keeping a file per staged file on this disk: the same 5,000 files
-# written anew, right after the last copy was deleted, as a run's checkpoint writes them right
-# after the discard of the last session (on ext4 without a journal, new inodes are slow for a
-# while after many were freed).
-hyperfine --warmup 1 --runs "$RUNS" \
-	--prepare "$discard $files >/dev/null 2>&1 || true" \
-	--command-name "in the jail" "$jail --project $files -- sh $scripts/append.sh 2>/dev/null" \
-	--prepare "true" \
-	--command-name "outside" "cd $files && sh $scripts/append.sh" \
-	--prepare "rm -rf $work/copy" \
-	--command-name "outside, as new files" "cp -r $files $work/copy"
+echo "== measuring ($rounds rounds; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+hyperfine_flags=-N measure "start: shadow run -- true vs bwrap true" \
+	true "$jail --project $empty -- true" \
+	true "bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc true" 3
+measure_less "read 5,000 files, each less true" \
+	"$jail --project $files -- sh $scripts/read.sh" "$jail --project $files -- true" \
+	"cd $outside && sh $scripts/read.sh" "cd $outside && true" 1.10
+# Each jailed run starts from a fresh session, so that every file is copied up again.
+measure "append a line to 5,000 files, the whole run" \
+	"$discard $files >/dev/null 2>&1 || true" "$jail --project $files -- sh $scripts/append.sh" \
+	true "cd $outside && sh $scripts/append.sh" 5
+measure "(floor) the 5,000 files written anew outside" \
+	"rm -rf $work/copy" "cp -r $files $work/copy" true "cd $outside && sh $scripts/append.sh" -
 rm -rf "$work/copy"
 $discard "$files" >/dev/null 2>&1 || true
-
-echo "== 4. go build, warm cache"
 # Both sides link: go build skips the link when the -o file is already up to date, and the jail's
 # /tmp/out is new on every run, so the outside build starts from a removed output too.
-hyperfine --warmup 1 --runs "$RUNS" \
-	--command-name "in the jail" "$jail --project $mod -- go build -o /tmp/out . 2>/dev/null" \
-	--command-name "outside" "sh -c 'cd $mod && rm -f $work/out && go build -o $work/out .'"
-
-echo "== 5. a run's fixed cost with 20,000 files staged"
-staged="$work/staged"
-mkdir -p "$staged"
-$shadow run --project "$staged" -- sh -c 'for d in $(seq 0 19); do mkdir d$d; for f in $(seq 0 999); do echo x > d$d/f$f; done; done' >/dev/null 2>&1
-hyperfine -N --warmup 2 --runs "$RUNS" \
-	--command-name "20,000 staged" "$shadow run --project $staged -- true" \
-	--command-name "none staged" "$shadow run --project $empty -- true"
+measure_less "go build, warm cache, each less true" \
+	"$jail --project $mod -- go build -o /tmp/out ." "$jail --project $mod -- true" \
+	"cd $mod && rm -f $work/out && go build -o $work/out ." "cd $mod && true" 1.10
+hyperfine_flags=-N measure "a run's fixed cost: 20,000 files staged vs none" \
+	true "$jail --project $staged -- true" true "$jail --project $empty -- true" 1.3
+measure_less "relay 10 MB of colour to a terminal vs script" \
+	"script -qec '$jail --project $relay -- cat $relay/out.txt' /dev/null" \
+	"script -qec '$jail --project $relay -- true' /dev/null" \
+	"script -qec \"script -qec 'cat $relay/out.txt' /dev/null\" /dev/null" \
+	"script -qec \"script -qec true /dev/null\" /dev/null" 1.1
+print_table

@@ -12,20 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${2:-7}
-for tool in hyperfine jq git awk; do
-	command -v "$tool" >/dev/null || { echo "bench/project.sh: $tool is not installed" >&2; exit 1; }
-done
-
-work=$(mktemp -d "${BENCH_DIR:-/tmp}/shadow-bench-project.XXXXXX")
-# Overlay work dirs are left mode 000 by the kernel.
-trap 'chmod -R u+rwX "$work" 2>/dev/null; rm -rf "$work"' EXIT
-if [ -n "${1:-}" ]; then
-	shadow=$(realpath "$1")
-else
-	shadow=$work/shadow
-	go build -o "$shadow" ./cmd/shadow
-fi
-export XDG_STATE_HOME="$work/state" XDG_CONFIG_HOME="$work/config"
+. bench/lib.sh
+bench_init project "${1:-}" git
 
 # File creation is slow on some disks: the fixture is made once, small files, by one process.
 echo "== fixtures: 100,000 files in 1,000 directories, a git repository; a 200 MB file"
@@ -53,28 +41,7 @@ staged=$(ls -d "$XDG_STATE_HOME"/shadow/sessions/*/upper/big.txt)
 eval "$fresh"
 git -C "$proj" status --porcelain >/dev/null
 
-# measure NAME PREPARE CMD REF_PREPARE REF LIMIT: rounds of one hyperfine run of CMD and one of
-# REF; appends NAME's row to the table (the medians, their ratio, LIMIT and whether it holds).
-table=$work/table
-measure() {
-	local name=$1 prep=$2 cmd=$3 refprep=$4 ref=$5 r
-	: >"$work/a" && : >"$work/b"
-	for ((r = 0; r < rounds; r++)); do
-		hyperfine --style none --ignore-failure --warmup $((r == 0)) --runs 1 --export-json "$work/h.json" \
-			--prepare "$prep" "$cmd" --prepare "$refprep" "$ref" >/dev/null
-		jq -r '.results[0].times[]' "$work/h.json" >>"$work/a"
-		jq -r '.results[1].times[]' "$work/h.json" >>"$work/b"
-	done
-	local a b
-	a=$(sort -g "$work/a" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-	b=$(sort -g "$work/b" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-	awk -v n="$name" -v a="$a" -v b="$b" -v lim="$6" 'BEGIN {
-		r = a / b; printf "%-44s %9.3f s %9.3f s %6.2fx  <= %sx  %s\n", n, a, b, r, lim, (lim == "-" ? "" : r <= lim ? "ok" : "MISSED") }' >>"$table"
-	tail -1 "$table"
-}
-
 echo "== measuring ($rounds rounds)"
-: >"$table"
 measure "diff --stat, 10 of 100,000 changed" "true" "$shadow diff --stat --project $proj" \
 	"true" "git -C $proj status --porcelain" 1.5
 # Each apply applies a session of its own; git status then sees the 10 files the applies changed.
@@ -90,6 +57,4 @@ measure "(scale) run -- true, empty project" "true" "$shadow run --project $empt
 	"true" "git -C $proj status --porcelain" -
 measure "diff --stat, 200 MB file, one line changed" "true" "$shadow diff --stat --project $big" \
 	"true" "git diff --no-index --stat $big/big.txt $staged" 2
-echo
-printf '%-44s %11s %11s %7s  %s\n' "target" "shadow" "reference" "ratio" "limit"
-cat "$table"
+print_table

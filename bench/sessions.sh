@@ -17,20 +17,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${2:-5}
-for tool in hyperfine jq awk; do
-	command -v "$tool" >/dev/null || { echo "bench/sessions.sh: $tool is not installed" >&2; exit 1; }
-done
-
-work=$(mktemp -d "${BENCH_DIR:-/tmp}/shadow-bench-sessions.XXXXXX")
-# Overlay work dirs are left mode 000 by the kernel.
-trap 'chmod -R u+rwX "$work" 2>/dev/null; rm -rf "$work"' EXIT
-if [ -n "${1:-}" ]; then
-	shadow=$(realpath "$1")
-else
-	shadow=$work/shadow
-	go build -o "$shadow" ./cmd/shadow
-fi
-export XDG_STATE_HOME="$work/state" XDG_CONFIG_HOME="$work/config"
+. bench/lib.sh
+bench_init sessions "${1:-}"
 
 echo "== fixtures: 5,000 files in 50 directories"
 files=$work/files
@@ -61,32 +49,10 @@ for s in a b; do
 done
 $run --session a --project "$files" -- sh "$scripts/append.sh" >/dev/null 2>&1
 
-# measure NAME PREPARE CMD REF_PREPARE REF LIMIT: rounds of one hyperfine run of CMD and one of
-# REF; appends NAME's row to the table (the medians, their ratio, LIMIT and whether it holds).
-table=$work/table
-measure() {
-	local name=$1 prep=$2 cmd=$3 refprep=$4 ref=$5 r
-	: >"$work/a" && : >"$work/b"
-	for ((r = 0; r < rounds; r++)); do
-		hyperfine --style none --warmup $((r == 0)) --runs 1 --export-json "$work/h.json" \
-			--prepare "$prep" "$cmd" --prepare "$refprep" "$ref" >/dev/null
-		jq -r '.results[0].times[]' "$work/h.json" >>"$work/a"
-		jq -r '.results[1].times[]' "$work/h.json" >>"$work/b"
-	done
-	local a b
-	a=$(sort -g "$work/a" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-	b=$(sort -g "$work/b" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-	awk -v n="$name" -v a="$a" -v b="$b" -v lim="$6" 'BEGIN {
-		r = a / b; printf "%-44s %9.3f s %9.3f s %6.2fx  <= %sx  %s\n", n, a, b, r, lim, (lim == "-" ? "" : r <= lim ? "ok" : "MISSED") }' >>"$table"
-	tail -1 "$table"
-}
 
 echo "== measuring ($rounds rounds; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
-: >"$table"
 measure "start: two sessions at once vs one alone" "true" "$start_pair" "true" "$start_one" 1.2
 measure "(scale) start: two in turn vs one alone" "true" "$start_turn" "true" "$start_one" -
 measure "append 5,000: two sessions at once vs one" "$fresh" "$append_pair" "$fresh" "$append_one" 1.2
 measure "(scale) append 5,000: two in turn vs one" "$fresh" "$append_turn" "$fresh" "$append_one" -
-echo
-printf '%-44s %11s %11s %7s  %s\n' "target" "shadow" "reference" "ratio" "limit"
-cat "$table"
+print_table
