@@ -27,8 +27,10 @@
 package termfilter
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
+	"math/bits"
 
 	"github.com/shadow-sandbox/shadow/internal/termseq"
 )
@@ -111,18 +113,7 @@ func (f *Writer) Write(p []byte) (int, error) {
 			// So does a whole SGR sequence (colours: CSI digits, ';' or
 			// ':', then 'm'), which the filter always keeps and which sets
 			// no mode.
-			j := i
-			for j < len(p) {
-				if x := p[j]; x >= 0x20 && x < 0x80 || x < 0x20 && x != 0x1b && x != enq && x != 0x0e && x != 0x0f {
-					j++
-				} else if n := wholeChar(p[j:]); n > 0 {
-					j += n
-				} else if n := sgrLen(p[j:]); n > 0 {
-					j += n
-				} else {
-					break
-				}
-			}
+			j := passRun(p, i)
 			if i == 0 && j == len(p) {
 				// All of it passes: no copy.
 				if _, err := f.w.Write(p); err != nil {
@@ -215,6 +206,46 @@ func (f *Writer) control(b byte) {
 // wholeChar is the length of the multi-byte UTF-8 character at the start of
 // b when its lead byte is 0xC3 to 0xF4 and all its continuation bytes are in
 // b, the bytes that ground passes one by one; 0 otherwise.
+// passRun is where the run of p from i that passes as it is ends (Write's
+// fast path): ASCII but ESC, ENQ, SO and SI, whole UTF-8 characters that
+// cannot encode a C1 control, whole SGR sequences. Printable ASCII, most of
+// any output, is taken eight bytes at a time.
+func passRun(p []byte, i int) int {
+	const lows, highs = 0x2020202020202020, 0x8080808080808080
+	for i < len(p) {
+		switch x := p[i]; {
+		case x >= 0x20 && x < 0x80:
+			i++
+			for len(p)-i >= 8 {
+				// A byte under 0x20 borrows into its high bit, one of 0x80 or more has
+				// it set; no byte above the first such one borrows, so the lowest high
+				// bit is the first byte that is not printable ASCII.
+				w := binary.LittleEndian.Uint64(p[i:])
+				if m := ((w - lows) | w) & highs; m != 0 {
+					i += bits.TrailingZeros64(m) >> 3
+					break
+				}
+				i += 8
+			}
+		case x < 0x20 && x != 0x1b && x != enq && x != 0x0e && x != 0x0f:
+			i++
+		case x == 0x1b:
+			n := sgrLen(p[i:])
+			if n == 0 {
+				return i
+			}
+			i += n
+		default:
+			n := wholeChar(p[i:])
+			if n == 0 {
+				return i
+			}
+			i += n
+		}
+	}
+	return i
+}
+
 func wholeChar(b []byte) int {
 	n := termseq.UTF8Len(b[0])
 	if n == 0 || b[0] == 0xc2 || len(b) < n {

@@ -585,3 +585,52 @@ func TestColouredOutputPassesWithoutCopy(t *testing.T) {
 		t.Errorf("coloured text was copied or split: %d writes", len(w.got))
 	}
 }
+
+// passRunByByte is the fast path's run as it was before it took words: a byte, a character or an
+// SGR sequence at a time.
+func passRunByByte(p []byte, i int) int {
+	for i < len(p) {
+		if x := p[i]; x >= 0x20 && x < 0x80 || x < 0x20 && x != 0x1b && x != enq && x != 0x0e && x != 0x0f {
+			i++
+		} else if n := wholeChar(p[i:]); n > 0 {
+			i += n
+		} else if n := sgrLen(p[i:]); n > 0 {
+			i += n
+		} else {
+			break
+		}
+	}
+	return i
+}
+
+// FuzzPassRun checks that taking printable ASCII eight bytes at a time ends the run where taking
+// it a byte at a time does, from any start.
+func FuzzPassRun(f *testing.F) {
+	for _, c := range cases {
+		f.Add([]byte(c.in), uint8(0))
+	}
+	f.Add([]byte("plain text, longer than a word\x1b[1mbold\x1b[m\x05\x7f\x80\xc2\x9b1m\x00tail"), uint8(3))
+	f.Add([]byte("0123456\x1f89abcdef\x9b"), uint8(1))
+	f.Fuzz(func(t *testing.T, p []byte, start uint8) {
+		i := int(start) % (len(p) + 1)
+		if got, want := passRun(p, i), passRunByByte(p, i); got != want {
+			t.Fatalf("passRun(%q, %d) = %d, a byte at a time %d", p, i, got, want)
+		}
+	})
+}
+
+// Every byte value at every place of a word, among printable ASCII: the word test finds the
+// first byte that is not printable.
+func TestPassRunEveryByte(t *testing.T) {
+	for x := range 256 {
+		for at := range 17 {
+			p := []byte(strings.Repeat("a", 24))
+			p[at] = byte(x)
+			for start := range 3 {
+				if got, want := passRun(p, start), passRunByByte(p, start); got != want {
+					t.Fatalf("byte %#02x at %d, from %d: run ends at %d, a byte at a time %d", x, at, start, got, want)
+				}
+			}
+		}
+	}
+}
