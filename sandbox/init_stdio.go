@@ -115,6 +115,11 @@ func isPipeOrSocket(fd int) bool {
 // the terminal filter, to the user, then undoes the modes the command left
 // set on the user's terminal. The returned channel closes when that is done.
 func relayPTY(master *os.File) chan struct{} {
+	// Fd puts the master in blocking mode: a read of the command's output then waits in the
+	// kernel, in a thread of its own, instead of going round the runtime's poller, which cost
+	// a wakeup more for every read (SPEC §9's relay; resizePTY did it too, but only where the
+	// user's terminal has a size).
+	master.Fd()
 	go func() { _, _ = io.Copy(master, os.Stdin) }()
 	done := make(chan struct{})
 	go func() {
