@@ -3,6 +3,7 @@
 # bubblewrap, or script), interleaved a run of each a round, the ratio of the medians:
 #   1. start-up: `shadow run -- true` vs `bwrap --unshare-all ... true`                   (<= 3x)
 #   2. reading 5,000 files in the jail vs outside, each less a run of true on its side   (<= 1.10x)
+#      (its floor: the same read through a bare overlay mount, as fresh as the jail's)
 #   3. appending a line to 5,000 files (every file copied up), the whole run, vs outside (<= 5x)
 #   4. `go build` of a small module, warm cache, in the jail vs outside, each less true  (<= 1.10x)
 #   5. `shadow run -- true` with 20,000 files staged vs with none                        (<= 1.3x)
@@ -90,6 +91,17 @@ hyperfine_flags=-N measure "start: shadow run -- true vs bwrap true" \
 measure_less "read 5,000 files, each less true" \
 	"$jail --project $files -- sh $scripts/read.sh" "$jail --project $files -- true" \
 	"cd $outside && sh $scripts/read.sh" "cd $outside && true" 1.10
+# The floor of 2.: the same read through a bare overlay of the project (upper on tmpfs), mounted
+# afresh for each run as each jail mounts its own, in a user and mount namespace of its own.
+if unshare -Urm true 2>/dev/null; then
+	echo "mount -t tmpfs tmpfs $work/ovl && mkdir $work/ovl/u $work/ovl/w &&
+		mount -t overlay overlay -o lowerdir=$files,upperdir=$work/ovl/u,workdir=$work/ovl/w,userxattr $files &&
+		cd $files && \"\$@\"" >"$scripts/overlay.sh"
+	mkdir -p "$work/ovl"
+	measure_less "(floor) the same read through a bare overlay" \
+		"unshare -Urm sh $scripts/overlay.sh sh $scripts/read.sh" "unshare -Urm sh $scripts/overlay.sh true" \
+		"cd $outside && sh $scripts/read.sh" "cd $outside && true" -
+fi
 # Each jailed run starts from a fresh session, so that every file is copied up again.
 measure "append a line to 5,000 files, the whole run" \
 	"$discard $files >/dev/null 2>&1 || true" "$jail --project $files -- sh $scripts/append.sh" \
