@@ -65,7 +65,7 @@ func (t *Terminal) Run(ctx context.Context, m tea.Model) (_ tea.Model, err error
 	// Without its renderer bubbletea reads the input and runs the model; its own tick only
 	// writes the questions its commands ask the terminal (the background colour), so it need
 	// not come often.
-	p := tea.NewProgram(drawn{inner: m, screen: scr}, tea.WithContext(ctx), tea.WithoutRenderer(), tea.WithEnvironment(t.env),
+	p := tea.NewProgram(drawn{inner: m, screen: scr, term: t}, tea.WithContext(ctx), tea.WithoutRenderer(), tea.WithEnvironment(t.env),
 		tea.WithInput(t.in), tea.WithOutput(t.out), tea.WithWindowSize(width, height), tea.WithFPS(20))
 	stop := t.followSize(p)
 	defer stop()
@@ -157,11 +157,22 @@ func (h *handover) Run() error {
 type drawn struct {
 	inner  tea.Model
 	screen *Screen
+	term   *Terminal
+}
+
+// givingBackOnPanic gives the terminal back before a panic of the model goes on to bubbletea,
+// which prints it: on the main screen, in the terminal's own mode, where it can be read.
+func (d drawn) givingBackOnPanic() {
+	if r := recover(); r != nil {
+		_ = d.term.giveBack()
+		panic(r)
+	}
 }
 
 func (d drawn) Init() tea.Cmd { return d.inner.Init() }
 
 func (d drawn) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	defer d.givingBackOnPanic()
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		d.screen.Resize(msg.Width, msg.Height)
@@ -177,6 +188,7 @@ func (d drawn) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 // View draws the model's view: bubbletea asks for it after every update.
 func (d drawn) View() tea.View {
+	defer d.givingBackOnPanic()
 	v := d.inner.View()
 	d.screen.Draw(v)
 	return v

@@ -3,6 +3,7 @@ package screen
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -170,4 +171,43 @@ func unixTermios(f *os.File) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("iflag %#o oflag %#o lflag %#o cc %v", tio.Iflag, tio.Oflag, tio.Lflag, tio.Cc), nil
+}
+
+// crashing panics at its first update.
+type crashing struct{}
+
+func (crashing) Init() tea.Cmd                       { return func() tea.Msg { return stepMsg(1) } }
+func (crashing) Update(tea.Msg) (tea.Model, tea.Cmd) { panic("the model broke") }
+func (crashing) View() tea.View                      { return textView("about to break") }
+
+// A panic of the model is printed after the terminal is given back, where it can be read
+// (bubbletea prints it to standard error; here that is the terminal's file too).
+func TestPanicIsPrintedOnTheMainScreen(t *testing.T) {
+	term, tty := testTerminal(t)
+	before, err := unixTermios(tty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = term.out
+	defer func() { os.Stderr = stderr }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = term.Run(ctx, crashing{})
+	os.Stderr = stderr
+	if !errors.Is(err, tea.ErrProgramPanic) {
+		t.Fatalf("Run returned %v, want a panic's error", err)
+	}
+	b, err := os.ReadFile(term.out.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(b)
+	exit, printed := strings.Index(out, ansi.ResetModeAltScreenSaveCursor), strings.Index(out, "the model broke")
+	if exit < 0 || printed < exit {
+		t.Errorf("the panic was printed before the terminal was given back (at %d, the main screen at %d): %q", printed, exit, out)
+	}
+	if now, _ := unixTermios(tty); now != before {
+		t.Errorf("the terminal's mode after the panic differs from before it:\n%s\n%s", before, now)
+	}
 }
