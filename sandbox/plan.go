@@ -146,7 +146,7 @@ func lookHost(p Policy, argv []string) (hostFacts, error) {
 	git, _ := exec.LookPath("git")
 	gitCache := loadScrubCache(p.MaskCache, git)
 	f.GitConfig = gitIdentity(f.Home, f.Project, git, gitCache)
-	dirsCache := loadDirsCache(p.MaskCache)
+	dirsCache := loadDirsCache(p.MaskCache, f.Project)
 	dirs, creds := projectDirs(f.Project, dirsCache)
 	dirsCache.save()
 	f.Scrubbed = append(gitConfigs(f.Project, dirs, git, gitCache), credentialFiles(creds)...)

@@ -1,7 +1,13 @@
 package sandbox
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -18,16 +24,32 @@ import (
 // since a second change in the same tick of the file times would not show in them. What a
 // stale entry would lose is a nested repository's config or a credential file left unscrubbed,
 // so the file has the scrub cache's trust rules: the invoker's, writable by no one else, and
-// read as empty when it is anything but this version's.
+// read as empty when it is anything but this version's. Each project has a file of its own,
+// so that a run decodes the directories of its own project alone, not of every project listed
+// before (one file for all was 215 KB after a test suite, most of a run's decoding).
 
-// projectDirsCacheName is the cache's file in Policy.MaskCache.
-const projectDirsCacheName = "project-dirs.json"
+// projectDirsCacheFile is the name of project's cache file in Policy.MaskCache.
+func projectDirsCacheFile(project string) string {
+	sum := sha256.Sum256([]byte(project))
+	return projectDirsCachePrefix + hex.EncodeToString(sum[:8]) + ".json"
+}
+
+// projectDirsCachePrefix begins the name of every project's file; oldProjectDirsCache is the
+// one file of every project of version 1, removed when a project's file is written.
+const (
+	projectDirsCachePrefix = "project-dirs-"
+	oldProjectDirsCache    = "project-dirs.json"
+)
+
+// maxProjectDirsCaches bounds the projects kept: past it, the files written longest ago go.
+const maxProjectDirsCaches = 256
 
 // projectDirsCacheVersion changes when the file's meaning, or what projectDirs takes of a
 // directory, does.
-const projectDirsCacheVersion = 1
+const projectDirsCacheVersion = 2
 
-// maxListedDirs bounds the cache: past it, only the directories of the last plan are kept.
+// maxListedDirs bounds a project's cache: past it, only the directories of the last plan are
+// kept.
 const maxListedDirs = 8192
 
 // listedDir is what projectDirs took of one version of a directory: the names of its
@@ -41,6 +63,7 @@ type listedDir struct {
 // dirsCache is the cache of one plan: loaded at its start, saved at its end.
 type dirsCache struct {
 	dir   string
+	file  string        // the project's file in dir
 	racy  time.Duration // scrubRacyWindow
 	dirs  map[string]listedDir
 	used  map[string]bool
@@ -48,21 +71,22 @@ type dirsCache struct {
 	reads int // of directories the cache did not hold
 }
 
-// projectDirsCacheFile is the cache file's content.
-type projectDirsCacheFile struct {
+// projectDirsCache is a cache file's content.
+type projectDirsCache struct {
 	Version int                  `json:"version"`
 	Dirs    map[string]listedDir `json:"dirs"`
 }
 
-// loadDirsCache reads the cache of dir; nil (no caching) when dir is empty. A missing, corrupt
-// or foreign file reads as empty.
-func loadDirsCache(dir string) *dirsCache {
+// loadDirsCache reads project's cache in dir; nil (no caching) when dir is empty. A missing,
+// corrupt or foreign file reads as empty.
+func loadDirsCache(dir, project string) *dirsCache {
 	if dir == "" {
 		return nil
 	}
-	c := &dirsCache{dir: dir, racy: scrubRacyWindow, dirs: map[string]listedDir{}, used: map[string]bool{}}
-	var cf projectDirsCacheFile
-	if !readOwnJSON(dir, projectDirsCacheName, &cf) || cf.Version != projectDirsCacheVersion || cf.Dirs == nil {
+	c := &dirsCache{dir: dir, file: projectDirsCacheFile(project), racy: scrubRacyWindow,
+		dirs: map[string]listedDir{}, used: map[string]bool{}}
+	var cf projectDirsCache
+	if !readOwnJSON(dir, c.file, &cf) || cf.Version != projectDirsCacheVersion || cf.Dirs == nil {
 		return c
 	}
 	c.dirs = cf.Dirs
@@ -120,5 +144,36 @@ func (c *dirsCache) save() {
 	if len(c.dirs) > maxListedDirs {
 		maps.DeleteFunc(c.dirs, func(p string, _ listedDir) bool { return !c.used[p] })
 	}
-	writeJSONAtomic(c.dir, projectDirsCacheName, projectDirsCacheFile{Version: projectDirsCacheVersion, Dirs: c.dirs})
+	writeJSONAtomic(c.dir, c.file, projectDirsCache{Version: projectDirsCacheVersion, Dirs: c.dirs})
+	pruneDirsCaches(c.dir)
+}
+
+// pruneDirsCaches removes version 1's file of every project and, past maxProjectDirsCaches
+// projects, the files written longest ago.
+func pruneDirsCaches(dir string) {
+	_ = os.Remove(filepath.Join(dir, oldProjectDirsCache))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type kept struct {
+		name string
+		at   time.Time
+	}
+	var files []kept
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), projectDirsCachePrefix) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil {
+			files = append(files, kept{e.Name(), fi.ModTime()})
+		}
+	}
+	if len(files) <= maxProjectDirsCaches {
+		return
+	}
+	slices.SortFunc(files, func(a, b kept) int { return b.at.Compare(a.at) })
+	for _, f := range files[maxProjectDirsCaches:] {
+		_ = os.Remove(filepath.Join(dir, f.name))
+	}
 }

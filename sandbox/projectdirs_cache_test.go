@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,7 +34,7 @@ func TestProjectDirsCache(t *testing.T) {
 	}
 	plan := func(step string, racy time.Duration) *dirsCache {
 		t.Helper()
-		c := loadDirsCache(cacheDir)
+		c := loadDirsCache(cacheDir, project)
 		c.racy = racy
 		dirs, creds := projectDirs(project, c)
 		c.save()
@@ -146,20 +147,20 @@ func TestProjectDirsCache(t *testing.T) {
 	}
 
 	// A corrupt cache file, or one others may write, reads as empty.
-	cacheFile := filepath.Join(cacheDir, projectDirsCacheName)
+	cacheFile := filepath.Join(cacheDir, projectDirsCacheFile(project))
 	if err := os.Chmod(cacheFile, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	if c := loadDirsCache(cacheDir); len(c.dirs) != 0 {
+	if c := loadDirsCache(cacheDir, project); len(c.dirs) != 0 {
 		t.Errorf("a cache file others may write was read")
 	}
-	if err := os.WriteFile(cacheFile, []byte(`{"version":1,"dirs":{`), 0o600); err != nil {
+	if err := os.WriteFile(cacheFile, []byte(`{"version":2,"dirs":{`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(cacheFile, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if c := loadDirsCache(cacheDir); len(c.dirs) != 0 {
+	if c := loadDirsCache(cacheDir, project); len(c.dirs) != 0 {
 		t.Errorf("a corrupt cache file was read")
 	}
 	plan("after a corrupt cache file", trusted)
@@ -188,7 +189,7 @@ func TestEscapeProjectDirsCache(t *testing.T) {
 	if res, _, errOut := j.run(t, p, "/bin/true"); res.ExitCode != 0 {
 		t.Fatalf("exit %d: %s", res.ExitCode, errOut)
 	}
-	if c := loadDirsCache(p.MaskCache); len(c.dirs) < 4 {
+	if c := loadDirsCache(p.MaskCache, j.project); len(c.dirs) < 4 {
 		t.Fatalf("the run kept %d directories: %v", len(c.dirs), c.dirs)
 	}
 
@@ -211,5 +212,63 @@ func TestEscapeProjectDirsCache(t *testing.T) {
 	}
 	if leaked := markers(out); len(leaked) > 0 {
 		t.Errorf("after a cached run, the jail shows %v:\n%s", leaked, out)
+	}
+}
+
+// Each project's directories are kept in a file of their own, so that a run decodes only its
+// own project's; version 1's one file for every project is removed, and past
+// maxProjectDirsCaches projects the files written longest ago go.
+func TestProjectDirsCachePerProject(t *testing.T) {
+	cacheDir := t.TempDir()
+	old := filepath.Join(cacheDir, oldProjectDirsCache)
+	if err := os.WriteFile(old, []byte(`{"version":1,"dirs":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	projects := []string{t.TempDir(), t.TempDir()}
+	for i, project := range projects {
+		writeFiles(t, project, map[string]string{fmt.Sprintf("only%d/f.txt", i): "f\n"})
+		c := loadDirsCache(cacheDir, project)
+		c.racy = 0
+		projectDirs(project, c)
+		c.save()
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("version 1's file of every project was left: %v", err)
+	}
+	for i, project := range projects {
+		c := loadDirsCache(cacheDir, project)
+		mine, other := filepath.Join(project, fmt.Sprintf("only%d", i)), filepath.Join(projects[1-i], fmt.Sprintf("only%d", 1-i))
+		if _, ok := c.dirs[mine]; !ok {
+			t.Errorf("project %d's cache lacks its own directory %s: %v", i, mine, c.dirs)
+		}
+		if _, ok := c.dirs[other]; ok {
+			t.Errorf("project %d's cache holds the other project's directory %s", i, other)
+		}
+	}
+
+	for i := range maxProjectDirsCaches + 5 {
+		name := filepath.Join(cacheDir, fmt.Sprintf("%sfake%03d.json", projectDirsCachePrefix, i))
+		if err := os.WriteFile(name, []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-time.Duration(1000-i) * time.Hour)
+		if err := os.Chtimes(name, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := loadDirsCache(cacheDir, projects[0])
+	c.dirty = true
+	c.save()
+	names, _ := filepath.Glob(filepath.Join(cacheDir, projectDirsCachePrefix+"*"))
+	if len(names) != maxProjectDirsCaches {
+		t.Errorf("%d project files kept, want %d", len(names), maxProjectDirsCaches)
+	}
+	for _, gone := range []string{"fake000", "fake006"} {
+		if _, err := os.Stat(filepath.Join(cacheDir, projectDirsCachePrefix+gone+".json")); !os.IsNotExist(err) {
+			t.Errorf("%s, among the oldest, was kept", gone)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cacheDir, projectDirsCacheFile(projects[0]))); err != nil {
+		t.Errorf("the project just written was removed: %v", err)
 	}
 }
