@@ -183,6 +183,11 @@ func (crashing) View() tea.View                      { return textView("about to
 // A panic of the model is printed after the terminal is given back, where it can be read
 // (bubbletea prints it to standard error; here that is the terminal's file too).
 func TestPanicIsPrintedOnTheMainScreen(t *testing.T) {
+	if raceEnabled {
+		// bubbletea v2.1.1's shutdown after a panic closes the input's cancel reader while
+		// its read loop still reads, and returns before that loop ends: a race of its own.
+		t.Skip("bubbletea's shutdown after a panic races with its own input loop")
+	}
 	term, tty := testTerminal(t)
 	before, err := unixTermios(tty)
 	if err != nil {
