@@ -69,8 +69,8 @@ measure() {
 	row "$1" "$(median "$work/t.0")" "$(median "$work/t.1")" "$6"
 }
 
-# less A B: A - B.
-less() { awk -v a="$1" -v b="$2" 'BEGIN { print a - b }'; }
+# minus A B: A - B.
+minus() { awk -v a="$1" -v b="$2" 'BEGIN { print a - b }'; }
 
 # measure_less NAME CMD CMD_TRUE REF REF_TRUE LIMIT [PREPARE]: the workload's own cost on each
 # side, CMD less CMD_TRUE (the same tool running true) against REF less REF_TRUE, rounds of one
@@ -81,8 +81,8 @@ measure_less() {
 	for ((r = 0; r < rounds; r++)); do
 		timed "$r" "${7:-true}" "$2" true "$3" true "$4" true "$5"
 	done
-	row "$1" "$(less "$(median "$work/t.0")" "$(median "$work/t.1")")" \
-		"$(less "$(median "$work/t.2")" "$(median "$work/t.3")")" "$6"
+	row "$1" "$(minus "$(median "$work/t.0")" "$(median "$work/t.1")")" \
+		"$(minus "$(median "$work/t.2")" "$(median "$work/t.3")")" "$6"
 }
 
 # print_table: the script's rows under a heading.

@@ -19,13 +19,22 @@ import (
 // output is a terminal's input as a test reads it: what a Screen wrote,
 // from any goroutine.
 type output struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	wrote chan struct{} // signalled (without blocking) after each write
 }
+
+func newOutput() *output { return &output{wrote: make(chan struct{}, 1)} }
 
 func (o *output) Write(b []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	defer func() {
+		select {
+		case o.wrote <- struct{}{}:
+		default:
+		}
+	}()
 	return o.buf.Write(b)
 }
 
@@ -58,7 +67,7 @@ func (c *clock) add(d time.Duration) {
 
 func newTestScreen(t *testing.T, w, h int) (*Screen, *output, *clock) {
 	t.Helper()
-	out := &output{}
+	out := newOutput()
 	clk := &clock{t: time.Unix(1e9, 0)}
 	s := New(out, []string{"TERM=xterm-256color"}, colorprofile.ANSI256, w, h)
 	s.now = clk.now
@@ -94,13 +103,14 @@ func TestDrawAfterQuietIsAtOnce(t *testing.T) {
 	s.Draw(textView("six"))
 	s.Draw(textView("seven"))
 	var late strings.Builder
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.After(10 * time.Second)
 	for !strings.Contains(late.String(), "seven") {
-		if time.Now().After(deadline) {
+		select {
+		case <-out.wrote:
+			late.WriteString(out.take())
+		case <-deadline:
 			t.Fatalf("the paced frame never came: wrote %q", late.String())
 		}
-		time.Sleep(time.Millisecond)
-		late.WriteString(out.take())
 	}
 	if strings.Contains(late.String(), "six") || strings.Contains(late.String(), "five") {
 		t.Errorf("the paced frame drew views the newest one replaced: %q", late.String())
